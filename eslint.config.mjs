@@ -1,0 +1,70 @@
+// @ts-check
+import eslint from '@eslint/js';
+import tseslint from 'typescript-eslint';
+import { builtinModules } from 'node:module';
+
+// Workflow code runs in Temporal's deterministic sandbox: it must not reach I/O,
+// clocks or randomness outside the SDK, so those modules are banned by lint, not by review.
+const forbiddenInWorkflows = [
+  ...builtinModules,
+  ...builtinModules.map((m) => `node:${m}`),
+  'undici',
+  'kafkajs',
+  'prom-client',
+  'pino',
+  '@temporalio/activity',
+  '@temporalio/client',
+  '@temporalio/worker',
+];
+
+export default tseslint.config(
+  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'test-artifacts/**', 'bin/**'] },
+  eslint.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: { parserOptions: { projectService: false } },
+    rules: {
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/no-explicit-any': 'error',
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "MemberExpression[object.name='process'][property.name='env']",
+          message: 'Only src/config.ts reads process.env.',
+        },
+      ],
+    },
+  },
+  {
+    files: ['*.js', '*.mjs'],
+    languageOptions: {
+      globals: { module: 'readonly', require: 'readonly', __dirname: 'readonly', process: 'readonly' },
+    },
+  },
+  {
+    files: ['src/config.ts', 'test/**', 'bench/**', 'scripts/**', '*.mjs', '*.js'],
+    rules: { 'no-restricted-syntax': 'off' },
+  },
+  {
+    files: ['src/workflows/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          paths: forbiddenInWorkflows.map((name) => ({
+            name,
+            message: 'Workflow code is deterministic: no Node builtins or I/O clients.',
+            allowTypeImports: false,
+          })),
+          patterns: [
+            {
+              group: ['../activities', '../activities/*', '**/activities/**'],
+              allowTypeImports: true,
+              message: 'Workflows may only `import type` from activities.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+);

@@ -1,0 +1,20 @@
+/** The `poimen-relay` executable: wiring only; each command lives in its own module. */
+import { Command } from 'commander';
+import { isUserFacingError } from '../errors';
+import { VERSION } from '../version';
+import { demoCommand } from './demoCommand';
+import { stackCommand } from './stackCommands';
+
+const program = new Command('poimen-relay')
+  .description('Kafka dispatch topics -> one Temporal workflow per dispatch -> POST /v1/runs')
+  .version(VERSION)
+  .addCommand(stackCommand())
+  .addCommand(demoCommand());
+
+program.parseAsync(process.argv).catch((err: unknown) => {
+  // Configuration and environment problems are one clear line; anything else is a bug and keeps its stack.
+  process.stderr.write(
+    `poimen-relay: ${isUserFacingError(err) ? err.message : err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+  );
+  process.exit(isUserFacingError(err) ? 2 : 1);
+});

@@ -1,0 +1,55 @@
+import { Command } from 'commander';
+import { loadStackConfig } from '../config';
+import { consoleProgress } from '../stack/progress';
+import { provision } from '../stack/provision';
+import { LocalStack, type ServiceStatus } from '../stack/stack';
+
+export function printStatus(statuses: ServiceStatus[]): void {
+  for (const s of statuses) {
+    const state = s.ready ? 'ready' : s.running ? 'running, not ready' : 'down';
+    process.stdout.write(`${s.name.padEnd(9)} ${state.padEnd(19)} ${s.detail}\n`);
+  }
+}
+
+export function stackCommand(): Command {
+  const stack = new Command('stack').description(
+    'the local Kafka (KRaft) + Temporal dev server stack for development and tests',
+  );
+
+  stack
+    .command('provision')
+    .description('download Kafka jars and build the temporal CLI into the cache, without starting anything')
+    .action(async () => {
+      await provision(loadStackConfig(), consoleProgress());
+    });
+
+  stack
+    .command('up')
+    .description('provision (cached) and start Kafka and Temporal; harmless when already up')
+    .action(async () => {
+      const cfg = loadStackConfig();
+      const statuses = await new LocalStack(cfg, consoleProgress()).up();
+      printStatus(statuses);
+      process.stdout.write(`state and logs: ${cfg.stateDir}\n`);
+    });
+
+  stack
+    .command('down')
+    .description('stop the processes the stack started')
+    .action(async () => {
+      await new LocalStack(loadStackConfig(), consoleProgress()).down();
+    });
+
+  stack
+    .command('status')
+    .description('report each service; exits 1 when one is not ready')
+    .option('--json', 'print JSON')
+    .action(async (opts: { json?: boolean }) => {
+      const statuses = await new LocalStack(loadStackConfig()).status();
+      if (opts.json) process.stdout.write(`${JSON.stringify(statuses, null, 2)}\n`);
+      else printStatus(statuses);
+      if (!statuses.every((s) => s.ready)) process.exitCode = 1;
+    });
+
+  return stack;
+}

@@ -1,0 +1,248 @@
+/**
+ * The only module that reads process.env. Everything is parsed once, at start, into a typed object with
+ * units in the names; a bad value throws a ConfigError whose one-line message names the variable.
+ */
+import os from 'node:os';
+import path from 'node:path';
+import { z } from 'zod';
+import { DEFAULT_DISPATCH_TOPIC_PATTERN, DEFAULT_TASK_QUEUE } from './contract';
+import { ConfigError } from './errors';
+
+export type Env = Record<string, string | undefined>;
+export type Role = 'ingester' | 'worker' | 'cli';
+
+export interface KafkaConfig {
+  brokers: string[];
+  clientId: string;
+  groupId: string;
+  ssl: boolean;
+  sasl?: { mechanism: 'plain' | 'scram-sha-256' | 'scram-sha-512'; username: string; password: string };
+}
+
+export interface TemporalConfig {
+  address: string;
+  namespace: string;
+  taskQueue: string;
+  apiKey?: string;
+  tls?: { certPath?: string; keyPath?: string; caPath?: string };
+}
+
+export interface RetryConfig {
+  initialIntervalMs: number;
+  backoff: number;
+  maxIntervalMs: number;
+  maxAttempts: number;
+}
+
+export interface RelayConfig {
+  kafka: KafkaConfig;
+  dispatchTopicPattern: RegExp;
+  dispatchMaxBytes: number;
+  temporal: TemporalConfig;
+  runsApi: { url: string; token?: string; timeoutMs: number };
+  retry: RetryConfig;
+  metricsPort: number;
+  logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent';
+}
+
+const DEFAULT_METRICS_PORT: Record<Role, number> = { ingester: 9464, worker: 9465, cli: 0 };
+
+function read<T>(env: Env, name: string, schema: z.ZodType<T>, fallback: T): T;
+function read<T>(env: Env, name: string, schema: z.ZodType<T>): T | undefined;
+function read<T>(env: Env, name: string, schema: z.ZodType<T>, fallback?: T): T | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const parsed = schema.safeParse(raw.trim());
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    // Never echo a secret's value back into a log line.
+    const shown = /PASSWORD|TOKEN|API_KEY/.test(name) ? '<redacted>' : JSON.stringify(raw);
+    throw new ConfigError(name, `= ${shown}: ${issue?.message ?? 'invalid value'}`);
+  }
+  return parsed.data;
+}
+
+const intIn = (min: number, max: number) =>
+  z
+    .string()
+    .regex(/^\d+$/, 'must be a whole number')
+    .transform(Number)
+    .pipe(z.number().int().min(min, `must be >= ${min}`).max(max, `must be <= ${max}`));
+
+const port = intIn(0, 65535);
+const bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'], { message: 'must be true or false' })
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+const hostPort = z.string().regex(/^[A-Za-z0-9.\-_[\]:]+:\d{1,5}$/, 'must be host:port');
+const nonEmpty = z.string().min(1, 'must not be empty');
+
+const regex = z.string().transform((v, ctx) => {
+  try {
+    return new RegExp(v);
+  } catch {
+    ctx.addIssue({ code: 'custom', message: 'is not a valid regular expression' });
+    return z.NEVER;
+  }
+});
+
+const httpUrl = z
+  .string()
+  .url('must be an http(s) URL')
+  .refine((v) => /^https?:\/\//.test(v), 'must start with http:// or https://')
+  .transform((v) => v.replace(/\/+$/, ''));
+
+export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig {
+  const brokers = read(env, 'KAFKA_BROKERS', z.string(), '127.0.0.1:9092')
+    .split(',')
+    .map((b) => b.trim())
+    .filter((b) => b.length > 0);
+  for (const b of brokers) {
+    if (!hostPort.safeParse(b).success)
+      throw new ConfigError('KAFKA_BROKERS', `= ${JSON.stringify(b)}: must be host:port[,host:port]`);
+  }
+  if (brokers.length === 0) throw new ConfigError('KAFKA_BROKERS', 'must list at least one host:port');
+
+  const mechanism = read(
+    env,
+    'KAFKA_SASL_MECHANISM',
+    z.enum(['plain', 'scram-sha-256', 'scram-sha-512'], {
+      message: 'must be plain, scram-sha-256 or scram-sha-512',
+    }),
+  );
+  let sasl: KafkaConfig['sasl'];
+  if (mechanism) {
+    const username = read(env, 'KAFKA_SASL_USERNAME', nonEmpty);
+    const password = read(env, 'KAFKA_SASL_PASSWORD', nonEmpty);
+    if (!username)
+      throw new ConfigError('KAFKA_SASL_USERNAME', 'is required when KAFKA_SASL_MECHANISM is set');
+    if (!password)
+      throw new ConfigError('KAFKA_SASL_PASSWORD', 'is required when KAFKA_SASL_MECHANISM is set');
+    sasl = { mechanism, username, password };
+  }
+
+  const tlsCert = read(env, 'TEMPORAL_TLS_CERT', nonEmpty);
+  const tlsKey = read(env, 'TEMPORAL_TLS_KEY', nonEmpty);
+  const tlsCa = read(env, 'TEMPORAL_TLS_CA', nonEmpty);
+  if (Boolean(tlsCert) !== Boolean(tlsKey)) {
+    throw new ConfigError(
+      tlsCert ? 'TEMPORAL_TLS_KEY' : 'TEMPORAL_TLS_CERT',
+      'must be set together with the other',
+    );
+  }
+  const apiKey = read(env, 'TEMPORAL_API_KEY', nonEmpty);
+
+  const retry: RetryConfig = {
+    initialIntervalMs: read(env, 'RETRY_INITIAL_INTERVAL_MS', intIn(1, 3_600_000), 1000),
+    backoff: read(
+      env,
+      'RETRY_BACKOFF',
+      z
+        .string()
+        .regex(/^\d+(\.\d+)?$/, 'must be a number')
+        .transform(Number)
+        .pipe(z.number().min(1, 'must be >= 1').max(100, 'must be <= 100')),
+      2.0,
+    ),
+    maxIntervalMs: read(env, 'RETRY_MAX_INTERVAL_MS', intIn(1, 86_400_000), 60_000),
+    maxAttempts: read(env, 'RETRY_MAX_ATTEMPTS', intIn(1, 1000), 10),
+  };
+  if (retry.maxIntervalMs < retry.initialIntervalMs) {
+    throw new ConfigError('RETRY_MAX_INTERVAL_MS', 'must be >= RETRY_INITIAL_INTERVAL_MS');
+  }
+
+  const token = read(env, 'RUNS_API_TOKEN', nonEmpty);
+  return {
+    kafka: {
+      brokers,
+      clientId: read(env, 'KAFKA_CLIENT_ID', nonEmpty, `poimen-relay-${role}`),
+      groupId: read(env, 'KAFKA_GROUP_ID', nonEmpty, 'poimen-inbox-relay'),
+      ssl: read(env, 'KAFKA_SSL', bool, false),
+      ...(sasl ? { sasl } : {}),
+    },
+    dispatchTopicPattern: read(
+      env,
+      'DISPATCH_TOPIC_PATTERN',
+      regex,
+      new RegExp(DEFAULT_DISPATCH_TOPIC_PATTERN),
+    ),
+    dispatchMaxBytes: read(env, 'DISPATCH_MAX_BYTES', intIn(1, 100 * 1024 * 1024), 1024 * 1024),
+    temporal: {
+      address: read(env, 'TEMPORAL_ADDRESS', hostPort, '127.0.0.1:7233'),
+      namespace: read(env, 'TEMPORAL_NAMESPACE', nonEmpty, 'default'),
+      taskQueue: read(env, 'TEMPORAL_TASK_QUEUE', nonEmpty, DEFAULT_TASK_QUEUE),
+      ...(apiKey ? { apiKey } : {}),
+      ...(tlsCert || tlsCa
+        ? {
+            tls: {
+              ...(tlsCert ? { certPath: tlsCert } : {}),
+              ...(tlsKey ? { keyPath: tlsKey } : {}),
+              ...(tlsCa ? { caPath: tlsCa } : {}),
+            },
+          }
+        : {}),
+    },
+    runsApi: {
+      url: read(env, 'RUNS_API_URL', httpUrl, 'http://127.0.0.1:8080'),
+      ...(token ? { token } : {}),
+      timeoutMs: read(env, 'RUNS_API_TIMEOUT_MS', intIn(1, 600_000), 10_000),
+    },
+    retry,
+    metricsPort: read(env, 'METRICS_PORT', port, DEFAULT_METRICS_PORT[role]),
+    logLevel: read(
+      env,
+      'LOG_LEVEL',
+      z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'], {
+        message: 'must be one of trace, debug, info, warn, error, fatal, silent',
+      }),
+      'info',
+    ),
+  };
+}
+
+/** Where the local development stack keeps its downloads (cache) and its data and logs (state). */
+export interface StackConfig {
+  cacheDir: string;
+  stateDir: string;
+  kafkaVersion: string;
+  temporalCliVersion: string;
+  tctlVersion: string;
+  kafkaPort: number;
+  kafkaControllerPort: number;
+  temporalPort: number;
+  temporalUiPort: number;
+  temporalMetricsPort: number;
+  namespace: string;
+  startTimeoutMs: number;
+}
+
+export function loadStackConfig(env: Env = process.env): StackConfig {
+  const home = os.homedir();
+  const cacheDir = read(env, 'POIMEN_CACHE_DIR', nonEmpty, path.join(home, '.cache', 'poimen-relay'));
+  const temporalPort = read(env, 'POIMEN_STACK_TEMPORAL_PORT', port, 7233);
+  return {
+    cacheDir: path.resolve(cacheDir),
+    stateDir: path.resolve(
+      read(env, 'POIMEN_STATE_DIR', nonEmpty, path.join(home, '.local', 'state', 'poimen-relay')),
+    ),
+    kafkaVersion: read(
+      env,
+      'POIMEN_KAFKA_VERSION',
+      z.string().regex(/^4\.\d+\.\d+$/, 'must be a Kafka 4.x version'),
+      '4.1.1',
+    ),
+    temporalCliVersion: 'v1.5.1',
+    tctlVersion: 'v1.18.4',
+    kafkaPort: read(env, 'POIMEN_STACK_KAFKA_PORT', port, 9092),
+    kafkaControllerPort: read(env, 'POIMEN_STACK_KAFKA_CONTROLLER_PORT', port, 9093),
+    temporalPort,
+    temporalUiPort: read(env, 'POIMEN_STACK_TEMPORAL_UI_PORT', port, temporalPort + 1000),
+    temporalMetricsPort: read(env, 'POIMEN_STACK_TEMPORAL_METRICS_PORT', port, temporalPort + 1001),
+    namespace: read(env, 'TEMPORAL_NAMESPACE', nonEmpty, 'default'),
+    startTimeoutMs: read(env, 'POIMEN_STACK_START_TIMEOUT_MS', intIn(1000, 600_000), 60_000),
+  };
+}
+
+/** The environment a child process inherits, plus overrides (e.g. GOBIN for `go install`). */
+export function childEnv(overrides: Env = {}): NodeJS.ProcessEnv {
+  return { ...process.env, ...overrides };
+}

@@ -1,0 +1,132 @@
+/**
+ * Daemons of the local stack: started detached with their output in the state folder, tracked by pid files.
+ * A pid file also records a marker (the state folder path) that must appear in the process's command line,
+ * so a recycled pid never makes `stack down` signal someone else's process.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+
+interface PidRecord {
+  pid: number;
+  marker: string;
+  startedAt: string;
+}
+
+export function readPid(pidFile: string): PidRecord | undefined {
+  try {
+    return JSON.parse(fs.readFileSync(pidFile, 'utf8')) as PidRecord;
+  } catch {
+    return undefined;
+  }
+}
+
+function cmdline(pid: number): string | undefined {
+  try {
+    return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+  } catch {
+    return undefined;
+  }
+}
+
+function isZombie(pid: number): boolean {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
+  } catch {
+    return true;
+  }
+}
+
+/** The pid recorded in pidFile, if that process is alive and still the one we started. */
+export function livePid(pidFile: string): number | undefined {
+  const rec = readPid(pidFile);
+  if (!rec) return undefined;
+  const cmd = cmdline(rec.pid);
+  if (cmd === undefined || !cmd.includes(rec.marker) || isZombie(rec.pid)) return undefined;
+  return rec.pid;
+}
+
+export function startDaemon(opts: {
+  cmd: string;
+  args: string[];
+  cwd: string;
+  env?: NodeJS.ProcessEnv;
+  logFile: string;
+  pidFile: string;
+  marker: string;
+}): number {
+  const out = fs.openSync(opts.logFile, 'a');
+  fs.writeSync(out, `\n=== started ${new Date().toISOString()}: ${opts.cmd} ${opts.args.join(' ')}\n`);
+  const child = spawn(opts.cmd, opts.args, {
+    cwd: opts.cwd,
+    env: opts.env,
+    detached: true,
+    stdio: ['ignore', out, out],
+  });
+  fs.closeSync(out);
+  if (child.pid === undefined) throw new Error(`could not start ${opts.cmd}`);
+  child.unref();
+  const rec: PidRecord = { pid: child.pid, marker: opts.marker, startedAt: new Date().toISOString() };
+  fs.writeFileSync(opts.pidFile, JSON.stringify(rec));
+  return child.pid;
+}
+
+export async function waitUntil(
+  check: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+  intervalMs = 100,
+): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return true;
+    if (Date.now() >= deadline) return false;
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
+
+/**
+ * Stops the daemon recorded in pidFile: `signal` first (SIGTERM lets Kafka shut down cleanly), SIGKILL when it
+ * has not exited within graceMs. Returns false when nothing of ours was running.
+ */
+export async function stopDaemon(
+  pidFile: string,
+  signal: NodeJS.Signals = 'SIGTERM',
+  graceMs = 30_000,
+): Promise<boolean> {
+  const pid = livePid(pidFile);
+  if (pid === undefined) {
+    fs.rmSync(pidFile, { force: true });
+    return false;
+  }
+  // Signal the whole process group: the daemon was started detached, as its own group leader.
+  const kill = (sig: NodeJS.Signals) => {
+    try {
+      process.kill(-pid, sig);
+    } catch {
+      try {
+        process.kill(pid, sig);
+      } catch {
+        /* already gone */
+      }
+    }
+  };
+  kill(signal);
+  if (!(await waitUntil(() => livePid(pidFile) === undefined, graceMs))) {
+    kill('SIGKILL');
+    await waitUntil(() => livePid(pidFile) === undefined, 10_000);
+  }
+  fs.rmSync(pidFile, { force: true });
+  return true;
+}
+
+export function portInUse(port: number, host = '127.0.0.1'): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ port, host });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}

@@ -1,0 +1,217 @@
+/**
+ * The two services of the local stack. Each knows how to start itself from the cached binaries, where its
+ * data, log and pid file live (all under one state folder), and how to prove readiness through a real client.
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Connection } from '@temporalio/client';
+import { Kafka, logLevel } from 'kafkajs';
+import type { StackConfig } from '../config';
+import { SEARCH_ATTRIBUTE_NAMES } from '../contract';
+import { StackError } from '../errors';
+import { PACKAGE_ROOT, ensureDir, kafkaLibsDir, temporalBinPath } from './provision';
+import { livePid, startDaemon, stopDaemon } from './processes';
+
+export type ServiceName = 'kafka' | 'temporal';
+
+export interface Service {
+  readonly name: ServiceName;
+  readonly address: string;
+  readonly pidFile: string;
+  readonly logFile: string;
+  start(): Promise<void>;
+  isReady(): Promise<boolean>;
+  /** Extra detail for `stack status` (e.g. the Web UI URL). */
+  detail(): string;
+}
+
+export function stackPaths(cfg: StackConfig) {
+  const root = cfg.stateDir;
+  return {
+    root,
+    kafkaDir: path.join(root, 'kafka'),
+    temporalDir: path.join(root, 'temporal'),
+    logsDir: path.join(root, 'logs'),
+    runDir: path.join(root, 'run'),
+  };
+}
+
+export function kafkaService(cfg: StackConfig): Service {
+  const p = stackPaths(cfg);
+  const address = `127.0.0.1:${cfg.kafkaPort}`;
+  const pidFile = path.join(p.runDir, 'kafka.pid');
+  const logFile = path.join(p.logsDir, 'kafka.log');
+  const dataDir = path.join(p.kafkaDir, 'data');
+  const propsFile = path.join(p.kafkaDir, 'server.properties');
+
+  const properties = () =>
+    [
+      'process.roles=broker,controller',
+      'node.id=1',
+      `controller.quorum.voters=1@127.0.0.1:${cfg.kafkaControllerPort}`,
+      `listeners=PLAINTEXT://127.0.0.1:${cfg.kafkaPort},CONTROLLER://127.0.0.1:${cfg.kafkaControllerPort}`,
+      `advertised.listeners=PLAINTEXT://127.0.0.1:${cfg.kafkaPort}`,
+      'controller.listener.names=CONTROLLER',
+      'inter.broker.listener.name=PLAINTEXT',
+      'listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT',
+      `log.dirs=${dataDir}`,
+      'num.partitions=1',
+      'offsets.topic.replication.factor=1',
+      'offsets.topic.num.partitions=1',
+      'transaction.state.log.replication.factor=1',
+      'transaction.state.log.min.isr=1',
+      'share.coordinator.state.topic.replication.factor=1',
+      'share.coordinator.state.topic.min.isr=1',
+      'group.initial.rebalance.delay.ms=0',
+      'log.cleaner.dedupe.buffer.size=2097152',
+      // Topics are declared explicitly (topics apply / admin createTopics); auto-creation would hide typos.
+      'auto.create.topics.enable=false',
+      // Tests create many uuid-named topics; keep segments small so the state folder stays small.
+      'log.segment.bytes=16777216',
+      '',
+    ].join('\n');
+
+  return {
+    name: 'kafka',
+    address,
+    pidFile,
+    logFile,
+    detail: () => `bootstrap ${address}`,
+    async start() {
+      ensureDir(dataDir);
+      ensureDir(p.logsDir);
+      ensureDir(p.runDir);
+      fs.writeFileSync(propsFile, properties());
+      const classpath = path.join(kafkaLibsDir(cfg), '*');
+      const log4j = path.join(PACKAGE_ROOT, 'stack', 'kafka', 'log4j2.yaml');
+      const java = (mainClass: string, args: string[]) => [
+        '-Xms128m',
+        '-Xmx512m',
+        '-XX:+UseG1GC',
+        `-Dlog4j2.configurationFile=${log4j}`,
+        `-Dpoimen.stack=${p.root}`,
+        '-cp',
+        classpath,
+        mainClass,
+        ...args,
+      ];
+      if (!fs.existsSync(path.join(dataDir, 'meta.properties'))) {
+        // KRaft cluster id: 16 random bytes, base64url without padding (22 chars).
+        const clusterId = crypto.randomBytes(16).toString('base64url');
+        const { spawnSync } = await import('node:child_process');
+        const res = spawnSync(
+          'java',
+          java('kafka.tools.StorageTool', ['format', '-t', clusterId, '-c', propsFile]),
+          {
+            encoding: 'utf8',
+          },
+        );
+        fs.appendFileSync(logFile, `${res.stdout ?? ''}${res.stderr ?? ''}`);
+        if (res.status !== 0) throw new StackError(`kafka storage format failed (see ${logFile})`);
+      }
+      startDaemon({
+        cmd: 'java',
+        args: java('kafka.Kafka', [propsFile]),
+        cwd: p.kafkaDir,
+        logFile,
+        pidFile,
+        marker: p.root,
+      });
+    },
+    async isReady() {
+      const kafka = new Kafka({
+        clientId: 'poimen-stack-probe',
+        brokers: [address],
+        logLevel: logLevel.NOTHING,
+        connectionTimeout: 1000,
+        retry: { retries: 0 },
+      });
+      const admin = kafka.admin();
+      try {
+        await admin.connect();
+        const cluster = await admin.describeCluster();
+        return cluster.brokers.length > 0 && cluster.controller !== null;
+      } catch {
+        return false;
+      } finally {
+        await admin.disconnect().catch(() => undefined);
+      }
+    },
+  };
+}
+
+export function temporalService(cfg: StackConfig): Service {
+  const p = stackPaths(cfg);
+  const address = `127.0.0.1:${cfg.temporalPort}`;
+  const pidFile = path.join(p.runDir, 'temporal.pid');
+  const logFile = path.join(p.logsDir, 'temporal.log');
+  const dbFile = path.join(p.temporalDir, 'temporal.db');
+  const uiUrl = `http://127.0.0.1:${cfg.temporalUiPort}`;
+
+  return {
+    name: 'temporal',
+    address,
+    pidFile,
+    logFile,
+    detail: () => `gRPC ${address}, Web UI ${uiUrl}, namespace ${cfg.namespace}`,
+    async start() {
+      ensureDir(p.temporalDir);
+      ensureDir(p.logsDir);
+      ensureDir(p.runDir);
+      const args = [
+        'server',
+        'start-dev',
+        '--ip',
+        '127.0.0.1',
+        '--port',
+        String(cfg.temporalPort),
+        '--ui-port',
+        String(cfg.temporalUiPort),
+        '--metrics-port',
+        String(cfg.temporalMetricsPort),
+        '--namespace',
+        cfg.namespace,
+        '--db-filename',
+        dbFile,
+        '--sqlite-pragma',
+        'journal_mode=WAL',
+        '--sqlite-pragma',
+        // OFF survives a killed server process (the OS still holds the writes), not a power loss: fine for a dev stack.
+        'synchronous=OFF',
+        '--dynamic-config-value',
+        'frontend.enableServerVersionCheck=false',
+        '--log-level',
+        'warn',
+        ...SEARCH_ATTRIBUTE_NAMES.flatMap((name) => ['--search-attribute', `${name}=Keyword`]),
+      ];
+      startDaemon({
+        cmd: temporalBinPath(cfg),
+        args,
+        cwd: p.temporalDir,
+        // The pid-file marker must appear on the command line: the db path (inside the state folder) does.
+        logFile,
+        pidFile,
+        marker: p.root,
+      });
+    },
+    async isReady() {
+      let connection: Connection | undefined;
+      try {
+        connection = await Connection.connect({ address, connectTimeout: 1000 });
+        await connection.workflowService.describeNamespace({ namespace: cfg.namespace });
+        return true;
+      } catch {
+        return false;
+      } finally {
+        await connection?.close().catch(() => undefined);
+      }
+    },
+  };
+}
+
+export function isRunning(service: Service): boolean {
+  return livePid(service.pidFile) !== undefined;
+}
+
+export { stopDaemon };
