@@ -1,14 +1,26 @@
 /** @type {import('jest').Config} */
-module.exports = {
+const common = {
   testEnvironment: 'node',
-  roots: ['<rootDir>/test'],
-  testMatch: ['**/*.test.ts'],
   transform: { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022' } }] },
-  globalSetup: '<rootDir>/test/support/globalSetup.ts',
-  globalTeardown: '<rootDir>/test/support/globalTeardown.ts',
-  // Integration suites share one Kafka broker and one Temporal dev server (2 cores here):
-  // running them one file at a time keeps fault tests (broker restarts) from hitting their neighbours.
+  testTimeout: 180000,
+};
+
+module.exports = {
+  projects: [
+    { ...common, displayName: 'unit', roots: ['<rootDir>/test/unit'], testMatch: ['**/*.test.ts'] },
+    {
+      // Real Kafka and real Temporal. The global setup runs only when a test of this project is selected.
+      ...common,
+      displayName: 'integration',
+      roots: ['<rootDir>/test'],
+      testMatch: ['<rootDir>/test/it_*.test.ts'],
+      globalSetup: '<rootDir>/test/support/globalSetup.ts',
+      globalTeardown: '<rootDir>/test/support/globalTeardown.ts',
+    },
+  ],
+  // One broker and one dev server on 2 cores: test files run one at a time so a fault test's broker restart
+  // never lands in a neighbour's middle.
   maxWorkers: 1,
-  testTimeout: 120000,
+  testTimeout: 180000,
   verbose: true,
 };

@@ -28,3 +28,410 @@ export const topics = {
 export function workflowId(tenant: string, dispatchKey: string): string {
   return `dispatch:${tenant}:${dispatchKey}`;
 }
+
+// ---------------------------------------------------------------------------------------------------------
+// Dispatch topics and messages (SPEC §2, §3)
+// ---------------------------------------------------------------------------------------------------------
+
+const DISPATCH_TOPIC = /^poimen\.(.+)\.dispatch$/;
+
+/** The tenant of a `poimen.<tenant>.dispatch` topic; undefined for any other topic (incl. `.dispatch.dlq`). */
+export function tenantFromTopic(topic: string): string | undefined {
+  const tenant = DISPATCH_TOPIC.exec(topic)?.[1];
+  return tenant !== undefined && isValidTenant(tenant) ? tenant : undefined;
+}
+
+/** Kafka key of a dispatch or dead-letter record, by convention (SPEC §2, §6). */
+export function dispatchRecordKey(tenant: string, dispatchKey: string): string {
+  return `${tenant}:${dispatchKey}`;
+}
+
+/** The four fields sent verbatim as the body of `POST /v1/runs` (SPEC §5). */
+export interface Dispatch {
+  workflow_ref: string;
+  input: unknown;
+  goal_id: string | null;
+  dispatch_key: string;
+}
+
+export const WORKFLOW_REF_MAX_CHARS = 512;
+export const DISPATCH_KEY_MAX_CHARS = 256;
+const DISPATCH_KEY_CHARS = /^[A-Za-z0-9._:@/-]+$/;
+const DISPATCH_KEY_BAD_CHAR = /[^A-Za-z0-9._:@/-]/u;
+
+export type DispatchValidation =
+  | { ok: true; dispatch: Dispatch }
+  | {
+      ok: false;
+      type: 'malformed_dispatch' | 'tenant_mismatch';
+      reason: string;
+      /** The record's dispatch_key when that field itself is valid, so a dead letter can be keyed by it. */
+      dispatchKey?: string;
+    };
+
+type JsonObject = Record<string, unknown>;
+type FieldCheck = { ok: true } | { ok: false; reason: string };
+const FIELD_OK: FieldCheck = { ok: true };
+
+/**
+ * Applies every rule of SPEC §3 to a raw record value; the first broken rule is reported with a reason an
+ * operator can act on without opening the payload.
+ *
+ * `input` is the JSON.parse result as-is. Known limitation: numbers beyond 2^53 (or with more digits than a
+ * double holds) lose precision in JSON.parse, so such values do not reach the API digit-for-digit; producers
+ * that need exact big numbers must send them as strings.
+ */
+export function validateDispatch(
+  value: Uint8Array | null,
+  opts: { tenant: string; maxBytes: number },
+): DispatchValidation {
+  const parsed = parseRecordValue(value, opts.maxBytes);
+  if (!parsed.ok) return malformed(parsed.reason);
+  const obj = parsed.value;
+
+  const key = checkDispatchKey(obj);
+  const dispatchKey = key.ok ? (obj['dispatch_key'] as string) : undefined;
+  const fail = (reason: string): DispatchValidation => malformed(reason, dispatchKey);
+
+  for (const check of [checkWorkflowRef, checkInput, checkGoalId]) {
+    const result = check(obj);
+    if (!result.ok) return fail(result.reason);
+  }
+  if (!key.ok) return fail(key.reason);
+
+  const tenantCheck = checkTenantId(obj, opts.tenant);
+  if (!tenantCheck.ok) {
+    return { ok: false, type: 'tenant_mismatch', reason: tenantCheck.reason, ...withKey(dispatchKey) };
+  }
+
+  return {
+    ok: true,
+    dispatch: {
+      workflow_ref: obj['workflow_ref'] as string,
+      input: obj['input'],
+      goal_id: (Object.hasOwn(obj, 'goal_id') ? obj['goal_id'] : null) as string | null,
+      dispatch_key: obj['dispatch_key'] as string,
+    },
+  };
+}
+
+function malformed(reason: string, dispatchKey?: string): DispatchValidation {
+  return { ok: false, type: 'malformed_dispatch', reason, ...withKey(dispatchKey) };
+}
+
+function withKey(dispatchKey: string | undefined): { dispatchKey?: string } {
+  return dispatchKey === undefined ? {} : { dispatchKey };
+}
+
+function parseRecordValue(
+  value: Uint8Array | null,
+  maxBytes: number,
+): { ok: true; value: JsonObject } | { ok: false; reason: string } {
+  if (value === null) return { ok: false, reason: 'tombstone: record value is null' };
+  // Size first: a 100 MB record must not be decoded and parsed just to be rejected.
+  if (value.byteLength > maxBytes) {
+    return { ok: false, reason: `value is ${value.byteLength} bytes, over DISPATCH_MAX_BYTES ${maxBytes}` };
+  }
+  if (value.byteLength === 0) return { ok: false, reason: 'value is empty (0 bytes)' };
+  const text = decodeUtf8(value);
+  if (text === undefined) return { ok: false, reason: 'value is not valid UTF-8' };
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    return {
+      ok: false,
+      reason: `value is not valid JSON: ${err instanceof Error ? err.message : String(err)}`,
+    };
+  }
+  if (!isJsonObject(json))
+    return { ok: false, reason: `value is not a JSON object (got ${jsonTypeName(json)})` };
+  return { ok: true, value: json };
+}
+
+function checkWorkflowRef(obj: JsonObject): FieldCheck {
+  return checkBoundedString(obj, 'workflow_ref', WORKFLOW_REF_MAX_CHARS);
+}
+
+function checkInput(obj: JsonObject): FieldCheck {
+  // Any JSON value, null included; only absence is an error, because the API body always has all four fields.
+  return Object.hasOwn(obj, 'input') ? FIELD_OK : { ok: false, reason: 'missing field input' };
+}
+
+function checkGoalId(obj: JsonObject): FieldCheck {
+  if (!Object.hasOwn(obj, 'goal_id')) return FIELD_OK;
+  const goalId = obj['goal_id'];
+  if (goalId === null || typeof goalId === 'string') return FIELD_OK;
+  return { ok: false, reason: `field goal_id must be a string or null (got ${jsonTypeName(goalId)})` };
+}
+
+function checkDispatchKey(obj: JsonObject): FieldCheck {
+  const bounded = checkBoundedString(obj, 'dispatch_key', DISPATCH_KEY_MAX_CHARS);
+  if (!bounded.ok) return bounded;
+  const key = obj['dispatch_key'] as string;
+  if (DISPATCH_KEY_CHARS.test(key)) return FIELD_OK;
+  const bad = DISPATCH_KEY_BAD_CHAR.exec(key);
+  const where = bad
+    ? ` (first: ${JSON.stringify(bad[0])} at character ${codePointLength(key.slice(0, bad.index)) + 1})`
+    : '';
+  return { ok: false, reason: `field dispatch_key contains characters outside [A-Za-z0-9._:@/-]${where}` };
+}
+
+function checkBoundedString(obj: JsonObject, field: string, maxChars: number): FieldCheck {
+  if (!Object.hasOwn(obj, field)) return { ok: false, reason: `missing field ${field}` };
+  const value = obj[field];
+  if (typeof value !== 'string') {
+    return { ok: false, reason: `field ${field} must be a string (got ${jsonTypeName(value)})` };
+  }
+  // The limits are in characters as a person counts them, so an emoji is one, not two UTF-16 units.
+  const chars = codePointLength(value);
+  if (chars === 0) return { ok: false, reason: `field ${field} is empty, minimum 1 character` };
+  if (chars > maxChars)
+    return { ok: false, reason: `field ${field} has ${chars} characters, maximum ${maxChars}` };
+  return FIELD_OK;
+}
+
+function checkTenantId(obj: JsonObject, tenant: string): FieldCheck {
+  // A null tenant_id claims no tenant, so it is treated like an absent one rather than as a misroute.
+  const claimed = obj['tenant_id'];
+  if (!Object.hasOwn(obj, 'tenant_id') || claimed === null || claimed === tenant) return FIELD_OK;
+  return {
+    ok: false,
+    reason: `tenant_id ${truncate(JSON.stringify(claimed), 100)} does not match the topic's tenant ${JSON.stringify(tenant)}`,
+  };
+}
+
+function isJsonObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function jsonTypeName(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'array';
+  return typeof value;
+}
+
+function codePointLength(text: string): number {
+  let count = 0;
+  for (const _ of text) count++;
+  return count;
+}
+
+function truncate(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max)}…`;
+}
+
+/** Strict UTF-8 decode (BOM stripped); undefined when the bytes are not valid UTF-8. */
+function decodeUtf8(bytes: Uint8Array, keepBom = false): string | undefined {
+  try {
+    return new TextDecoder('utf-8', { fatal: true, ignoreBOM: keepBom }).decode(bytes);
+  } catch {
+    return undefined;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Dead-letter records (SPEC §6)
+// ---------------------------------------------------------------------------------------------------------
+
+export type DlqType = 'malformed_dispatch' | 'tenant_mismatch' | 'dispatch_failure';
+export const DLQ_TYPES: readonly DlqType[] = ['malformed_dispatch', 'tenant_mismatch', 'dispatch_failure'];
+
+/** Where the dead-lettered dispatch was read from. `timestamp` is the Kafka record timestamp as kafkajs gives it. */
+export interface DlqSource {
+  topic: string;
+  partition: number;
+  offset: string;
+  timestamp: string;
+}
+
+export interface DlqRecord {
+  id: string;
+  type: DlqType;
+  tenant_id: string;
+  dispatch_key: string | null;
+  workflow_id: string | null;
+  run_id: string | null;
+  error: string;
+  http_status: number | null;
+  timestamp: string;
+  retry_count: number;
+  max_retries: number;
+  topic: string;
+  target_url: string | null;
+  source: DlqSource;
+  payload: string | null;
+  /** Present only when the original value was not valid UTF-8; then `payload` is null. */
+  payload_base64?: string;
+}
+
+export interface DlqRecordInput {
+  /** A fresh UUID; supplied by the caller so this module stays pure (and deterministic in workflows). */
+  id: string;
+  /** When the record was dead-lettered; supplied by the caller for the same reason. */
+  timestamp: Date | number;
+  type: DlqType;
+  tenant: string;
+  dispatchKey: string | null;
+  runId?: string | null;
+  error: string;
+  httpStatus?: number | null;
+  retryCount?: number;
+  maxRetries?: number;
+  targetUrl?: string | null;
+  source: DlqSource;
+  /** The original record value (bytes as read from Kafka), or the dispatch re-serialized as text. */
+  value: Uint8Array | string | null;
+}
+
+export function buildDlqRecord(input: DlqRecordInput): DlqRecord {
+  // Only a dispatch_failure has a workflow behind it; for records rejected at ingest the id would point at
+  // nothing, or worse at an unrelated earlier execution with the same dispatch_key.
+  const workflow =
+    input.type === 'dispatch_failure' && input.dispatchKey !== null
+      ? workflowId(input.tenant, input.dispatchKey)
+      : null;
+  return {
+    id: input.id,
+    type: input.type,
+    tenant_id: input.tenant,
+    dispatch_key: input.dispatchKey,
+    workflow_id: workflow,
+    run_id: input.runId ?? null,
+    error: input.error,
+    http_status: input.httpStatus ?? null,
+    timestamp: new Date(input.timestamp).toISOString(),
+    retry_count: input.retryCount ?? 0,
+    max_retries: input.maxRetries ?? 0,
+    topic: topics.dlq(input.tenant),
+    target_url: input.targetUrl == null ? null : withoutUserinfo(input.targetUrl),
+    source: { ...input.source },
+    ...dlqPayload(input.value),
+  };
+}
+
+function dlqPayload(value: Uint8Array | string | null): Pick<DlqRecord, 'payload' | 'payload_base64'> {
+  if (value === null || typeof value === 'string') return { payload: value };
+  // Keep a BOM as U+FEFF so a replay re-publishes the exact original bytes.
+  const text = decodeUtf8(value, true);
+  return text === undefined ? { payload: null, payload_base64: base64Encode(value) } : { payload: text };
+}
+
+/** Credentials embedded in RUNS_API_URL (`http://user:secret@host`) must never reach a dead letter. */
+function withoutUserinfo(url: string): string {
+  return url.replace(/^([A-Za-z][A-Za-z0-9+.-]*:\/\/)[^/?#@]*@/, '$1');
+}
+
+/**
+ * Reads a dead-letter value for tools (list, replay). Loose on purpose: records written by older versions
+ * may lack optional fields, which default to null / 0; undefined only when the value is not a DLQ record.
+ */
+export function parseDlqRecord(value: Uint8Array | string | null): DlqRecord | undefined {
+  if (value === null) return undefined;
+  const text = typeof value === 'string' ? value : decodeUtf8(value);
+  if (text === undefined) return undefined;
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (!isJsonObject(json)) return undefined;
+  return dlqRecordFromObject(json);
+}
+
+function dlqRecordFromObject(o: JsonObject): DlqRecord | undefined {
+  const source = isJsonObject(o['source']) ? dlqSourceFromObject(o['source']) : undefined;
+  const type = o['type'];
+  const required = [o['id'], o['tenant_id'], o['error'], o['timestamp'], o['topic']];
+  if (!source || !DLQ_TYPES.includes(type as DlqType) || !required.every((v) => typeof v === 'string')) {
+    return undefined;
+  }
+  const nullableFields = ['dispatch_key', 'workflow_id', 'run_id', 'target_url', 'payload'] as const;
+  const nullable: Partial<Record<(typeof nullableFields)[number], string | null>> = {};
+  for (const field of nullableFields) {
+    const v = o[field] ?? null;
+    if (v !== null && typeof v !== 'string') return undefined;
+    nullable[field] = v;
+  }
+  const httpStatus = o['http_status'] ?? null;
+  if (httpStatus !== null && typeof httpStatus !== 'number') return undefined;
+  const base64 = o['payload_base64'];
+  return {
+    id: o['id'] as string,
+    type: type as DlqType,
+    tenant_id: o['tenant_id'] as string,
+    dispatch_key: nullable.dispatch_key ?? null,
+    workflow_id: nullable.workflow_id ?? null,
+    run_id: nullable.run_id ?? null,
+    error: o['error'] as string,
+    http_status: httpStatus,
+    timestamp: o['timestamp'] as string,
+    retry_count: typeof o['retry_count'] === 'number' ? o['retry_count'] : 0,
+    max_retries: typeof o['max_retries'] === 'number' ? o['max_retries'] : 0,
+    topic: o['topic'] as string,
+    target_url: nullable.target_url ?? null,
+    source,
+    payload: nullable.payload ?? null,
+    ...(typeof base64 === 'string' ? { payload_base64: base64 } : {}),
+  };
+}
+
+function dlqSourceFromObject(s: JsonObject): DlqSource | undefined {
+  const { topic, partition, offset, timestamp } = s;
+  if (typeof topic !== 'string' || typeof partition !== 'number' || !Number.isInteger(partition))
+    return undefined;
+  // Some writers emit offsets and timestamps as numbers; tools only need them as text.
+  if (!isStringOrNumber(offset) || !isStringOrNumber(timestamp)) return undefined;
+  return { topic, partition, offset: String(offset), timestamp: String(timestamp) };
+}
+
+function isStringOrNumber(value: unknown): value is string | number {
+  return typeof value === 'string' || typeof value === 'number';
+}
+
+/**
+ * The original record value of a dead letter, as bytes to re-publish on replay; null for a tombstone;
+ * undefined when payload_base64 is not valid base64.
+ */
+export function dlqRecordPayload(record: DlqRecord): Uint8Array | null | undefined {
+  if (record.payload !== null) return new TextEncoder().encode(record.payload);
+  if (record.payload_base64 !== undefined) return base64Decode(record.payload_base64);
+  return null;
+}
+
+// Buffer is not available in the workflow sandbox, so base64 is done by hand (RFC 4648, padded).
+const BASE64_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+
+export function base64Encode(bytes: Uint8Array): string {
+  let out = '';
+  for (let i = 0; i < bytes.length; i += 3) {
+    const b0 = bytes[i] ?? 0;
+    const b1 = bytes[i + 1] ?? 0;
+    const b2 = bytes[i + 2] ?? 0;
+    const triple = (b0 << 16) | (b1 << 8) | b2;
+    out += BASE64_ALPHABET.charAt((triple >> 18) & 63) + BASE64_ALPHABET.charAt((triple >> 12) & 63);
+    out += i + 1 < bytes.length ? BASE64_ALPHABET.charAt((triple >> 6) & 63) : '=';
+    out += i + 2 < bytes.length ? BASE64_ALPHABET.charAt(triple & 63) : '=';
+  }
+  return out;
+}
+
+/** Strict padded base64 decode; undefined on any character or length outside RFC 4648. */
+export function base64Decode(text: string): Uint8Array | undefined {
+  if (text.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(text)) return undefined;
+  const padding = text.endsWith('==') ? 2 : text.endsWith('=') ? 1 : 0;
+  const out = new Uint8Array((text.length / 4) * 3 - padding);
+  let o = 0;
+  for (let i = 0; i < text.length; i += 4) {
+    let triple = 0;
+    for (let j = 0; j < 4; j++) {
+      const ch = text.charAt(i + j);
+      triple = (triple << 6) | (ch === '=' ? 0 : BASE64_ALPHABET.indexOf(ch));
+    }
+    for (const shift of [16, 8, 0]) {
+      if (o < out.length) out[o++] = (triple >> shift) & 255;
+    }
+  }
+  return out;
+}

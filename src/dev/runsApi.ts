@@ -1,0 +1,224 @@
+/**
+ * A stand-in for the runs API's admission layer, served over real HTTP (node:http). The demo, the tests and
+ * the benchmark use it; production points RUNS_API_URL at the real API.
+ *
+ * Behaviour mirrors admission dedup: the first POST /v1/runs for a dispatch_key creates a run (201 with a new
+ * run id), every later one answers 409 with the same id. Faults can be scripted per call (a queue shared by
+ * all calls), per dispatch_key, or as a standing default, and every request is recorded with its headers and
+ * body so tests assert on the wire, not on the relay's own account of it.
+ */
+import crypto from 'node:crypto';
+import http, { type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export type Fault =
+  /** Answer with this status (e.g. 503 with Retry-After, 422) instead of admitting. */
+  | { kind: 'status'; status: number; retryAfter?: string; body?: string }
+  /** Wait, then answer normally (or time out the client first). */
+  | { kind: 'delay'; ms: number }
+  /**
+   * Destroy the socket without an answer. `afterAdmit` creates the run first, as when the API committed but
+   * the response was lost: the retry must then see 409 and the same run id.
+   */
+  | { kind: 'drop'; afterAdmit?: boolean };
+
+export interface RecordedRequest {
+  seq: number;
+  method: string;
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+  json: unknown;
+  receivedAtMs: number;
+  /** What the double answered: a status, or 'dropped'. */
+  answer: number | 'dropped';
+  runId?: string;
+}
+
+export interface RunsApiOptions {
+  port?: number;
+  /** When set, requests without `authorization: Bearer <token>` get 401. */
+  token?: string;
+  /** Keep request bodies and headers (the benchmark turns this off to stay lean). */
+  record?: boolean;
+}
+
+export class RunsApiDouble {
+  readonly requests: RecordedRequest[] = [];
+  /** dispatch_key → run id: the runs that exist. */
+  readonly runs = new Map<string, string>();
+  private readonly queue: Fault[] = [];
+  private readonly perKey = new Map<string, Fault[]>();
+  private standing: Fault | undefined;
+  private seq = 0;
+  private readonly waiters = new Set<() => void>();
+  private readonly sockets = new Set<import('node:net').Socket>();
+  private closed = false;
+
+  private constructor(
+    private readonly server: http.Server,
+    private readonly opts: RunsApiOptions,
+  ) {}
+
+  static async start(opts: RunsApiOptions = {}): Promise<RunsApiDouble> {
+    const server = http.createServer();
+    server.keepAliveTimeout = 30_000;
+    const double = new RunsApiDouble(server, { record: true, ...opts });
+    server.on(
+      'request',
+      (req: http.IncomingMessage, res: http.ServerResponse) => void double.handle(req, res),
+    );
+    server.on('connection', (s) => {
+      double.sockets.add(s);
+      s.on('close', () => double.sockets.delete(s));
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(opts.port ?? 0, '127.0.0.1', () => resolve());
+    });
+    return double;
+  }
+
+  get port(): number {
+    return (this.server.address() as AddressInfo).port;
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  /** Faults for the next calls, in order, whatever their dispatch_key. */
+  script(...faults: Fault[]): this {
+    this.queue.push(...faults);
+    return this;
+  }
+
+  /** Faults for the next calls carrying this dispatch_key, in order. */
+  scriptFor(dispatchKey: string, ...faults: Fault[]): this {
+    this.perKey.set(dispatchKey, [...(this.perKey.get(dispatchKey) ?? []), ...faults]);
+    return this;
+  }
+
+  /** A fault every call gets until cleared (undefined): e.g. an API that is down. */
+  always(fault: Fault | undefined): this {
+    this.standing = fault;
+    return this;
+  }
+
+  requestsFor(dispatchKey: string): RecordedRequest[] {
+    return this.requests.filter(
+      (r) => (r.json as { dispatch_key?: unknown } | undefined)?.dispatch_key === dispatchKey,
+    );
+  }
+
+  /** Resolves once `predicate` holds, re-checked after every request; rejects after timeoutMs. */
+  async waitFor(predicate: (api: this) => boolean, timeoutMs = 60_000, what = 'condition'): Promise<void> {
+    if (predicate(this)) return;
+    await new Promise<void>((resolve, reject) => {
+      const check = () => {
+        if (predicate(this)) {
+          clearTimeout(timer);
+          this.waiters.delete(check);
+          resolve();
+        }
+      };
+      const timer = setTimeout(() => {
+        this.waiters.delete(check);
+        reject(
+          new Error(
+            `runs API double: timed out after ${timeoutMs} ms waiting for ${what}; ${this.requests.length} requests so far`,
+          ),
+        );
+      }, timeoutMs);
+      this.waiters.add(check);
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const s of this.sockets) s.destroy();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private nextFault(dispatchKey: string | undefined): Fault | undefined {
+    const keyed = dispatchKey === undefined ? undefined : this.perKey.get(dispatchKey);
+    if (keyed && keyed.length > 0) return keyed.shift();
+    if (this.queue.length > 0) return this.queue.shift();
+    return this.standing;
+  }
+
+  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const receivedAtMs = Date.now();
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const body = Buffer.concat(chunks).toString('utf8');
+    let json: unknown;
+    try {
+      json = JSON.parse(body);
+    } catch {
+      json = undefined;
+    }
+    const rec: RecordedRequest = {
+      seq: ++this.seq,
+      method: req.method ?? '',
+      path: req.url ?? '',
+      headers: this.opts.record ? req.headers : {},
+      body: this.opts.record ? body : '',
+      json,
+      receivedAtMs,
+      answer: 0,
+    };
+    this.requests.push(rec);
+    const answer = (status: number, payload: unknown, headers: Record<string, string> = {}) => {
+      rec.answer = status;
+      res.writeHead(status, { 'content-type': 'application/json', ...headers });
+      res.end(JSON.stringify(payload));
+      this.notify();
+    };
+
+    if (req.method !== 'POST' || req.url !== '/v1/runs') return answer(404, { error: 'not found' });
+    if (this.opts.token !== undefined && req.headers.authorization !== `Bearer ${this.opts.token}`) {
+      return answer(401, { error: 'unauthorized' });
+    }
+    const dispatchKey = (json as { dispatch_key?: unknown } | undefined)?.dispatch_key;
+    if (typeof dispatchKey !== 'string')
+      return answer(400, { error: 'body must be JSON with a dispatch_key' });
+
+    const fault = this.nextFault(dispatchKey);
+    if (fault?.kind === 'delay') await new Promise((r) => setTimeout(r, fault.ms));
+    if (fault?.kind === 'status') {
+      return answer(
+        fault.status,
+        fault.body ?? { error: `scripted ${fault.status}` },
+        fault.retryAfter ? { 'retry-after': fault.retryAfter } : {},
+      );
+    }
+    if (fault?.kind === 'drop') {
+      if (fault.afterAdmit) this.admit(dispatchKey);
+      rec.answer = 'dropped';
+      req.socket.destroy();
+      this.notify();
+      return;
+    }
+    const existing = this.runs.get(dispatchKey);
+    if (existing !== undefined) {
+      rec.runId = existing;
+      return answer(409, { run_id: existing, admission: 'existing' });
+    }
+    rec.runId = this.admit(dispatchKey);
+    answer(201, { run_id: rec.runId, admission: 'created' });
+  }
+
+  private admit(dispatchKey: string): string {
+    const existing = this.runs.get(dispatchKey);
+    if (existing) return existing;
+    const runId = `run-${crypto.randomUUID()}`;
+    this.runs.set(dispatchKey, runId);
+    return runId;
+  }
+
+  private notify(): void {
+    for (const w of [...this.waiters]) w();
+  }
+}

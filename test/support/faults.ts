@@ -1,0 +1,48 @@
+/**
+ * Stop and restart the real Kafka broker or Temporal server in the middle of a test. Works on the local stack
+ * (pid files) and on testcontainers (docker stop/start); services given by KAFKA_BROKERS/TEMPORAL_ADDRESS are
+ * not ours to break, and a fault test says so instead of passing vacuously.
+ */
+import { execFileSync } from 'node:child_process';
+import { loadStackConfig } from '../../src/config';
+import type { ServiceName } from '../../src/stack/services';
+import { LocalStack } from '../../src/stack/stack';
+import { testServices } from './testEnv';
+
+function localStack(): LocalStack {
+  return new LocalStack(loadStackConfig());
+}
+
+function containerId(name: ServiceName): string {
+  const entry = (process.env.POIMEN_TEST_CONTAINERS ?? '').split(',').find((e) => e.startsWith(`${name}=`));
+  if (!entry) throw new Error(`no container recorded for ${name}`);
+  return entry.slice(name.length + 1);
+}
+
+function requireControl(): void {
+  if (testServices().mode === 'external') {
+    throw new Error(
+      'fault tests need services this test run controls (local stack or testcontainers), not KAFKA_BROKERS/TEMPORAL_ADDRESS',
+    );
+  }
+}
+
+/** SIGTERM is a clean shutdown; SIGKILL a crash. */
+export async function stopService(name: ServiceName, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+  requireControl();
+  if (testServices().mode === 'testcontainers') {
+    execFileSync('docker', signal === 'SIGKILL' ? ['kill', containerId(name)] : ['stop', containerId(name)]);
+    return;
+  }
+  if (!(await localStack().stopService(name, signal))) throw new Error(`${name} was not running`);
+}
+
+/** Starts the service again and waits until its real client says it is ready. */
+export async function startService(name: ServiceName): Promise<void> {
+  requireControl();
+  if (testServices().mode === 'testcontainers') {
+    execFileSync('docker', ['start', containerId(name)]);
+    return;
+  }
+  await localStack().startService(name);
+}

@@ -1,0 +1,437 @@
+import {
+  base64Decode,
+  base64Encode,
+  buildDlqRecord,
+  dispatchRecordKey,
+  dlqRecordPayload,
+  parseDlqRecord,
+  tenantFromTopic,
+  validateDispatch,
+  workflowId,
+  type DlqRecordInput,
+  type DispatchValidation,
+} from '../../src/contract';
+
+const MAX = 1024 * 1024;
+const opts = { tenant: 'acme', maxBytes: MAX };
+const bytes = (text: string): Uint8Array => new TextEncoder().encode(text);
+const validate = (value: unknown, o = opts): DispatchValidation =>
+  validateDispatch(bytes(JSON.stringify(value)), o);
+const base = { workflow_ref: 'onboarding@v3', input: { user: 42 }, goal_id: 'g-17', dispatch_key: 'd-0001' };
+
+function expectMalformed(result: DispatchValidation, reason: string | RegExp): void {
+  expect(result.ok).toBe(false);
+  if (result.ok) return;
+  expect(result.type).toBe('malformed_dispatch');
+  if (typeof reason === 'string') expect(result.reason).toBe(reason);
+  else expect(result.reason).toMatch(reason);
+}
+
+describe('SPEC §2 topics: tenantFromTopic', () => {
+  it('takes the tenant from poimen.<tenant>.dispatch', () => {
+    expect(tenantFromTopic('poimen.acme.dispatch')).toBe('acme');
+    expect(tenantFromTopic('poimen.a_b-9.dispatch')).toBe('a_b-9');
+  });
+
+  it('does not match the .dispatch.dlq or .events topics', () => {
+    expect(tenantFromTopic('poimen.acme.dispatch.dlq')).toBeUndefined();
+    expect(tenantFromTopic('poimen.acme.events')).toBeUndefined();
+    expect(tenantFromTopic('other.acme.dispatch')).toBeUndefined();
+  });
+
+  it('rejects tenants outside ^[a-z0-9][a-z0-9_-]{0,62}$', () => {
+    expect(tenantFromTopic('poimen.Acme.dispatch')).toBeUndefined();
+    expect(tenantFromTopic('poimen.-acme.dispatch')).toBeUndefined();
+    expect(tenantFromTopic('poimen..dispatch')).toBeUndefined();
+    expect(tenantFromTopic('poimen.a.b.dispatch')).toBeUndefined();
+  });
+
+  it('accepts a 63-character tenant and rejects a 64-character one', () => {
+    const t63 = 'a'.repeat(63);
+    expect(tenantFromTopic(`poimen.${t63}.dispatch`)).toBe(t63);
+    expect(tenantFromTopic(`poimen.${'a'.repeat(64)}.dispatch`)).toBeUndefined();
+  });
+});
+
+describe('SPEC §4 workflow id and §2 record key', () => {
+  it('workflow id is dispatch:<tenant>:<dispatch_key>', () => {
+    expect(workflowId('acme', 'd-0001')).toBe('dispatch:acme:d-0001');
+  });
+
+  it('record key is <tenant>:<dispatch_key>', () => {
+    expect(dispatchRecordKey('acme', 'd-0001')).toBe('acme:d-0001');
+  });
+});
+
+describe('SPEC §3 dispatch message: accepted records', () => {
+  it('accepts the SPEC example and returns exactly the four fields', () => {
+    expect(validate(base)).toEqual({ ok: true, dispatch: base });
+  });
+
+  it('accepts a minimal message (goal_id absent means null)', () => {
+    const result = validate({ workflow_ref: 'w', input: null, dispatch_key: 'k' });
+    expect(result).toEqual({
+      ok: true,
+      dispatch: { workflow_ref: 'w', input: null, goal_id: null, dispatch_key: 'k' },
+    });
+  });
+
+  it('accepts goal_id null', () => {
+    const result = validate({ ...base, goal_id: null });
+    expect(result.ok && result.dispatch.goal_id).toBeNull();
+  });
+
+  it('ignores other fields', () => {
+    const result = validate({ ...base, extra: 1, nested: { a: [1] } });
+    expect(result).toEqual({ ok: true, dispatch: base });
+  });
+
+  it('passes input through as any JSON value', () => {
+    for (const input of [0, 'text', [1, { a: null }], true, { deep: { x: [1.5, 'y'] } }]) {
+      const result = validate({ ...base, input });
+      expect(result.ok && result.dispatch.input).toEqual(input);
+    }
+  });
+
+  it('accepts tenant_id equal to the topic tenant, and a null tenant_id', () => {
+    expect(validate({ ...base, tenant_id: 'acme' })).toEqual({ ok: true, dispatch: base });
+    expect(validate({ ...base, tenant_id: null })).toEqual({ ok: true, dispatch: base });
+  });
+
+  it('accepts a value of exactly DISPATCH_MAX_BYTES and rejects one byte more', () => {
+    const ofSize = (size: number): Uint8Array => {
+      const json = JSON.stringify({ ...base, pad: '' });
+      return bytes(json.replace('"pad":""', `"pad":"${'x'.repeat(size - json.length)}"`));
+    };
+    expect(ofSize(200).byteLength).toBe(200);
+    expect(validateDispatch(ofSize(200), { tenant: 'acme', maxBytes: 200 }).ok).toBe(true);
+    expectMalformed(
+      validateDispatch(ofSize(201), { tenant: 'acme', maxBytes: 200 }),
+      'value is 201 bytes, over DISPATCH_MAX_BYTES 200',
+    );
+  });
+
+  it('accepts a UTF-8 BOM before the JSON', () => {
+    const withBom = new Uint8Array([0xef, 0xbb, 0xbf, ...bytes(JSON.stringify(base))]);
+    expect(validateDispatch(withBom, opts)).toEqual({ ok: true, dispatch: base });
+  });
+
+  it('accepts dispatch_key using every allowed character class', () => {
+    const key = 'Az09._:@/-';
+    expect(validate({ ...base, dispatch_key: key }).ok).toBe(true);
+  });
+});
+
+describe('SPEC §3 dispatch message: malformed_dispatch', () => {
+  it('tombstone (null value)', () => {
+    expectMalformed(validateDispatch(null, opts), 'tombstone: record value is null');
+  });
+
+  it('too large: over DISPATCH_MAX_BYTES, checked before decoding', () => {
+    const big = new Uint8Array(MAX + 1).fill(0xff);
+    expectMalformed(validateDispatch(big, opts), 'value is 1048577 bytes, over DISPATCH_MAX_BYTES 1048576');
+  });
+
+  it('empty value', () => {
+    expectMalformed(validateDispatch(new Uint8Array(0), opts), 'value is empty (0 bytes)');
+  });
+
+  it('not valid UTF-8', () => {
+    expectMalformed(validateDispatch(new Uint8Array([0xff, 0xfe]), opts), 'value is not valid UTF-8');
+    expectMalformed(
+      validateDispatch(new Uint8Array([0x7b, 0xc3, 0x28, 0x7d]), opts),
+      'value is not valid UTF-8',
+    );
+  });
+
+  it('not valid JSON, with the parser message', () => {
+    expectMalformed(validateDispatch(bytes('{"a":1,}'), opts), /^value is not valid JSON: .+/);
+  });
+
+  it.each([
+    ['array', [base]],
+    ['string', 'text'],
+    ['number', 42],
+    ['null', null],
+    ['boolean', true],
+  ])('not a JSON object (%s)', (name, value) => {
+    expectMalformed(validate(value), `value is not a JSON object (got ${name})`);
+  });
+
+  it.each(['workflow_ref', 'input', 'dispatch_key'])('missing field %s', (field) => {
+    const value: Record<string, unknown> = { ...base };
+    delete value[field];
+    expectMalformed(validate(value), `missing field ${field}`);
+  });
+
+  it.each([
+    ['workflow_ref', 42, 'number'],
+    ['workflow_ref', null, 'null'],
+    ['workflow_ref', ['w'], 'array'],
+    ['dispatch_key', 1, 'number'],
+    ['dispatch_key', { k: 1 }, 'object'],
+    ['dispatch_key', false, 'boolean'],
+  ])('field %s must be a string (got %p)', (field, value, name) => {
+    expectMalformed(validate({ ...base, [field]: value }), `field ${field} must be a string (got ${name})`);
+  });
+
+  it.each([
+    [42, 'number'],
+    [{}, 'object'],
+    [[], 'array'],
+    [true, 'boolean'],
+  ])('field goal_id must be a string or null (got %p)', (value, name) => {
+    expectMalformed(
+      validate({ ...base, goal_id: value }),
+      `field goal_id must be a string or null (got ${name})`,
+    );
+  });
+
+  it('workflow_ref: 512 characters ok, 513 rejected, empty rejected', () => {
+    expect(validate({ ...base, workflow_ref: 'w'.repeat(512) }).ok).toBe(true);
+    expectMalformed(
+      validate({ ...base, workflow_ref: 'w'.repeat(513) }),
+      'field workflow_ref has 513 characters, maximum 512',
+    );
+    expectMalformed(
+      validate({ ...base, workflow_ref: '' }),
+      'field workflow_ref is empty, minimum 1 character',
+    );
+  });
+
+  it('dispatch_key: 256 characters ok, 257 rejected, empty rejected', () => {
+    expect(validate({ ...base, dispatch_key: 'k'.repeat(256) }).ok).toBe(true);
+    expectMalformed(
+      validate({ ...base, dispatch_key: 'k'.repeat(257) }),
+      'field dispatch_key has 257 characters, maximum 256',
+    );
+    expectMalformed(validate({ ...base, dispatch_key: 'k'.repeat(300) }), /has 300 characters, maximum 256$/);
+    expectMalformed(
+      validate({ ...base, dispatch_key: '' }),
+      'field dispatch_key is empty, minimum 1 character',
+    );
+  });
+
+  it('characters are counted as code points: an emoji is one character', () => {
+    const emoji = '😀'; // two UTF-16 units
+    expect(validate({ ...base, workflow_ref: emoji.repeat(512) }).ok).toBe(true);
+    expectMalformed(
+      validate({ ...base, workflow_ref: emoji.repeat(513) }),
+      'field workflow_ref has 513 characters, maximum 512',
+    );
+    expectMalformed(
+      validate({ ...base, dispatch_key: emoji.repeat(257) }),
+      'field dispatch_key has 257 characters, maximum 256',
+    );
+  });
+
+  it.each(['a b', 'a#b', 'ключ', 'k😀', 'a\nb', 'a+b'])(
+    'dispatch_key %p contains characters outside [A-Za-z0-9._:@/-]',
+    (key) => {
+      expectMalformed(
+        validate({ ...base, dispatch_key: key }),
+        /^field dispatch_key contains characters outside \[A-Za-z0-9._:@\/-\]/,
+      );
+    },
+  );
+
+  it('names the first bad dispatch_key character and its position', () => {
+    expectMalformed(
+      validate({ ...base, dispatch_key: 'k😀x y' }),
+      'field dispatch_key contains characters outside [A-Za-z0-9._:@/-] (first: "😀" at character 2)',
+    );
+  });
+
+  it('carries the dispatch_key when that field is valid, and not otherwise', () => {
+    const badRef = validate({ ...base, workflow_ref: 1 });
+    expect(!badRef.ok && badRef.dispatchKey).toBe('d-0001');
+    const badKey = validate({ ...base, dispatch_key: 'a b' });
+    expect(!badKey.ok && 'dispatchKey' in badKey).toBe(false);
+  });
+
+  it('reads fields as own properties only (no prototype lookups)', () => {
+    const value = bytes('{"__proto__":{"workflow_ref":"w"},"input":1,"dispatch_key":"k"}');
+    expectMalformed(validateDispatch(value, opts), 'missing field workflow_ref');
+  });
+});
+
+describe('SPEC §3 dispatch message: tenant_mismatch', () => {
+  it('tenant_id different from the topic tenant', () => {
+    const result = validate({ ...base, tenant_id: 'other' });
+    expect(result).toEqual({
+      ok: false,
+      type: 'tenant_mismatch',
+      reason: 'tenant_id "other" does not match the topic\'s tenant "acme"',
+      dispatchKey: 'd-0001',
+    });
+  });
+
+  it('tenant_id of another JSON type is a mismatch too', () => {
+    const result = validate({ ...base, tenant_id: 42 });
+    expect(!result.ok && result.type).toBe('tenant_mismatch');
+    expect(!result.ok && result.reason).toBe('tenant_id 42 does not match the topic\'s tenant "acme"');
+  });
+
+  it('a malformed record is reported as malformed even when its tenant_id also mismatches', () => {
+    expectMalformed(validate({ ...base, tenant_id: 'other', dispatch_key: '' }), /dispatch_key is empty/);
+  });
+});
+
+describe('SPEC §6 dead-letter record', () => {
+  const source = { topic: 'poimen.acme.dispatch', partition: 3, offset: '42', timestamp: '1700000000000' };
+  const failure: DlqRecordInput = {
+    id: '1b4e28ba-2fa1-11d2-883f-0016d3cca427',
+    timestamp: Date.UTC(2024, 0, 2, 3, 4, 5, 6),
+    type: 'dispatch_failure',
+    tenant: 'acme',
+    dispatchKey: 'd-0001',
+    runId: 'run-abc',
+    error: 'runs API answered 503: busy',
+    httpStatus: 503,
+    retryCount: 10,
+    maxRetries: 10,
+    targetUrl: 'http://api.local:8080/v1/runs',
+    source,
+    value: bytes(JSON.stringify(base)),
+  };
+
+  it('dispatch_failure: every SPEC field, payload as UTF-8 text', () => {
+    expect(buildDlqRecord(failure)).toEqual({
+      id: failure.id,
+      type: 'dispatch_failure',
+      tenant_id: 'acme',
+      dispatch_key: 'd-0001',
+      workflow_id: 'dispatch:acme:d-0001',
+      run_id: 'run-abc',
+      error: 'runs API answered 503: busy',
+      http_status: 503,
+      timestamp: '2024-01-02T03:04:05.006Z',
+      retry_count: 10,
+      max_retries: 10,
+      topic: 'poimen.acme.dispatch.dlq',
+      target_url: 'http://api.local:8080/v1/runs',
+      source,
+      payload: JSON.stringify(base),
+    });
+  });
+
+  it('malformed_dispatch with non-UTF-8 bytes: payload null, payload_base64 of the exact bytes', () => {
+    const raw = new Uint8Array([0xff, 0xfe, 0x00, 0x7b, 0x80]);
+    const record = buildDlqRecord({
+      id: 'x',
+      timestamp: new Date('2024-01-01T00:00:00Z'),
+      type: 'malformed_dispatch',
+      tenant: 'acme',
+      dispatchKey: null,
+      error: 'value is not valid UTF-8',
+      source,
+      value: raw,
+    });
+    expect(record.payload).toBeNull();
+    expect(record.payload_base64).toBe(Buffer.from(raw).toString('base64'));
+    expect(record).toMatchObject({
+      dispatch_key: null,
+      workflow_id: null,
+      run_id: null,
+      http_status: null,
+      retry_count: 0,
+      max_retries: 0,
+      target_url: null,
+      topic: 'poimen.acme.dispatch.dlq',
+    });
+  });
+
+  it('UTF-8 payload has no payload_base64 field', () => {
+    expect('payload_base64' in buildDlqRecord(failure)).toBe(false);
+  });
+
+  it('tombstone: payload null and no payload_base64', () => {
+    const record = buildDlqRecord({ ...failure, type: 'malformed_dispatch', value: null });
+    expect(record.payload).toBeNull();
+    expect('payload_base64' in record).toBe(false);
+  });
+
+  it('records rejected at ingest have no workflow_id even when dispatch_key is known', () => {
+    const record = buildDlqRecord({ ...failure, type: 'tenant_mismatch' });
+    expect(record.dispatch_key).toBe('d-0001');
+    expect(record.workflow_id).toBeNull();
+  });
+
+  it('keeps a BOM so the payload round-trips to the original bytes', () => {
+    const raw = new Uint8Array([0xef, 0xbb, 0xbf, ...bytes('{}')]);
+    const record = buildDlqRecord({ ...failure, value: raw });
+    expect(dlqRecordPayload(record)).toEqual(raw);
+  });
+
+  it('never carries URL credentials in target_url', () => {
+    const record = buildDlqRecord({ ...failure, targetUrl: 'https://user:s3cret@api.local/v1/runs' });
+    expect(record.target_url).toBe('https://api.local/v1/runs');
+    expect(JSON.stringify(record)).not.toContain('s3cret');
+  });
+
+  it('parseDlqRecord reads back what buildDlqRecord wrote (text and base64 payloads)', () => {
+    const text = buildDlqRecord(failure);
+    expect(parseDlqRecord(bytes(JSON.stringify(text)))).toEqual(text);
+    const binary = buildDlqRecord({ ...failure, value: new Uint8Array([0xff, 0x00]) });
+    const parsed = parseDlqRecord(JSON.stringify(binary));
+    expect(parsed).toEqual(binary);
+    expect(parsed && dlqRecordPayload(parsed)).toEqual(new Uint8Array([0xff, 0x00]));
+  });
+
+  it('parseDlqRecord defaults missing optional fields and normalizes numeric offsets', () => {
+    const parsed = parseDlqRecord(
+      JSON.stringify({
+        id: 'i',
+        type: 'malformed_dispatch',
+        tenant_id: 'acme',
+        error: 'e',
+        timestamp: 't',
+        topic: 'poimen.acme.dispatch.dlq',
+        source: { topic: 'poimen.acme.dispatch', partition: 0, offset: 7, timestamp: 1 },
+      }),
+    );
+    expect(parsed).toMatchObject({
+      dispatch_key: null,
+      workflow_id: null,
+      run_id: null,
+      http_status: null,
+      retry_count: 0,
+      max_retries: 0,
+      target_url: null,
+      payload: null,
+      source: { offset: '7', timestamp: '1' },
+    });
+  });
+
+  it.each([
+    ['null value', null],
+    ['not JSON', 'nope'],
+    ['not UTF-8', new Uint8Array([0xff])],
+    ['array', '[]'],
+    ['unknown type', JSON.stringify({ ...buildDlqRecord(failure), type: 'other' })],
+    ['missing id', JSON.stringify({ ...buildDlqRecord(failure), id: undefined })],
+    ['bad source', JSON.stringify({ ...buildDlqRecord(failure), source: { topic: 't' } })],
+    ['wrong http_status type', JSON.stringify({ ...buildDlqRecord(failure), http_status: '503' })],
+  ])('parseDlqRecord rejects %s', (_name, value) => {
+    expect(parseDlqRecord(value)).toBeUndefined();
+  });
+});
+
+describe('base64 (no Buffer in the workflow sandbox)', () => {
+  it('matches Buffer for every length mod 3 and every byte value', () => {
+    const all = Uint8Array.from({ length: 256 }, (_, i) => i);
+    for (let n = 0; n <= 7; n++) {
+      const slice = all.subarray(250 - n, 250);
+      expect(base64Encode(slice)).toBe(Buffer.from(slice).toString('base64'));
+      expect(base64Decode(base64Encode(slice))).toEqual(new Uint8Array(slice));
+    }
+    expect(base64Encode(all)).toBe(Buffer.from(all).toString('base64'));
+    expect(base64Decode(Buffer.from(all).toString('base64'))).toEqual(all);
+  });
+
+  it('rejects invalid base64', () => {
+    expect(base64Decode('abc')).toBeUndefined();
+    expect(base64Decode('ab=c')).toBeUndefined();
+    expect(base64Decode('a*cd')).toBeUndefined();
+  });
+});
