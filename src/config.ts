@@ -41,6 +41,20 @@ export interface RelayConfig {
   temporal: TemporalConfig;
   runsApi: { url: string; token?: string; timeoutMs: number };
   retry: RetryConfig;
+  ingest: {
+    maxInFlight: number;
+    partitionsConcurrently: number;
+    topicRefreshMs: number;
+    lagRefreshMs: number;
+    commitEveryRecords: number;
+    startTimeoutMs: number;
+  };
+  worker: {
+    maxConcurrentActivities: number;
+    maxConcurrentWorkflowTasks: number;
+    httpConnections: number;
+    shutdownGraceMs: number;
+  };
   metricsPort: number;
   logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent';
 }
@@ -187,6 +201,21 @@ export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig
       timeoutMs: read(env, 'RUNS_API_TIMEOUT_MS', intIn(1, 600_000), 10_000),
     },
     retry,
+    // Tuning knobs beyond SPEC §8, prefixed POIMEN_ (docs/configuration.md).
+    ingest: {
+      maxInFlight: read(env, 'POIMEN_INGEST_MAX_IN_FLIGHT', intIn(1, 10_000), 64),
+      partitionsConcurrently: read(env, 'POIMEN_INGEST_PARTITIONS_CONCURRENTLY', intIn(1, 1000), 4),
+      topicRefreshMs: read(env, 'POIMEN_TOPIC_REFRESH_MS', intIn(100, 3_600_000), 10_000),
+      lagRefreshMs: read(env, 'POIMEN_LAG_REFRESH_MS', intIn(100, 3_600_000), 5_000),
+      commitEveryRecords: read(env, 'POIMEN_INGEST_COMMIT_EVERY', intIn(1, 1_000_000), 200),
+      startTimeoutMs: read(env, 'POIMEN_TEMPORAL_START_TIMEOUT_MS', intIn(100, 600_000), 10_000),
+    },
+    worker: {
+      maxConcurrentActivities: read(env, 'POIMEN_WORKER_MAX_ACTIVITIES', intIn(1, 10_000), 100),
+      maxConcurrentWorkflowTasks: read(env, 'POIMEN_WORKER_MAX_WORKFLOW_TASKS', intIn(1, 10_000), 100),
+      httpConnections: read(env, 'POIMEN_RUNS_API_CONNECTIONS', intIn(1, 10_000), 64),
+      shutdownGraceMs: read(env, 'POIMEN_WORKER_SHUTDOWN_GRACE_MS', intIn(0, 3_600_000), 30_000),
+    },
     metricsPort: read(env, 'METRICS_PORT', port, DEFAULT_METRICS_PORT[role]),
     logLevel: read(
       env,

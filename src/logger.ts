@@ -27,6 +27,7 @@ export function createLogger(name: string, level: string = 'info'): Logger {
         censor: '<redacted>',
       },
     },
-    pino.destination({ fd: 2, sync: false }),
+    // Synchronous: a crashed or SIGKILLed process must not take its last log lines with it.
+    pino.destination({ fd: 2, sync: true }),
   );
 }

@@ -3,11 +3,15 @@ import { Command } from 'commander';
 import { isUserFacingError } from '../errors';
 import { VERSION } from '../version';
 import { demoCommand } from './demoCommand';
+import { ingestCommand } from './ingestCommand';
+import { workerCommand } from './workerCommand';
 import { stackCommand } from './stackCommands';
 
 const program = new Command('poimen-relay')
   .description('Kafka dispatch topics -> one Temporal workflow per dispatch -> POST /v1/runs')
   .version(VERSION)
+  .addCommand(ingestCommand())
+  .addCommand(workerCommand())
   .addCommand(stackCommand())
   .addCommand(demoCommand());
 

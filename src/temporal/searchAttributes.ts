@@ -1,6 +1,7 @@
 import { temporal } from '@temporalio/proto';
 import type { Connection } from '@temporalio/client';
 import { SEARCH_ATTRIBUTE_NAMES } from '../contract';
+import { StackError } from '../errors';
 
 const KEYWORD = temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD;
 
@@ -24,4 +25,32 @@ export async function ensureSearchAttributes(connection: Connection, namespace: 
     });
   }
   return missing;
+}
+
+/**
+ * The ingester sets these attributes on every start, and Temporal rejects a start naming an unregistered
+ * one: refuse to run instead. Waits (with a log line) while Temporal is unreachable.
+ */
+export async function requireSearchAttributes(
+  connection: Connection,
+  namespace: string,
+  logger: { warn(obj: object, msg: string): void },
+  retryMs = 2000,
+): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    let missing: string[];
+    try {
+      missing = await missingSearchAttributes(connection, namespace);
+    } catch (err) {
+      if (attempt === 1 || attempt % 10 === 0) logger.warn({ err }, 'Temporal not reachable yet; waiting');
+      await new Promise((r) => setTimeout(r, retryMs));
+      continue;
+    }
+    if (missing.length > 0) {
+      throw new StackError(
+        `search attributes ${missing.join(', ')} are not registered on namespace ${namespace}; run: poimen-relay temporal setup`,
+      );
+    }
+    return;
+  }
 }

@@ -1,0 +1,167 @@
+/**
+ * The worker's activities, built by a factory from injected clients (nothing is created at import time).
+ *
+ * `postRun` is the relay's only way to make a run: one POST /v1/runs per attempt, no retries inside undici
+ * (retries live in exactly one layer, the activity RetryPolicy); the answer is classified by one pure
+ * function and turned into success, a retryable failure (with Retry-After as nextRetryDelay) or a
+ * non-retryable one. `deadLetter` publishes the SPEC §6 record through the process's shared producer.
+ */
+import crypto from 'node:crypto';
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { type Dispatcher, errors as undiciErrors, request } from 'undici';
+import { buildDlqRecord, dispatchRecordKey } from '../contract';
+import type { DlqPublisher } from '../kafka/dlqPublisher';
+import type { Logger } from '../logger';
+import type { RelayMetrics } from '../metrics';
+import {
+  type DeadLetterInput,
+  type DispatchResult,
+  type PostRunFailureDetails,
+  type PostRunInput,
+  RUNS_API_REJECTED,
+  RUNS_API_UNAVAILABLE,
+} from '../workflows/types';
+import { bodyExcerpt, classifyRunsApiAnswer } from './classify';
+
+export interface ActivityDeps {
+  dispatcher: Dispatcher;
+  runsApi: { url: string; token?: string };
+  userAgent: string;
+  dlq: DlqPublisher;
+  metrics: RelayMetrics;
+  logger: Logger;
+}
+
+/** Bodies can be large; only an excerpt is kept for failures. */
+const MAX_BODY_BYTES = 64 * 1024;
+
+function errorCode(err: unknown): string | undefined {
+  if (err instanceof undiciErrors.UndiciError) return err.code;
+  if (err && typeof err === 'object') {
+    const { code, name } = err as { code?: unknown; name?: unknown };
+    if (typeof code === 'string') return code;
+    if (name === 'AbortError' || name === 'TimeoutError') return name;
+  }
+  return undefined;
+}
+
+/** DLQ ids derived from the execution, so a retried `deadLetter` activity writes the same id again. */
+function deterministicUuid(seed: string): string {
+  const h = crypto.createHash('sha256').update(seed).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${((parseInt(h.slice(16, 17), 16) & 3) | 8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+export function createActivities(deps: ActivityDeps) {
+  const target = `${deps.runsApi.url}/v1/runs`;
+  const redact = (text: string) =>
+    deps.runsApi.token ? text.split(deps.runsApi.token).join('<redacted>') : text;
+
+  async function postRun(input: PostRunInput): Promise<DispatchResult> {
+    const ctx = Context.current();
+    const attempt = ctx.info.attempt;
+    const { workflow_ref, input: runInput, goal_id, dispatch_key } = input.dispatch;
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'x-tenant-id': input.tenant,
+      'idempotency-key': dispatch_key,
+      'user-agent': deps.userAgent,
+    };
+    if (deps.runsApi.token) headers.authorization = `Bearer ${deps.runsApi.token}`;
+    if (input.traceparent) headers.traceparent = input.traceparent;
+
+    const started = performance.now();
+    const signal = AbortSignal.any([ctx.cancellationSignal, AbortSignal.timeout(input.attemptTimeoutMs)]);
+    let answer: Parameters<typeof classifyRunsApiAnswer>[0];
+    let code: string;
+    try {
+      const res = await request(target, {
+        dispatcher: deps.dispatcher,
+        method: 'POST',
+        headers,
+        // Exactly the four fields, values as received (SPEC §5).
+        body: JSON.stringify({ workflow_ref, input: runInput, goal_id, dispatch_key }),
+        signal,
+      });
+      const body = await readLimited(res.body);
+      answer = { kind: 'response', status: res.statusCode, headers: res.headers, body, nowMs: Date.now() };
+      code = String(res.statusCode);
+    } catch (err) {
+      const errCode = signal.aborted && !ctx.cancellationSignal.aborted ? 'TimeoutError' : errorCode(err);
+      answer = { kind: 'error', code: errCode };
+      code = errCode === 'TimeoutError' ? 'timeout' : 'error';
+    }
+    deps.metrics.runsApiRequests.inc({ code });
+    deps.metrics.runsApiDuration.observe((performance.now() - started) / 1000);
+
+    const verdict = classifyRunsApiAnswer(answer);
+    const log = deps.logger.child({ tenant: input.tenant, dispatch_key, attempt, code });
+    if (verdict.outcome === 'success') {
+      if (Number.isFinite(input.recordTimestampMs)) {
+        deps.metrics.dispatchLatency.observe(Math.max(0, Date.now() - input.recordTimestampMs) / 1000);
+      }
+      log.info({ admission: verdict.admission, run_id: verdict.runId }, 'run admitted');
+      return { run_id: verdict.runId, admission: verdict.admission };
+    }
+    const details: PostRunFailureDetails = { httpStatus: verdict.httpStatus, attempt };
+    const message = redact(answer.kind === 'error' ? `${verdict.reason} (${target})` : verdict.reason);
+    if (verdict.outcome === 'fatal') {
+      log.warn({ reason: message }, 'runs API refused the dispatch');
+      throw ApplicationFailure.create({
+        type: RUNS_API_REJECTED,
+        message,
+        nonRetryable: true,
+        details: [details],
+      });
+    }
+    log.warn(
+      { reason: message, retry_after_ms: verdict.retryAfterMs },
+      'runs API attempt failed; Temporal will retry',
+    );
+    throw ApplicationFailure.create({
+      type: RUNS_API_UNAVAILABLE,
+      message,
+      details: [details],
+      ...(verdict.retryAfterMs !== undefined ? { nextRetryDelay: verdict.retryAfterMs } : {}),
+    });
+  }
+
+  async function deadLetter(input: DeadLetterInput): Promise<void> {
+    const { dispatch } = input;
+    const record = buildDlqRecord({
+      id: deterministicUuid(`${input.workflowId}/${input.workflowRunId}`),
+      timestamp: Date.now(),
+      type: 'dispatch_failure',
+      tenant: input.tenant,
+      dispatchKey: dispatch.dispatch_key,
+      runId: input.workflowRunId,
+      error: redact(bodyExcerpt(input.error, 1000)),
+      httpStatus: input.httpStatus,
+      retryCount: input.retryCount,
+      maxRetries: input.maxRetries,
+      targetUrl: target,
+      source: input.source,
+      // The dispatch as the API would have received it: the four fields, replayable as-is.
+      value: JSON.stringify({
+        workflow_ref: dispatch.workflow_ref,
+        input: dispatch.input,
+        goal_id: dispatch.goal_id,
+        dispatch_key: dispatch.dispatch_key,
+      }),
+    });
+    await deps.dlq.publish(record, dispatchRecordKey(input.tenant, dispatch.dispatch_key));
+  }
+
+  return { postRun, deadLetter };
+}
+
+export type RelayActivities = ReturnType<typeof createActivities>;
+
+async function readLimited(body: AsyncIterable<Buffer>): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    if (size < MAX_BODY_BYTES) chunks.push(chunk);
+    size += chunk.length;
+  }
+  return Buffer.concat(chunks).toString('utf8').slice(0, MAX_BODY_BYTES);
+}

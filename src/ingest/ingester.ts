@@ -1,0 +1,258 @@
+/**
+ * The ingester: a thin kafkajs consumer that turns each dispatch record into a Temporal workflow start (or a
+ * dead letter) and commits a record's offset only after that outcome is durable.
+ *
+ * - Topics are found by pattern and re-listed periodically: kafkajs resolves a RegExp subscription once, so a
+ *   tenant topic created later needs a fresh subscription, which the watcher does by restarting the consumer.
+ * - Records of a batch run concurrently under one process-wide bound; the committed offset is always the end
+ *   of the contiguous completed prefix, so nothing is skipped and nothing is committed early.
+ * - An infrastructure failure (Temporal or Kafka down) is retried in place with backoff while heartbeating;
+ *   the topic is paused meanwhile and resumed on the first success. One record's failure never escapes the
+ *   handler, so kafkajs never restarts the consumer into a crash loop.
+ */
+import type { Consumer, EachBatchPayload, Kafka } from 'kafkajs';
+import type { RelayConfig } from '../config';
+import { tenantFromTopic } from '../contract';
+import type { Logger } from '../logger';
+import type { RelayMetrics } from '../metrics';
+import { Semaphore } from './semaphore';
+import { type StartContext, handleRecord } from './startDispatch';
+
+export interface IngesterOptions {
+  maxInFlight: number;
+  partitionsConcurrently: number;
+  topicRefreshMs: number;
+  lagRefreshMs: number;
+  /** Commit at least this often within a long batch, to bound redelivery after a crash. */
+  commitEveryRecords: number;
+}
+
+export class Ingester {
+  private consumer: Consumer | undefined;
+  private readonly admin;
+  private subscribed: string[] = [];
+  private stopping = false;
+  private closed = false;
+  private joined = false;
+  private outage: string | undefined;
+  private readonly semaphore: Semaphore;
+  private watcher: NodeJS.Timeout | undefined;
+  private lagTimer: NodeJS.Timeout | undefined;
+  private restarting: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly cfg: RelayConfig,
+    private readonly kafka: Kafka,
+    private readonly startCtx: StartContext,
+    private readonly metrics: RelayMetrics,
+    private readonly logger: Logger,
+    private readonly opts: IngesterOptions,
+  ) {
+    this.admin = kafka.admin();
+    this.semaphore = new Semaphore(opts.maxInFlight);
+  }
+
+  async start(): Promise<void> {
+    await this.admin.connect();
+    await this.refreshTopics();
+    this.watcher = setInterval(() => {
+      this.restarting = this.restarting
+        .then(() => this.refreshTopics())
+        .catch((err: unknown) => {
+          this.logger.warn({ err }, 'topic refresh failed; will retry');
+        });
+    }, this.opts.topicRefreshMs);
+    this.lagTimer = setInterval(() => void this.refreshLag(), this.opts.lagRefreshMs);
+  }
+
+  /** Ready when consuming (or waiting for a first matching topic) and Temporal accepts starts. */
+  ready(): boolean {
+    return !this.stopping && this.outage === undefined && (this.joined || this.subscribed.length === 0);
+  }
+
+  readinessDetail(): string {
+    if (this.stopping) return 'stopping';
+    if (this.outage) return `paused: ${this.outage}`;
+    return this.joined ? 'ok' : 'joining consumer group';
+  }
+
+  private matchingTopics(all: string[]): string[] {
+    return all
+      .filter((t) => this.cfg.dispatchTopicPattern.test(t))
+      .filter((t) => {
+        if (tenantFromTopic(t) !== undefined) return true;
+        this.logger.warn(
+          { topic: t },
+          'topic matches DISPATCH_TOPIC_PATTERN but is not poimen.<tenant>.dispatch; ignored',
+        );
+        return false;
+      })
+      .sort();
+  }
+
+  private async refreshTopics(): Promise<void> {
+    if (this.stopping) return;
+    const topics = this.matchingTopics(await this.admin.listTopics());
+    if (topics.join('\n') === this.subscribed.join('\n')) return;
+    this.logger.info({ topics }, 'dispatch topics changed; (re)subscribing');
+    await this.stopConsumer();
+    this.subscribed = topics;
+    if (topics.length > 0 && !this.stopping) await this.startConsumer(topics);
+  }
+
+  private async startConsumer(topics: string[]): Promise<void> {
+    const consumer = this.kafka.consumer({
+      groupId: this.cfg.kafka.groupId,
+      allowAutoTopicCreation: false,
+      // Bounded memory: at most this much fetched per partition per round (kafkajs #526).
+      maxBytesPerPartition: 1024 * 1024,
+      maxBytes: 8 * 1024 * 1024,
+      retry: { retries: 10 },
+    });
+    consumer.on(consumer.events.GROUP_JOIN, () => {
+      this.joined = true;
+    });
+    consumer.on(consumer.events.CRASH, (e) => {
+      this.joined = false;
+      this.logger.error({ err: e.payload.error, restart: e.payload.restart }, 'consumer crashed');
+    });
+    this.consumer = consumer;
+    await consumer.connect();
+    await consumer.subscribe({ topics, fromBeginning: true });
+    await consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      partitionsConsumedConcurrently: this.opts.partitionsConcurrently,
+      eachBatch: (payload) => this.eachBatch(consumer, payload),
+    });
+  }
+
+  private async stopConsumer(): Promise<void> {
+    const consumer = this.consumer;
+    this.consumer = undefined;
+    this.joined = false;
+    // disconnect() waits for the batch in progress, which finishes its in-flight starts and commits.
+    await consumer?.disconnect();
+  }
+
+  private async eachBatch(consumer: Consumer, payload: EachBatchPayload): Promise<void> {
+    const { batch, heartbeat, isRunning, isStale, resolveOffset } = payload;
+    const tenant = tenantFromTopic(batch.topic);
+    if (tenant === undefined || batch.messages.length === 0) return;
+    const log = this.logger.child({ topic: batch.topic, partition: batch.partition });
+
+    const done = new Array<boolean>(batch.messages.length).fill(false);
+    let committedIdx = -1; // index of the last message whose offset is committed
+    let contiguous = -1; // index of the last message of the completed prefix
+    const commit = async () => {
+      if (contiguous <= committedIdx || isStale()) return;
+      const next = (BigInt(batch.messages[contiguous]!.offset) + 1n).toString();
+      await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: next }]);
+      committedIdx = contiguous;
+    };
+    const beat = setInterval(() => void heartbeat().catch(() => undefined), 3000);
+    const tasks: Promise<void>[] = [];
+    try {
+      for (let i = 0; i < batch.messages.length; i++) {
+        if (!isRunning() || isStale() || this.stopping) break;
+        await this.semaphore.acquire();
+        const message = batch.messages[i]!;
+        tasks.push(
+          this.processWithRetry(consumer, tenant, batch.topic, batch.partition, message, log)
+            .then((ok) => {
+              if (!ok) return;
+              done[i] = true;
+              const before = contiguous;
+              while (contiguous + 1 < done.length && done[contiguous + 1]) contiguous++;
+              // kafkajs fetches the next batch from the last resolved offset, so resolve as the prefix grows.
+              if (contiguous > before) resolveOffset(batch.messages[contiguous]!.offset);
+            })
+            .finally(() => this.semaphore.release()),
+        );
+        if (contiguous - committedIdx >= this.opts.commitEveryRecords) await commit();
+      }
+      await Promise.all(tasks);
+      await commit();
+    } finally {
+      clearInterval(beat);
+    }
+  }
+
+  /** True when the record's outcome is durable; false when abandoned because the ingester is stopping. */
+  private async processWithRetry(
+    consumer: Consumer,
+    tenant: string,
+    topic: string,
+    partition: number,
+    message: import('kafkajs').KafkaMessage,
+    log: Logger,
+  ): Promise<boolean> {
+    let delayMs = 250;
+    let failures = 0;
+    for (;;) {
+      try {
+        const outcome = await handleRecord(this.startCtx, tenant, topic, partition, message);
+        this.metrics.dispatchRecords.inc({ tenant, outcome });
+        if (this.outage !== undefined) {
+          this.outage = undefined;
+          consumer.resume([{ topic }]);
+          log.info('infrastructure back; resumed consumption');
+        }
+        return true;
+      } catch (err) {
+        if (this.stopping) return false;
+        failures++;
+        if (this.outage === undefined) {
+          this.outage = err instanceof Error ? err.message : String(err);
+          consumer.pause([{ topic }]);
+        }
+        // Log the first failure and then every tenth, not every retry of a long outage.
+        if (failures === 1 || failures % 10 === 0) {
+          log.warn(
+            { err, offset: message.offset, failures },
+            'could not start or dead-letter record; retrying (consumption paused)',
+          );
+        }
+        await new Promise((r) => setTimeout(r, delayMs));
+        delayMs = Math.min(delayMs * 2, 10_000);
+      }
+    }
+  }
+
+  private async refreshLag(): Promise<void> {
+    const topics = this.subscribed;
+    if (topics.length === 0) return;
+    try {
+      const committed = await this.admin.fetchOffsets({ groupId: this.cfg.kafka.groupId, topics });
+      for (const t of committed) {
+        const watermarks = await this.admin.fetchTopicOffsets(t.topic);
+        for (const p of t.partitions) {
+          const w = watermarks.find((x) => x.partition === p.partition);
+          if (!w) continue;
+          const high = BigInt(w.high);
+          const base = BigInt(p.offset) >= 0n ? BigInt(p.offset) : BigInt(w.low);
+          this.metrics.inboxLag.set(
+            { topic: t.topic, partition: String(p.partition) },
+            Number(high > base ? high - base : 0n),
+          );
+        }
+      }
+    } catch (err) {
+      this.logger.debug({ err }, 'lag refresh failed');
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.stopping = true;
+    if (this.watcher) clearInterval(this.watcher);
+    if (this.lagTimer) clearInterval(this.lagTimer);
+    await this.restarting.catch(() => undefined);
+    await this.stopConsumer().catch((err: unknown) =>
+      this.logger.warn({ err }, 'consumer disconnect failed'),
+    );
+    await this.refreshLag();
+    await this.admin.disconnect().catch(() => undefined);
+  }
+}

@@ -1,0 +1,66 @@
+/**
+ * The worker process's parts: a Temporal worker running the `dispatch` workflow and its activities, with the
+ * clients the activities need (an undici pool for the runs API, one shared DLQ producer).
+ */
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { Agent } from 'undici';
+import type { RelayConfig } from '../config';
+import { createActivities } from '../activities';
+import { createKafka } from '../kafka/client';
+import { DlqPublisher } from '../kafka/dlqPublisher';
+import type { Closeable } from '../lifecycle';
+import type { Logger } from '../logger';
+import type { RelayMetrics } from '../metrics';
+import { createNativeConnection } from '../temporal/connection';
+import { VERSION } from '../version';
+
+export interface RelayWorker {
+  worker: Worker;
+  run: Promise<void>;
+  parts: Closeable[];
+  ready(): boolean;
+}
+
+export async function startRelayWorker(
+  cfg: RelayConfig,
+  metrics: RelayMetrics,
+  logger: Logger,
+): Promise<RelayWorker> {
+  const parts: Closeable[] = [];
+  const connection: NativeConnection = await createNativeConnection(cfg.temporal);
+  parts.push({ name: 'temporal connection', close: () => connection.close() });
+
+  // Keep-alive pool to the runs API; undici's `request` never retries on its own.
+  const dispatcher = new Agent({ connections: cfg.worker.httpConnections, keepAliveTimeout: 30_000 });
+  parts.push({ name: 'runs API pool', close: () => dispatcher.close() });
+
+  const dlq = new DlqPublisher(createKafka(cfg.kafka, logger), metrics, logger.child({ component: 'dlq' }));
+  parts.push({ name: 'DLQ producer', close: () => dlq.close() });
+
+  const worker = await Worker.create({
+    connection,
+    namespace: cfg.temporal.namespace,
+    taskQueue: cfg.temporal.taskQueue,
+    workflowsPath: require.resolve('../workflows'),
+    activities: createActivities({
+      dispatcher,
+      runsApi: { url: cfg.runsApi.url, ...(cfg.runsApi.token ? { token: cfg.runsApi.token } : {}) },
+      userAgent: `poimen-relay/${VERSION}`,
+      dlq,
+      metrics,
+      logger: logger.child({ component: 'activities' }),
+    }),
+    maxConcurrentActivityTaskExecutions: cfg.worker.maxConcurrentActivities,
+    maxConcurrentWorkflowTaskExecutions: cfg.worker.maxConcurrentWorkflowTasks,
+    shutdownGraceTime: cfg.worker.shutdownGraceMs,
+  });
+  const run = worker.run();
+  parts.push({
+    name: 'temporal worker',
+    close: async () => {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await run;
+    },
+  });
+  return { worker, run, parts, ready: () => worker.getState() === 'RUNNING' };
+}

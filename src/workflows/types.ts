@@ -1,0 +1,68 @@
+/** Shapes shared by the ingester, the workflow and its activities. Pure: imported by workflow code. */
+import type { Dispatch, DlqSource } from '../contract';
+
+/** Retry and timeout settings for the `postRun` activity (SPEC §5 defaults). */
+export interface DispatchPolicy {
+  attemptTimeoutMs: number;
+  initialIntervalMs: number;
+  backoff: number;
+  maxIntervalMs: number;
+  maxAttempts: number;
+}
+
+export const DEFAULT_DISPATCH_POLICY: DispatchPolicy = {
+  attemptTimeoutMs: 10_000,
+  initialIntervalMs: 1_000,
+  backoff: 2.0,
+  maxIntervalMs: 60_000,
+  maxAttempts: 10,
+};
+
+/**
+ * The workflow's input. The policy travels with each dispatch (set by the ingester from its configuration),
+ * so an execution keeps the settings it started with across worker deploys, and the Web UI shows them.
+ */
+export interface DispatchInput {
+  tenant: string;
+  dispatch: Dispatch;
+  source: DlqSource;
+  traceparent?: string;
+  policy?: Partial<DispatchPolicy>;
+}
+
+export interface DispatchResult {
+  run_id: string | null;
+  admission: 'created' | 'existing';
+}
+
+export interface PostRunInput {
+  tenant: string;
+  dispatch: Dispatch;
+  traceparent?: string;
+  attemptTimeoutMs: number;
+  /** Kafka record timestamp (ms since epoch) for the record → API latency histogram. */
+  recordTimestampMs: number;
+}
+
+/** Details carried by a failed `postRun` attempt, for the dead letter and the Web UI. */
+export interface PostRunFailureDetails {
+  httpStatus: number | null;
+  attempt: number;
+}
+
+export interface DeadLetterInput {
+  tenant: string;
+  dispatch: Dispatch;
+  source: DlqSource;
+  error: string;
+  httpStatus: number | null;
+  retryCount: number;
+  maxRetries: number;
+  workflowId: string;
+  workflowRunId: string;
+}
+
+/** Failure types: the API refused the dispatch for good / the dispatch ended dead-lettered. */
+export const RUNS_API_REJECTED = 'RunsApiRejected';
+export const RUNS_API_UNAVAILABLE = 'RunsApiUnavailable';
+export const DISPATCH_FAILED = 'DispatchFailed';
