@@ -3,7 +3,8 @@
  * recording every HTTP call. Each test has its own tenant, consumer group and task queue.
  */
 import { WorkflowFailedError } from '@temporalio/client';
-import { topics } from '../src/contract';
+import { topics, workflowId } from '../src/contract';
+import { ensureTopics, tenantTopicSpecs } from '../src/kafka/topics';
 import { VERSION } from '../src/version';
 import { startService, stopService } from './support/faults';
 import { type Harness, createHarness } from './support/relayHarness';
@@ -130,5 +131,310 @@ describe('inbox relay (T10.7)', () => {
     );
     expect(h.api.requests).toHaveLength(3);
     expect(h.api.runs.size).toBe(3);
+  });
+
+  test('step 3a: Kafka down: a message produced by a retrying producer during the outage is relayed once the broker is back', async () => {
+    h = await createHarness();
+    await h.startWorker();
+    await h.startIngester();
+    await h.publish(h.dispatchValue('before-outage'));
+    await result('before-outage');
+
+    await stopService('kafka');
+    // The producer keeps retrying while the broker is down; the send completes after it returns.
+    const sending = h.publish(h.dispatchValue('during-outage'));
+    await startService('kafka');
+    await sending;
+
+    expect(await result('during-outage', 120_000)).toMatchObject({ admission: 'created' });
+    expect(h.api.requestsFor('during-outage')).toHaveLength(1);
+    expect(h.api.runs.size).toBe(2);
+  });
+
+  test('step 3b: a run already in flight (API answering 503 at first) completes while Kafka is down', async () => {
+    h = await createHarness();
+    await h.startWorker();
+    await h.startIngester();
+    h.api.scriptFor('in-flight', { kind: 'status', status: 503 }, { kind: 'status', status: 503 });
+    await h.publish(h.dispatchValue('in-flight'));
+    await h.api.waitFor((a) => a.requestsFor('in-flight').length >= 1, 60_000, 'the first (503) attempt');
+
+    await stopService('kafka');
+    try {
+      await h.api.waitFor(
+        (a) => a.runs.has('in-flight'),
+        60_000,
+        'the run to be created while Kafka is down',
+      );
+      expect(await result('in-flight')).toMatchObject({ admission: 'created' });
+      expect(h.api.requestsFor('in-flight').map((r) => r.answer)).toEqual([503, 503, 201]);
+    } finally {
+      await startService('kafka');
+    }
+  });
+
+  test('step 4: malformed messages of every kind are dead-lettered with their reason, and the valid message after them is relayed', async () => {
+    h = await createHarness({ env: { DISPATCH_MAX_BYTES: '2048' } });
+    await h.startWorker();
+    const ingester = await h.startIngester();
+    const bad: [string, string | Buffer | null, RegExp, string][] = [
+      ['not JSON', '{"workflow_ref": "x", oops', /not valid JSON/, 'malformed_dispatch'],
+      ['not UTF-8', Buffer.from([0x7b, 0xff, 0xfe, 0x7d]), /not valid UTF-8/, 'malformed_dispatch'],
+      [
+        'missing field',
+        JSON.stringify({ workflow_ref: 'w@1', input: {}, dispatch_key: undefined }),
+        /missing field dispatch_key/,
+        'malformed_dispatch',
+      ],
+      [
+        'wrong type',
+        JSON.stringify({ workflow_ref: 7, input: {}, goal_id: null, dispatch_key: 'k-wrong-type' }),
+        /workflow_ref must be a string/,
+        'malformed_dispatch',
+      ],
+      [
+        'too large',
+        h.dispatchValue('k-too-large', { padding: 'x'.repeat(3000) }),
+        /over DISPATCH_MAX_BYTES 2048/,
+        'malformed_dispatch',
+      ],
+      ['tombstone', null, /tombstone/, 'malformed_dispatch'],
+      [
+        'tenant mismatch',
+        h.dispatchValue('k-other-tenant', { tenant_id: 'someone-else' }),
+        /does not match/,
+        'tenant_mismatch',
+      ],
+    ];
+    for (const [, value] of bad) await h.publish(value, { key: 'source-key' });
+    await h.publish(h.dispatchValue('valid-after-bad'));
+
+    expect(await result('valid-after-bad')).toMatchObject({ admission: 'created' });
+    const dlq = await h.readDlq(bad.length);
+    expect(dlq).toHaveLength(bad.length);
+    for (const [i, [kind, value, reason, type]] of bad.entries()) {
+      const rec = dlq.find((r) => r.source.offset === String(i));
+      expect({ kind, type: rec?.type, error: rec?.error }).toEqual({
+        kind,
+        type,
+        error: expect.stringMatching(reason),
+      });
+      expect(rec!.tenant_id).toBe(h.tenant);
+      expect(rec!.topic).toBe(topics.dlq(h.tenant));
+      expect(rec!.source).toMatchObject({ topic: topics.dispatch(h.tenant), partition: 0 });
+      if (value === null) expect(rec!.payload).toBeNull();
+      else if (Buffer.isBuffer(value)) expect(rec!.payload_base64).toBe(value.toString('base64'));
+      else expect(rec!.payload).toBe(value);
+    }
+    expect(h.api.requests.map((r) => (r.json as { dispatch_key: string }).dispatch_key)).toEqual([
+      'valid-after-bad',
+    ]);
+    const metrics = await ingester.metrics();
+    expect(metricValue(metrics, 'dlq_messages_sent_total', { topic: topics.dlq(h.tenant) })).toBe(bad.length);
+    expect(
+      metricValue(metrics, 'poimen_dispatch_records_total', { tenant: h.tenant, outcome: 'dead_lettered' }),
+    ).toBe(bad.length);
+  });
+
+  test('step 5: no bypass: with the worker stopped the ingester alone makes no API call; every call comes from postRun with a matching execution', async () => {
+    h = await createHarness();
+    const ingester = await h.startIngester();
+    for (const k of ['nb-1', 'nb-2']) await h.publish(h.dispatchValue(k));
+    await waitFor(
+      async () =>
+        metricValue(await ingester.metrics(), 'poimen_dispatch_records_total', {
+          tenant: h.tenant,
+          outcome: 'started',
+        }) === 2,
+      {
+        what: 'both dispatches started in Temporal',
+      },
+    );
+    expect(await status('nb-1')).toBe('RUNNING');
+    expect(await status('nb-2')).toBe('RUNNING');
+    expect(h.api.requests).toHaveLength(0);
+
+    await h.startWorker();
+    await result('nb-1');
+    await result('nb-2');
+    expect(h.api.requests).toHaveLength(2);
+    for (const req of h.api.requests) {
+      expect(req.headers['user-agent']).toBe(`poimen-relay/${VERSION}`);
+      const key = (req.json as { dispatch_key: string }).dispatch_key;
+      const history = await h.client.workflow.getHandle(h.wfId(key)).fetchHistory();
+      const scheduled = (history.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes);
+      expect(scheduled.map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name)).toEqual([
+        'postRun',
+      ]);
+      expect(await result(key)).toEqual({ run_id: req.runId, admission: 'created' });
+    }
+  });
+
+  test('step 6: poimen_inbox_lag is exported, grows while Temporal is down (consumption paused) and falls back to 0 after draining', async () => {
+    h = await createHarness();
+    await h.startWorker();
+    const ingester = await h.startIngester();
+    const lag = async () =>
+      metricValue(await ingester.metrics(), 'poimen_inbox_lag', {
+        topic: topics.dispatch(h.tenant),
+        partition: '0',
+      });
+    await h.publish(h.dispatchValue('lag-0'));
+    await result('lag-0');
+    await waitFor(async () => (await lag()) === 0, { what: 'lag 0 after the first dispatch' });
+
+    await stopService('temporal');
+    try {
+      for (const k of ['lag-1', 'lag-2', 'lag-3']) await h.publish(h.dispatchValue(k));
+      await waitFor(async () => (await lag()) === 3, { what: 'lag 3 while Temporal is down' });
+      // The first start attempt fails at its deadline; from then on the ingester reports itself paused.
+      const readyz = await waitFor(
+        async () => {
+          const res = await fetch(`http://127.0.0.1:${ingester.metricsPort}/readyz`);
+          return res.status === 503 ? res.text() : undefined;
+        },
+        { what: '/readyz to report the pause' },
+      );
+      expect(readyz).toMatch(/paused/);
+    } finally {
+      await startService('temporal');
+    }
+    for (const k of ['lag-1', 'lag-2', 'lag-3'])
+      expect(await result(k, 120_000)).toMatchObject({ admission: 'created' });
+    await waitFor(async () => (await lag()) === 0, { what: 'lag back to 0 after draining' });
+    expect(h.api.runs.size).toBe(4);
+    expect(h.api.requests).toHaveLength(4);
+  });
+
+  test('exhausted retries (API always 503) give one dispatch_failure DLQ record with retry_count == max_retries, and the workflow Failed', async () => {
+    h = await createHarness();
+    const worker = await h.startWorker();
+    await h.startIngester();
+    h.api.always({ kind: 'status', status: 503, body: 'upstream busy' });
+    await h.publish(h.dispatchValue('always-503'));
+    await waitFor(async () => (await status('always-503').catch(() => undefined)) === 'FAILED', {
+      what: 'the workflow to fail',
+    });
+
+    const [rec] = await h.readDlq(1);
+    expect(rec).toMatchObject({
+      type: 'dispatch_failure',
+      tenant_id: h.tenant,
+      dispatch_key: 'always-503',
+      workflow_id: h.wfId('always-503'),
+      http_status: 503,
+      retry_count: 4,
+      max_retries: 4,
+      target_url: `${h.api.url}/v1/runs`,
+      topic: topics.dlq(h.tenant),
+    });
+    expect(rec!.error).toMatch(/503.*upstream busy/);
+    expect(rec!.run_id).toBe((await h.client.workflow.getHandle(h.wfId('always-503')).describe()).runId);
+    expect(JSON.parse(rec!.payload!)).toEqual(JSON.parse(h.dispatchValue('always-503')));
+    expect(h.api.requestsFor('always-503')).toHaveLength(4);
+    await expect(result('always-503')).rejects.toThrow(WorkflowFailedError);
+    expect(
+      metricValue(await worker.metrics(), 'dlq_messages_sent_total', { topic: topics.dlq(h.tenant) }),
+    ).toBe(1);
+  });
+
+  test('a 422 is dead-lettered after one attempt', async () => {
+    h = await createHarness();
+    await h.startWorker();
+    await h.startIngester();
+    h.api.scriptFor('refused', { kind: 'status', status: 422, body: 'unknown workflow_ref' });
+    await h.publish(h.dispatchValue('refused'));
+    const [rec] = await h.readDlq(1);
+    expect(rec).toMatchObject({ type: 'dispatch_failure', http_status: 422, retry_count: 1, max_retries: 4 });
+    expect(rec!.error).toMatch(/422/);
+    expect(h.api.requestsFor('refused')).toHaveLength(1);
+    await waitFor(async () => (await status('refused')) === 'FAILED', { what: 'the workflow to fail' });
+    const err = await result('refused').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(WorkflowFailedError);
+    expect(String((err as WorkflowFailedError).cause?.message)).toMatch(
+      /dead-lettered after 1 attempt\(s\): .*422/,
+    );
+  });
+
+  test('Retry-After: 2 is respected (measured gap between attempts)', async () => {
+    h = await createHarness();
+    await h.startWorker();
+    await h.startIngester();
+    h.api.scriptFor('slow-down', { kind: 'status', status: 429, retryAfter: '2' });
+    await h.publish(h.dispatchValue('slow-down'));
+    expect(await result('slow-down')).toMatchObject({ admission: 'created' });
+    const [first, second] = h.api.requestsFor('slow-down');
+    // The configured initial interval is 200 ms; only Retry-After explains a gap of two seconds.
+    expect(second!.receivedAtMs - first!.receivedAtMs).toBeGreaterThanOrEqual(1900);
+    expect(second!.receivedAtMs - first!.receivedAtMs).toBeLessThan(10_000);
+  });
+
+  test('a worker crash mid-activity (SIGKILL, restart) still makes exactly one run', async () => {
+    h = await createHarness({ env: { RUNS_API_TIMEOUT_MS: '2000' } });
+    const worker = await h.startWorker('worker-1');
+    await h.startIngester();
+    // The API admits the run but answers late; the worker dies before it hears back.
+    h.api.scriptFor('crash', { kind: 'delay', ms: 1500 });
+    await h.publish(h.dispatchValue('crash'));
+    await h.api.waitFor(
+      (a) => a.requestsFor('crash').length === 1,
+      60_000,
+      'the first attempt to reach the API',
+    );
+    await worker.kill();
+    await h.api.waitFor((a) => a.runs.has('crash'), 60_000, 'the API to admit the run');
+
+    await h.startWorker('worker-2');
+    expect(await result('crash', 120_000)).toEqual({
+      run_id: h.api.runs.get('crash'),
+      admission: 'existing',
+    });
+    expect(h.api.runs.size).toBe(1);
+    expect(h.api.requestsFor('crash').map((r) => r.answer)).toEqual([201, 409]);
+  });
+
+  test('a tenant topic created while the ingester runs is picked up without a restart', async () => {
+    h = await createHarness({ env: { DISPATCH_TOPIC_PATTERN: '^poimen\\.late[a-z0-9]+\\.dispatch$' } });
+    await h.startWorker();
+    await h.startIngester();
+    const late = `late${h.tenant.slice(1, 13)}`;
+    const admin = h.kafka.admin();
+    await admin.connect();
+    await ensureTopics(admin, tenantTopicSpecs(late, { partitions: 1 }));
+    await admin.disconnect();
+    await h.publish(h.dispatchValue('late-1'), { topic: topics.dispatch(late) });
+    const handle = h.client.workflow.getHandle(workflowId(late, 'late-1'));
+    await waitFor(() => handle.describe().then(() => true), { what: 'the late tenant dispatch to start' });
+    expect(await handle.result()).toMatchObject({ admission: 'created' });
+    expect(h.api.requests[0]!.headers['x-tenant-id']).toBe(late);
+  });
+
+  test('SIGTERM drains: the ingester finishes in-flight starts, commits and exits 0', async () => {
+    h = await createHarness();
+    await h.startWorker();
+    const ingester = await h.startIngester();
+    for (let i = 0; i < 20; i++) await h.publish(h.dispatchValue(`drain-${i}`));
+    await waitFor(
+      async () =>
+        (metricValue(await ingester.metrics(), 'poimen_dispatch_records_total', {
+          tenant: h.tenant,
+          outcome: 'started',
+        }) ?? 0) >= 1,
+      {
+        what: 'the first start',
+      },
+    );
+    expect(await ingester.stop()).toBe(0);
+    const admin = h.kafka.admin();
+    await admin.connect();
+    const [committed] = await admin.fetchOffsets({ groupId: h.groupId, topics: [topics.dispatch(h.tenant)] });
+    await admin.disconnect();
+    const offset = Number(committed!.partitions[0]!.offset);
+    // Every committed record has its workflow; nothing past the commit point was skipped.
+    for (let i = 0; i < offset; i++)
+      await expect(h.client.workflow.getHandle(h.wfId(`drain-${i}`)).describe()).resolves.toBeDefined();
+    await h.startIngester('ingest-2');
+    for (let i = 0; i < 20; i++) await result(`drain-${i}`);
+    expect(h.api.runs.size).toBe(20);
   });
 });
