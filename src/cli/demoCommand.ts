@@ -1,20 +1,32 @@
+/** `poimen-relay demo`: wiring only; the demo itself is src/demo/demo.ts. */
 import { Command } from 'commander';
+import { Kafka, logLevel } from 'kafkajs';
 import { loadStackConfig } from '../config';
+import { runDemo } from '../demo/demo';
 import { consoleProgress } from '../stack/progress';
-import { smokeCheck } from '../stack/smoke';
 import { LocalStack } from '../stack/stack';
 import { printStatus } from './stackCommands';
 
 export function demoCommand(): Command {
   return new Command('demo')
-    .description('start the local stack and show the relay end to end')
+    .description('run the relay end to end on the local stack with a sample runs API and sample dispatches')
     .action(async () => {
       const cfg = loadStackConfig();
-      const stack = new LocalStack(cfg, consoleProgress('demo'));
+      const progress = consoleProgress('demo');
+      const stack = new LocalStack(cfg, progress);
       printStatus(await stack.up());
-      for (const line of await smokeCheck(stack)) process.stdout.write(`${line}\n`);
-      process.stdout.write(
-        `Temporal Web UI: http://127.0.0.1:${cfg.temporalUiPort}\nstop the stack with: npx poimen-relay stack down\n`,
-      );
+      const kafka = new Kafka({
+        clientId: 'poimen-demo',
+        brokers: [stack.services.kafka.address],
+        logLevel: logLevel.NOTHING,
+      });
+      const report = await runDemo(stack, kafka, cfg, progress);
+      for (const line of report.lines) process.stdout.write(`${line}\n`);
+      if (!report.ok) {
+        process.stderr.write(
+          'demo: not every dispatch reached its expected outcome; see the relay logs above\n',
+        );
+        process.exitCode = 1;
+      }
     });
 }

@@ -1,0 +1,100 @@
+/**
+ * Runs `poimen-relay ingest` / `worker` as child processes, the way an operator runs them; the demo and the
+ * integration tests both use it, so both exercise the real entry points.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { PACKAGE_ROOT } from '../stack/provision';
+import { waitUntil } from '../stack/processes';
+
+export type RelayRole = 'ingest' | 'worker';
+
+export interface RelayProcess {
+  role: RelayRole;
+  child: ChildProcess;
+  metricsPort: number;
+  logFile: string;
+  exited: Promise<number | null>;
+  /** SIGTERM and wait: the graceful drain. */
+  stop(): Promise<number | null>;
+  /** SIGKILL: a crash. */
+  kill(): Promise<void>;
+  metrics(): Promise<string>;
+}
+
+export async function startRelayProcess(opts: {
+  role: RelayRole;
+  env: NodeJS.ProcessEnv;
+  metricsPort: number;
+  logFile: string;
+  readyTimeoutMs?: number;
+}): Promise<RelayProcess> {
+  fs.mkdirSync(path.dirname(opts.logFile), { recursive: true });
+  const out = fs.openSync(opts.logFile, 'a');
+  const child = spawn(process.execPath, [path.join(PACKAGE_ROOT, 'bin', 'poimen-relay.js'), opts.role], {
+    env: { ...opts.env, METRICS_PORT: String(opts.metricsPort) },
+    stdio: ['ignore', out, out],
+  });
+  fs.closeSync(out);
+  let gone = false;
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code) => {
+      gone = true;
+      resolve(code);
+    }),
+  );
+  const base = `http://127.0.0.1:${opts.metricsPort}`;
+  const proc: RelayProcess = {
+    role: opts.role,
+    child,
+    metricsPort: opts.metricsPort,
+    logFile: opts.logFile,
+    exited,
+    async stop() {
+      if (!gone) child.kill('SIGTERM');
+      return exited;
+    },
+    async kill() {
+      if (!gone) child.kill('SIGKILL');
+      await exited;
+    },
+    async metrics() {
+      return (await fetch(`${base}/metrics`)).text();
+    },
+  };
+  const ready = await waitUntil(
+    async () => {
+      if (gone) return true;
+      const res = await fetch(`${base}/readyz`).catch(() => undefined);
+      return res?.status === 200;
+    },
+    opts.readyTimeoutMs ?? 60_000,
+    200,
+  );
+  if (gone || !ready) {
+    child.kill('SIGKILL');
+    const tail = fs.readFileSync(opts.logFile, 'utf8').slice(-3000);
+    throw new Error(
+      `${opts.role} ${gone ? 'exited during start-up' : 'not ready in time'}; log ${opts.logFile}:\n${tail}`,
+    );
+  }
+  return proc;
+}
+
+/** The value of one sample of Prometheus text, e.g. metricValue(text, 'dlq_messages_sent_total', { topic }). */
+export function metricValue(
+  text: string,
+  name: string,
+  labels: Record<string, string> = {},
+): number | undefined {
+  for (const line of text.split('\n')) {
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)/.exec(line);
+    if (!m || m[1] !== name) continue;
+    const got = Object.fromEntries(
+      [...(m[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((x) => [x[1], x[2]]),
+    );
+    if (Object.entries(labels).every(([k, v]) => got[k] === v)) return Number(m[3]);
+  }
+  return undefined;
+}
