@@ -12,6 +12,7 @@ import { parseDlqRecord, topics, workflowId, type DlqRecord } from '../contract'
 import { RunsApiDouble } from '../dev/runsApi';
 import { type RelayProcess, metricValue, startRelayProcess } from '../dev/relayProcess';
 import { ensureTopics, tenantTopicSpecs } from '../kafka/topics';
+import { freePort } from '../dev/ports';
 import { portInUse, waitUntil } from '../stack/processes';
 import type { Progress } from '../stack/progress';
 import type { LocalStack } from '../stack/stack';
@@ -20,7 +21,6 @@ const TENANT = 'demo';
 
 async function pickPort(preferred: number): Promise<number> {
   if (!(await portInUse(preferred))) return preferred;
-  const { freePort } = await import('./ports');
   return freePort();
 }
 

@@ -7,9 +7,18 @@ describe('configuration (SPEC §8)', () => {
     const cfg = loadRelayConfig('ingester', {});
     expect(cfg.kafka.brokers).toEqual(['127.0.0.1:9092']);
     expect(cfg.kafka.groupId).toBe('poimen-inbox-relay');
-    expect(cfg.temporal).toEqual({ address: '127.0.0.1:7233', namespace: 'default', taskQueue: 'poimen-dispatch' });
+    expect(cfg.temporal).toEqual({
+      address: '127.0.0.1:7233',
+      namespace: 'default',
+      taskQueue: 'poimen-dispatch',
+    });
     expect(cfg.runsApi).toEqual({ url: 'http://127.0.0.1:8080', timeoutMs: 10_000 });
-    expect(cfg.retry).toEqual({ initialIntervalMs: 1000, backoff: 2, maxIntervalMs: 60_000, maxAttempts: 10 });
+    expect(cfg.retry).toEqual({
+      initialIntervalMs: 1000,
+      backoff: 2,
+      maxIntervalMs: 60_000,
+      maxAttempts: 10,
+    });
     expect(cfg.dispatchMaxBytes).toBe(1024 * 1024);
     expect(cfg.dispatchTopicPattern.test('poimen.acme.dispatch')).toBe(true);
     expect(cfg.dispatchTopicPattern.test('poimen.acme.dispatch.dlq')).toBe(false);
@@ -93,15 +102,23 @@ describe('configuration (SPEC §8)', () => {
   });
 
   test('SASL without credentials names the missing variable; a secret is never echoed', () => {
-    expect(() => loadRelayConfig('ingester', { KAFKA_SASL_MECHANISM: 'plain', KAFKA_SASL_USERNAME: 'u' })).toThrow(/KAFKA_SASL_PASSWORD/);
+    expect(() =>
+      loadRelayConfig('ingester', { KAFKA_SASL_MECHANISM: 'plain', KAFKA_SASL_USERNAME: 'u' }),
+    ).toThrow(/KAFKA_SASL_PASSWORD/);
     expect(() => loadRelayConfig('ingester', { TEMPORAL_TLS_CERT: '/c.pem' })).toThrow(/TEMPORAL_TLS_KEY/);
   });
 
   test('the process exits with one clear line when a value is bad', async () => {
     for (const role of ['worker', 'ingest']) {
-      const res = await runCli([role], { ...process.env, METRICS_PORT: 'abc', RUNS_API_TOKEN: 'super-secret' }, 30_000);
+      const res = await runCli(
+        [role],
+        { ...process.env, METRICS_PORT: 'abc', RUNS_API_TOKEN: 'super-secret' },
+        30_000,
+      );
       expect(res.code).toBe(2);
-      expect(res.stderr.trim()).toBe('poimen-relay: invalid configuration: METRICS_PORT = "abc": must be a whole number');
+      expect(res.stderr.trim()).toBe(
+        'poimen-relay: invalid configuration: METRICS_PORT = "abc": must be a whole number',
+      );
     }
   });
 });
