@@ -23,6 +23,8 @@ export interface TemporalConfig {
   address: string;
   namespace: string;
   taskQueue: string;
+  /** Where operators open the Temporal Web UI (links printed by `dispatch status`). */
+  uiUrl: string;
   apiKey?: string;
   tls?: { certPath?: string; keyPath?: string; caPath?: string };
 }
@@ -47,6 +49,7 @@ export interface RelayConfig {
     topicRefreshMs: number;
     lagRefreshMs: number;
     commitEveryRecords: number;
+    dlqRefreshMs: number;
     startTimeoutMs: number;
   };
   worker: {
@@ -184,6 +187,7 @@ export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig
       address: read(env, 'TEMPORAL_ADDRESS', hostPort, '127.0.0.1:7233'),
       namespace: read(env, 'TEMPORAL_NAMESPACE', nonEmpty, 'default'),
       taskQueue: read(env, 'TEMPORAL_TASK_QUEUE', nonEmpty, DEFAULT_TASK_QUEUE),
+      uiUrl: read(env, 'POIMEN_TEMPORAL_UI_URL', httpUrl, 'http://127.0.0.1:8233'),
       ...(apiKey ? { apiKey } : {}),
       ...(tlsCert || tlsCa
         ? {
@@ -208,6 +212,7 @@ export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig
       topicRefreshMs: read(env, 'POIMEN_TOPIC_REFRESH_MS', intIn(100, 3_600_000), 10_000),
       lagRefreshMs: read(env, 'POIMEN_LAG_REFRESH_MS', intIn(100, 3_600_000), 5_000),
       commitEveryRecords: read(env, 'POIMEN_INGEST_COMMIT_EVERY', intIn(1, 1_000_000), 200),
+      dlqRefreshMs: read(env, 'POIMEN_DLQ_REFRESH_MS', intIn(100, 3_600_000), 30_000),
       startTimeoutMs: read(env, 'POIMEN_TEMPORAL_START_TIMEOUT_MS', intIn(100, 600_000), 10_000),
     },
     worker: {

@@ -3,15 +3,23 @@ import { Command } from 'commander';
 import { isUserFacingError } from '../errors';
 import { VERSION } from '../version';
 import { demoCommand } from './demoCommand';
+import { dispatchCommand } from './dispatchCommand';
+import { dlqCommand } from './dlqCommand';
 import { ingestCommand } from './ingestCommand';
 import { workerCommand } from './workerCommand';
 import { stackCommand } from './stackCommands';
+import { temporalCommand } from './temporalCommand';
+import { topicsCommand } from './topicsCommand';
 
 const program = new Command('poimen-relay')
   .description('Kafka dispatch topics -> one Temporal workflow per dispatch -> POST /v1/runs')
   .version(VERSION)
   .addCommand(ingestCommand())
   .addCommand(workerCommand())
+  .addCommand(topicsCommand())
+  .addCommand(temporalCommand())
+  .addCommand(dlqCommand())
+  .addCommand(dispatchCommand())
   .addCommand(stackCommand())
   .addCommand(demoCommand());
 

@@ -12,7 +12,8 @@
  */
 import type { Consumer, EachBatchPayload, Kafka } from 'kafkajs';
 import type { RelayConfig } from '../config';
-import { tenantFromTopic } from '../contract';
+import { tenantFromTopic, topics } from '../contract';
+import { dlqBacklog } from '../ops/dlq';
 import type { Logger } from '../logger';
 import type { RelayMetrics } from '../metrics';
 import { Semaphore } from './semaphore';
@@ -25,6 +26,8 @@ export interface IngesterOptions {
   lagRefreshMs: number;
   /** Commit at least this often within a long batch, to bound redelivery after a crash. */
   commitEveryRecords: number;
+  /** How often the DLQ backlog gauges (dlq_consumer_lag, dlq_oldest_message_age_seconds) are recomputed. */
+  dlqRefreshMs: number;
 }
 
 export class Ingester {
@@ -38,6 +41,7 @@ export class Ingester {
   private readonly semaphore: Semaphore;
   private watcher: NodeJS.Timeout | undefined;
   private lagTimer: NodeJS.Timeout | undefined;
+  private dlqTimer: NodeJS.Timeout | undefined;
   private restarting: Promise<void> = Promise.resolve();
 
   constructor(
@@ -63,6 +67,12 @@ export class Ingester {
         });
     }, this.opts.topicRefreshMs);
     this.lagTimer = setInterval(() => void this.refreshLag(), this.opts.lagRefreshMs);
+    let dlqRunning = false;
+    this.dlqTimer = setInterval(() => {
+      if (dlqRunning) return;
+      dlqRunning = true;
+      void this.refreshDlqBacklog().finally(() => (dlqRunning = false));
+    }, this.opts.dlqRefreshMs);
   }
 
   /** Ready when consuming (or waiting for a first matching topic) and Temporal accepts starts. */
@@ -242,12 +252,30 @@ export class Ingester {
     }
   }
 
+  /** DLQ backlog of each tenant this ingester serves: records not yet processed by `dlq replay`, and the oldest's age. */
+  private async refreshDlqBacklog(): Promise<void> {
+    for (const topic of this.subscribed) {
+      const tenant = tenantFromTopic(topic);
+      if (tenant === undefined) continue;
+      const dlqTopic = topics.dlq(tenant);
+      try {
+        const { lag, oldestAgeSeconds } = await dlqBacklog(this.admin, dlqTopic, Date.now());
+        this.metrics.dlqConsumerLag.set({ topic: dlqTopic }, lag);
+        this.metrics.dlqOldestAge.set({ topic: dlqTopic }, oldestAgeSeconds);
+      } catch (err) {
+        // A tenant without a DLQ topic yet has no backlog; anything else is retried next round.
+        this.logger.debug({ err, topic: dlqTopic }, 'DLQ backlog refresh failed');
+      }
+    }
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     this.stopping = true;
     if (this.watcher) clearInterval(this.watcher);
     if (this.lagTimer) clearInterval(this.lagTimer);
+    if (this.dlqTimer) clearInterval(this.dlqTimer);
     await this.restarting.catch(() => undefined);
     await this.stopConsumer().catch((err: unknown) =>
       this.logger.warn({ err }, 'consumer disconnect failed'),

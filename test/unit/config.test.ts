@@ -65,6 +65,7 @@ describe('configuration (SPEC §8)', () => {
       address: 'temporal:7233',
       namespace: 'ns',
       taskQueue: 'q',
+      uiUrl: 'http://127.0.0.1:8233',
       apiKey: 'key',
       tls: { certPath: '/c.pem', keyPath: '/k.pem', caPath: '/ca.pem' },
     });

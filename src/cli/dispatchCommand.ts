@@ -1,0 +1,61 @@
+/** `poimen-relay dispatch status`: wiring only. */
+import { Client } from '@temporalio/client';
+import { Command } from 'commander';
+import { loadRelayConfig } from '../config';
+import { dispatchStatus } from '../ops/dispatchStatus';
+import { validateTenants } from '../ops/topics';
+import { createClientConnection } from '../temporal/connection';
+
+export function dispatchCommand(): Command {
+  const dispatch = new Command('dispatch').description('inspect one dispatch');
+  dispatch
+    .command('status')
+    .description('workflow state, attempts, last error and HTTP status, next retry, Web UI link')
+    .requiredOption('--tenant <tenant>', 'tenant')
+    .requiredOption('--key <dispatch_key>', 'dispatch_key')
+    .option('--json', 'print JSON')
+    .action(async (opts: { tenant: string; key: string; json?: boolean }) => {
+      validateTenants([opts.tenant]);
+      const cfg = loadRelayConfig('cli');
+      const connection = createClientConnection(cfg.temporal);
+      try {
+        const client = new Client({ connection, namespace: cfg.temporal.namespace });
+        const s = await dispatchStatus(
+          client,
+          cfg.temporal.uiUrl,
+          cfg.temporal.namespace,
+          opts.tenant,
+          opts.key,
+        );
+        if (opts.json) process.stdout.write(`${JSON.stringify(s, null, 2)}\n`);
+        else if (!s.found)
+          process.stdout.write(
+            `${s.workflow_id}: no execution (not ingested yet, or past Temporal's retention)\n`,
+          );
+        else {
+          const rows: [string, string | number | null][] = [
+            ['workflow', `${s.workflow_id} (run ${s.run_id})`],
+            ['status', s.status],
+            ['started', s.started_at],
+            ['closed', s.closed_at],
+            [
+              'attempt',
+              s.attempt === null ? null : `${s.attempt}${s.max_attempts ? ` of ${s.max_attempts}` : ''}`,
+            ],
+            ['activity', s.activity_state],
+            ['last error', s.last_error],
+            ['http status', s.http_status],
+            ['next retry', s.next_retry_at],
+            ['result', s.result ? JSON.stringify(s.result) : null],
+            ['web ui', s.web_ui],
+          ];
+          for (const [k, v] of rows)
+            if (v !== null && v !== '') process.stdout.write(`${k.padEnd(12)} ${v}\n`);
+        }
+        if (!s.found) process.exitCode = 1;
+      } finally {
+        await connection.close();
+      }
+    });
+  return dispatch;
+}

@@ -1,0 +1,90 @@
+/** `poimen-relay topics apply | list`: wiring only. */
+import { Command, Option } from 'commander';
+import { loadRelayConfig } from '../config';
+import { ConfigError } from '../errors';
+import { createKafka } from '../kafka/client';
+import { tenantTopicSpecs } from '../kafka/topics';
+import { createLogger } from '../logger';
+import { applyTopics, listTopics, specsFromFile, validateTenants } from '../ops/topics';
+
+const positiveInt = (flag: string) => (v: string) => {
+  if (!/^[1-9]\d*$/.test(v))
+    throw new ConfigError(flag, `= ${JSON.stringify(v)}: must be a positive whole number`);
+  return Number(v);
+};
+
+async function withAdmin<T>(
+  fn: (admin: ReturnType<ReturnType<typeof createKafka>['admin']>) => Promise<T>,
+): Promise<T> {
+  const cfg = loadRelayConfig('cli');
+  const admin = createKafka(cfg.kafka, createLogger('poimen-relay', cfg.logLevel)).admin();
+  await admin.connect();
+  try {
+    return await fn(admin);
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+export function topicsCommand(): Command {
+  const topics = new Command('topics').description('declare and list the relay topics (SPEC §2)');
+  topics
+    .command('apply')
+    .description('idempotently declare .dispatch, .events and .dispatch.dlq (14-day retention) per tenant')
+    .addOption(new Option('--tenant <tenant...>', 'tenant(s) to declare').default([]))
+    .option('--file <path>', 'declarative topics file (see deploy/topics.yaml)')
+    .option('--partitions <n>', 'partitions per topic', positiveInt('--partitions'), 3)
+    .option('--replication-factor <n>', 'replication factor', positiveInt('--replication-factor'), 1)
+    .option('--json', 'print JSON')
+    .action(
+      async (opts: {
+        tenant: string[];
+        file?: string;
+        partitions: number;
+        replicationFactor: number;
+        json?: boolean;
+      }) => {
+        validateTenants(opts.tenant);
+        const specs = [
+          ...opts.tenant.flatMap((t) =>
+            tenantTopicSpecs(t, { partitions: opts.partitions, replicationFactor: opts.replicationFactor }),
+          ),
+          ...(opts.file ? specsFromFile(opts.file) : []),
+        ];
+        if (specs.length === 0) throw new ConfigError('--tenant', 'or --file is required');
+        const results = await withAdmin((admin) => applyTopics(admin, specs));
+        if (opts.json) process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
+        else {
+          for (const r of results) {
+            process.stdout.write(
+              `${r.action.padEnd(9)} ${r.topic}${r.differences.length ? `: ${r.differences.join('; ')}` : ''}\n`,
+            );
+          }
+        }
+        const differing = results.filter((r) => r.action === 'differs');
+        if (differing.length > 0) {
+          process.stderr.write(
+            `poimen-relay: ${differing.length} topic(s) exist with settings that differ from the declaration; change them deliberately (kafka-configs / kafka-topics), not by re-applying\n`,
+          );
+          process.exitCode = 3;
+        }
+      },
+    );
+  topics
+    .command('list')
+    .description('topics with partitions, replication factor and retention')
+    .option('--json', 'print JSON')
+    .action(async (opts: { json?: boolean }) => {
+      const list = await withAdmin((admin) => listTopics(admin));
+      if (opts.json) process.stdout.write(`${JSON.stringify(list, null, 2)}\n`);
+      else {
+        for (const t of list) {
+          const retention = t.retentionMs === null ? '-' : `${t.retentionMs} ms`;
+          process.stdout.write(
+            `${t.topic.padEnd(60)} partitions ${String(t.partitions).padEnd(4)} rf ${t.replicationFactor}  retention ${retention}\n`,
+          );
+        }
+      }
+    });
+  return topics;
+}

@@ -1,0 +1,84 @@
+/**
+ * Reads a bounded slice of a topic (per partition: [start, end)) and then stops: the DLQ tools need "read what
+ * is there now", which kafkajs (a streaming consumer) has no call for. With `commit`, each handled record's
+ * offset is committed for the group as it goes (dlq replay); without, the group is a throwaway that is deleted
+ * afterwards, so reading leaves no trace (dlq list).
+ */
+import type { Admin, Kafka, KafkaMessage } from 'kafkajs';
+
+export interface PartitionRange {
+  partition: number;
+  start: bigint;
+  end: bigint;
+}
+
+export async function readRange(
+  kafka: Kafka,
+  admin: Admin,
+  opts: {
+    topic: string;
+    groupId: string;
+    ranges: PartitionRange[];
+    commit: boolean;
+    onMessage: (partition: number, message: KafkaMessage) => Promise<void>;
+  },
+): Promise<void> {
+  const remaining = new Map(opts.ranges.filter((r) => r.end > r.start).map((r) => [r.partition, r]));
+  if (remaining.size === 0) return;
+  const consumer = kafka.consumer({
+    groupId: opts.groupId,
+    allowAutoTopicCreation: false,
+    maxWaitTimeInMs: 500,
+  });
+  let finish!: () => void;
+  let fail!: (err: unknown) => void;
+  const finished = new Promise<void>((resolve, reject) => {
+    finish = resolve;
+    fail = reject;
+  });
+  await consumer.connect();
+  try {
+    await consumer.subscribe({ topic: opts.topic, fromBeginning: true });
+    await consumer.run({
+      autoCommit: false,
+      partitionsConsumedConcurrently: 1,
+      eachMessage: async ({ partition, message }) => {
+        const range = remaining.get(partition);
+        const offset = BigInt(message.offset);
+        if (!range || offset < range.start) return;
+        if (offset >= range.end) {
+          remaining.delete(partition);
+          if (remaining.size === 0) finish();
+          return;
+        }
+        try {
+          await opts.onMessage(partition, message);
+        } catch (err) {
+          fail(err);
+          throw err;
+        }
+        if (opts.commit)
+          await consumer.commitOffsets([{ topic: opts.topic, partition, offset: (offset + 1n).toString() }]);
+        if (offset + 1n >= range.end) {
+          remaining.delete(partition);
+          if (remaining.size === 0) finish();
+        }
+      },
+    });
+    for (const r of remaining.values())
+      consumer.seek({ topic: opts.topic, partition: r.partition, offset: r.start.toString() });
+    await finished;
+  } finally {
+    await consumer.disconnect();
+    if (!opts.commit) await admin.deleteGroups([opts.groupId]).catch(() => undefined);
+  }
+}
+
+/** Low and high watermarks per partition, as bigints. */
+export async function watermarks(
+  admin: Admin,
+  topic: string,
+): Promise<Map<number, { low: bigint; high: bigint }>> {
+  const offsets = await admin.fetchTopicOffsets(topic);
+  return new Map(offsets.map((o) => [o.partition, { low: BigInt(o.low), high: BigInt(o.high) }]));
+}

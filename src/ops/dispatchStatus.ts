@@ -1,0 +1,110 @@
+/**
+ * `dispatch status`: where one dispatch stands, read from Temporal (the relay keeps no state of its own):
+ * execution status, the pending `postRun` attempt with its last failure and HTTP status, the next retry, the
+ * result or the failure, and the Web UI link.
+ */
+import { type Client, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
+import { ApplicationFailure, defaultPayloadConverter } from '@temporalio/common';
+import { workflowId } from '../contract';
+import type { DispatchResult, PostRunFailureDetails } from '../workflows/types';
+
+export interface DispatchStatus {
+  tenant: string;
+  dispatch_key: string;
+  workflow_id: string;
+  found: boolean;
+  run_id: string | null;
+  status: string | null;
+  started_at: string | null;
+  closed_at: string | null;
+  attempt: number | null;
+  max_attempts: number | null;
+  last_error: string | null;
+  http_status: number | null;
+  next_retry_at: string | null;
+  activity_state: string | null;
+  result: DispatchResult | null;
+  web_ui: string;
+}
+
+function iso(ts: { seconds?: unknown; nanos?: number | null } | null | undefined): string | null {
+  if (!ts || ts.seconds === undefined || ts.seconds === null) return null;
+  return new Date(Number(ts.seconds) * 1000 + Math.floor((ts.nanos ?? 0) / 1e6)).toISOString();
+}
+
+export async function dispatchStatus(
+  client: Client,
+  uiUrl: string,
+  namespace: string,
+  tenant: string,
+  key: string,
+): Promise<DispatchStatus> {
+  const id = workflowId(tenant, key);
+  const base: DispatchStatus = {
+    tenant,
+    dispatch_key: key,
+    workflow_id: id,
+    found: false,
+    run_id: null,
+    status: null,
+    started_at: null,
+    closed_at: null,
+    attempt: null,
+    max_attempts: null,
+    last_error: null,
+    http_status: null,
+    next_retry_at: null,
+    activity_state: null,
+    result: null,
+    web_ui: `${uiUrl}/namespaces/${encodeURIComponent(namespace)}/workflows/${encodeURIComponent(id)}`,
+  };
+  const handle = client.workflow.getHandle(id);
+  let desc;
+  try {
+    desc = await handle.describe();
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return base;
+    throw err;
+  }
+  const status: DispatchStatus = {
+    ...base,
+    found: true,
+    run_id: desc.runId,
+    status: desc.status.name,
+    started_at: desc.startTime.toISOString(),
+    closed_at: desc.closeTime?.toISOString() ?? null,
+    web_ui: `${base.web_ui}/${desc.runId}`,
+  };
+  const pending = desc.raw.pendingActivities?.[0];
+  if (pending) {
+    status.attempt = pending.attempt ?? null;
+    status.max_attempts = pending.maximumAttempts ?? null;
+    status.activity_state = String(pending.state ?? '').replace('PENDING_ACTIVITY_STATE_', '') || null;
+    status.next_retry_at = iso(pending.nextAttemptScheduleTime);
+    const failure = pending.lastFailure;
+    if (failure) {
+      status.last_error = failure.message ?? null;
+      const payload = failure.applicationFailureInfo?.details?.payloads?.[0];
+      if (payload)
+        status.http_status =
+          defaultPayloadConverter.fromPayload<PostRunFailureDetails>(payload).httpStatus ?? null;
+    }
+  }
+  if (desc.status.name === 'COMPLETED') status.result = (await handle.result()) as DispatchResult;
+  if (desc.status.name === 'FAILED') {
+    try {
+      await handle.result();
+    } catch (err) {
+      if (err instanceof WorkflowFailedError && err.cause) {
+        status.last_error = err.cause.message;
+        const details =
+          err.cause instanceof ApplicationFailure
+            ? (err.cause.details?.[0] as { http_status?: number; retry_count?: number } | undefined)
+            : undefined;
+        status.http_status = details?.http_status ?? null;
+        status.attempt = details?.retry_count ?? null;
+      }
+    }
+  }
+  return status;
+}

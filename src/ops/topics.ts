@@ -1,0 +1,164 @@
+/**
+ * `topics apply` / `topics list`: declare the tenant topics of SPEC §2 (and other DLQ topics a platform needs)
+ * idempotently. A topic that already exists with the declared settings is success; one that exists with
+ * different settings is reported, never silently accepted or silently changed.
+ */
+import fs from 'node:fs';
+import { type Admin, ConfigResourceTypes, type ITopicConfig } from 'kafkajs';
+import { parse } from 'yaml';
+import { z } from 'zod';
+import { isValidTenant } from '../contract';
+import { ConfigError } from '../errors';
+import { tenantTopicSpecs } from '../kafka/topics';
+
+export interface TopicResult {
+  topic: string;
+  action: 'created' | 'unchanged' | 'differs';
+  differences: string[];
+}
+
+const topicsFileSchema = z.object({
+  partitions: z.number().int().min(1).default(3),
+  replicationFactor: z.number().int().min(1).default(1),
+  tenants: z.array(z.string()).default([]),
+  extraTopics: z
+    .array(
+      z.object({
+        name: z.string().regex(/^[A-Za-z0-9._-]{1,249}$/, 'is not a valid Kafka topic name'),
+        partitions: z.number().int().min(1).optional(),
+        replicationFactor: z.number().int().min(1).optional(),
+        config: z.record(z.string(), z.union([z.string(), z.number()])).default({}),
+      }),
+    )
+    .default([]),
+});
+
+export function validateTenants(tenants: string[]): void {
+  for (const t of tenants) {
+    // A tenant is a topic-name segment: anything outside the SPEC pattern (dots, regex characters) could
+    // widen the ingester's pattern or collide with another tenant's topics.
+    if (!isValidTenant(t))
+      throw new ConfigError('--tenant', `${JSON.stringify(t)} must match ^[a-z0-9][a-z0-9_-]{0,62}$`);
+  }
+}
+
+/** Topic specs from a declarative file (deploy/topics.yaml): tenants and extra (e.g. memory service) DLQ topics. */
+export function specsFromFile(file: string): ITopicConfig[] {
+  let raw: unknown;
+  try {
+    raw = parse(fs.readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new ConfigError('--file', `${file}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  const parsed = topicsFileSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new ConfigError('--file', `${file}: ${issue?.path.join('.') ?? ''} ${issue?.message ?? 'invalid'}`);
+  }
+  const f = parsed.data;
+  validateTenants(f.tenants);
+  return [
+    ...f.tenants.flatMap((t) =>
+      tenantTopicSpecs(t, { partitions: f.partitions, replicationFactor: f.replicationFactor }),
+    ),
+    ...f.extraTopics.map((t) => ({
+      topic: t.name,
+      numPartitions: t.partitions ?? f.partitions,
+      replicationFactor: t.replicationFactor ?? f.replicationFactor,
+      configEntries: Object.entries(t.config).map(([name, value]) => ({ name, value: String(value) })),
+    })),
+  ];
+}
+
+export async function applyTopics(admin: Admin, specs: ITopicConfig[]): Promise<TopicResult[]> {
+  const existing = new Set(await admin.listTopics());
+  const missing = specs.filter((s) => !existing.has(s.topic));
+  if (missing.length > 0) {
+    try {
+      await admin.createTopics({ topics: missing, waitForLeaders: true });
+    } catch (err) {
+      // Created concurrently by someone else is fine; compared below like any existing topic.
+      const now = new Set(await admin.listTopics());
+      if (missing.some((s) => !now.has(s.topic))) throw err;
+    }
+  }
+  const created = new Set(missing.map((s) => s.topic));
+  const results: TopicResult[] = [];
+  for (const spec of specs) {
+    if (created.has(spec.topic)) {
+      results.push({ topic: spec.topic, action: 'created', differences: [] });
+      continue;
+    }
+    const differences = await compare(admin, spec);
+    results.push({
+      topic: spec.topic,
+      action: differences.length > 0 ? 'differs' : 'unchanged',
+      differences,
+    });
+  }
+  return results;
+}
+
+async function compare(admin: Admin, spec: ITopicConfig): Promise<string[]> {
+  const diffs: string[] = [];
+  const meta = await admin.fetchTopicMetadata({ topics: [spec.topic] });
+  const partitions = meta.topics[0]?.partitions ?? [];
+  if (
+    spec.numPartitions !== undefined &&
+    spec.numPartitions > 0 &&
+    partitions.length !== spec.numPartitions
+  ) {
+    diffs.push(`partitions ${partitions.length} (declared ${spec.numPartitions})`);
+  }
+  const rf = partitions[0]?.replicas.length;
+  if (spec.replicationFactor !== undefined && spec.replicationFactor > 0 && rf !== spec.replicationFactor) {
+    diffs.push(`replication factor ${rf} (declared ${spec.replicationFactor})`);
+  }
+  const wanted = spec.configEntries ?? [];
+  if (wanted.length > 0) {
+    const res = await admin.describeConfigs({
+      includeSynonyms: false,
+      resources: [
+        { type: ConfigResourceTypes.TOPIC, name: spec.topic, configNames: wanted.map((c) => c.name) },
+      ],
+    });
+    const actual = new Map(res.resources[0]?.configEntries.map((c) => [c.configName, c.configValue]) ?? []);
+    for (const c of wanted) {
+      if (actual.get(c.name) !== c.value)
+        diffs.push(`${c.name} ${actual.get(c.name) ?? 'unset'} (declared ${c.value})`);
+    }
+  }
+  return diffs;
+}
+
+export interface TopicInfo {
+  topic: string;
+  partitions: number;
+  replicationFactor: number;
+  retentionMs: string | null;
+}
+
+export async function listTopics(admin: Admin): Promise<TopicInfo[]> {
+  const names = (await admin.listTopics()).filter((t) => !t.startsWith('__')).sort();
+  if (names.length === 0) return [];
+  const meta = await admin.fetchTopicMetadata({ topics: names });
+  const configs = await admin.describeConfigs({
+    includeSynonyms: false,
+    resources: names.map((name) => ({
+      type: ConfigResourceTypes.TOPIC,
+      name,
+      configNames: ['retention.ms'],
+    })),
+  });
+  const retention = new Map(
+    configs.resources.map((r) => [r.resourceName, r.configEntries[0]?.configValue ?? null]),
+  );
+  return meta.topics
+    .map((t) => ({
+      topic: t.name,
+      partitions: t.partitions.length,
+      replicationFactor: t.partitions[0]?.replicas.length ?? 0,
+      retentionMs: retention.get(t.name) ?? null,
+    }))
+    .sort((a, b) => a.topic.localeCompare(b.topic));
+}
