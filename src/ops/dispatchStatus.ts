@@ -29,7 +29,8 @@ export interface DispatchStatus {
 
 function iso(ts: { seconds?: unknown; nanos?: number | null } | null | undefined): string | null {
   if (!ts || ts.seconds === undefined || ts.seconds === null) return null;
-  return new Date(Number(ts.seconds) * 1000 + Math.floor((ts.nanos ?? 0) / 1e6)).toISOString();
+  // seconds is a protobuf Long (or number); its decimal string is exact either way.
+  return new Date(Number(String(ts.seconds)) * 1000 + Math.floor((ts.nanos ?? 0) / 1e6)).toISOString();
 }
 
 export async function dispatchStatus(
