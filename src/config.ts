@@ -265,7 +265,8 @@ export function loadStackConfig(env: Env = process.env): StackConfig {
       '4.1.1',
     ),
     temporalCliVersion: 'v1.5.1',
-    tctlVersion: 'v1.18.4',
+    // v1.18.4 is refused by the Go module proxy here (403); v1.18.0 is the newest tctl it serves.
+    tctlVersion: 'v1.18.0',
     kafkaPort: read(env, 'POIMEN_STACK_KAFKA_PORT', port, 9092),
     kafkaControllerPort: read(env, 'POIMEN_STACK_KAFKA_CONTROLLER_PORT', port, 9093),
     temporalPort,

@@ -16,6 +16,7 @@ export const PACKAGE_ROOT = path.resolve(__dirname, '..', '..');
 export interface Binaries {
   kafkaLibsDir: string;
   temporalBin: string;
+  tctlBin: string;
 }
 
 export function kafkaLibsDir(cfg: StackConfig): string {
@@ -123,6 +124,39 @@ async function ensureGoBinary(
   return target;
 }
 
+export function tctlBinPath(cfg: StackConfig): string {
+  return path.join(cfg.cacheDir, 'bin', `tctl-${cfg.tctlVersion}`);
+}
+
+/**
+ * tctl (archived) for operators who replay with it. `go install tctl@version` fails here because the proxy
+ * refuses the module's version list (used for the deprecation check), so it is built inside a throwaway module.
+ */
+export async function ensureTctl(cfg: StackConfig, progress: Progress): Promise<string> {
+  const target = tctlBinPath(cfg);
+  if (fs.existsSync(target)) {
+    progress(`tctl ${cfg.tctlVersion}: cached at ${target}`);
+    return target;
+  }
+  requireTool('go');
+  const work = fs.mkdtempSync(path.join(ensureDir(path.join(cfg.cacheDir, 'tmp')), 'tctl-'));
+  const logFile = path.join(work, 'go-build.log');
+  progress(`tctl ${cfg.tctlVersion}: building from the Go module proxy (about a minute; log ${logFile})`);
+  const env = childEnv({ GOFLAGS: '-mod=mod -buildvcs=false', CGO_ENABLED: '0' });
+  await run('go', ['mod', 'init', 'poimen.local/tctl-build'], { cwd: work, logFile, env });
+  await run('go', ['get', `github.com/temporalio/tctl@${cfg.tctlVersion}`], { cwd: work, logFile, env });
+  await run('go', ['build', '-o', path.join(work, 'tctl'), 'github.com/temporalio/tctl/cmd/tctl'], {
+    cwd: work,
+    logFile,
+    env,
+  });
+  ensureDir(path.dirname(target));
+  fs.renameSync(path.join(work, 'tctl'), target);
+  fs.rmSync(work, { recursive: true, force: true });
+  progress(`tctl ${cfg.tctlVersion}: built ${target}`);
+  return target;
+}
+
 export function ensureTemporal(cfg: StackConfig, progress: Progress): Promise<string> {
   return ensureGoBinary(
     cfg,
@@ -140,11 +174,12 @@ export async function provision(cfg: StackConfig, progress: Progress): Promise<B
     requireTool('java');
     requireTool('mvn');
   }
-  if (!fs.existsSync(temporalBinPath(cfg))) requireTool('go');
+  if (!fs.existsSync(temporalBinPath(cfg)) || !fs.existsSync(tctlBinPath(cfg))) requireTool('go');
   requireTool('java');
   const kafkaLibs = await ensureKafka(cfg, progress);
   const temporalBin = await ensureTemporal(cfg, progress);
-  return { kafkaLibsDir: kafkaLibs, temporalBin };
+  const tctlBin = await ensureTctl(cfg, progress);
+  return { kafkaLibsDir: kafkaLibs, temporalBin, tctlBin };
 }
 
 export function ensureDir(dir: string): string {

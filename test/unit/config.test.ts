@@ -11,6 +11,7 @@ describe('configuration (SPEC §8)', () => {
       address: '127.0.0.1:7233',
       namespace: 'default',
       taskQueue: 'poimen-dispatch',
+      uiUrl: 'http://127.0.0.1:8233',
     });
     expect(cfg.runsApi).toEqual({ url: 'http://127.0.0.1:8080', timeoutMs: 10_000 });
     expect(cfg.retry).toEqual({

@@ -1,0 +1,502 @@
+/**
+ * The Kubernetes manifests (deploy/k8s), the declarative topics file (deploy/topics.yaml) and the Grafana
+ * dashboard (deploy/grafana) must agree with the external contract: SPEC §7 metric names and ports, SPEC §8
+ * environment, the CLI commands, and the operational rules of docs/configuration.md. No cluster is needed:
+ * the files are parsed and checked, not applied.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { parse, parseAllDocuments } from 'yaml';
+
+const root = path.resolve(__dirname, '..', '..');
+const read = (file: string): string => fs.readFileSync(path.join(root, file), 'utf8');
+const K8S_DIR = 'deploy/k8s';
+const NAMESPACE = 'poimen';
+
+/** SPEC §8: every environment variable the relay reads. */
+const SPEC_ENV = [
+  'KAFKA_BROKERS',
+  'KAFKA_CLIENT_ID',
+  'KAFKA_GROUP_ID',
+  'KAFKA_SSL',
+  'KAFKA_SASL_MECHANISM',
+  'KAFKA_SASL_USERNAME',
+  'KAFKA_SASL_PASSWORD',
+  'DISPATCH_TOPIC_PATTERN',
+  'DISPATCH_MAX_BYTES',
+  'TEMPORAL_ADDRESS',
+  'TEMPORAL_NAMESPACE',
+  'TEMPORAL_TASK_QUEUE',
+  'TEMPORAL_API_KEY',
+  'TEMPORAL_TLS_CERT',
+  'TEMPORAL_TLS_KEY',
+  'TEMPORAL_TLS_CA',
+  'RUNS_API_URL',
+  'RUNS_API_TOKEN',
+  'RUNS_API_TIMEOUT_MS',
+  'RETRY_INITIAL_INTERVAL_MS',
+  'RETRY_BACKOFF',
+  'RETRY_MAX_INTERVAL_MS',
+  'RETRY_MAX_ATTEMPTS',
+  'METRICS_PORT',
+  'LOG_LEVEL',
+];
+
+/** The credentials: only ever in the Secret. */
+const SECRET_ENV = ['RUNS_API_TOKEN', 'KAFKA_SASL_USERNAME', 'KAFKA_SASL_PASSWORD', 'TEMPORAL_API_KEY'];
+
+/** SPEC §7 metric names. */
+const SPEC_METRICS = [
+  'poimen_inbox_lag',
+  'poimen_dispatch_records_total',
+  'dlq_messages_sent_total',
+  'dlq_consumer_lag',
+  'dlq_oldest_message_age_seconds',
+  'poimen_runs_api_requests_total',
+  'poimen_runs_api_request_duration_seconds',
+  'poimen_dispatch_latency_seconds',
+];
+
+/** The POIMEN_ tuning knobs documented in the "Tuning knobs" table of docs/configuration.md. */
+function tuningVariables(): string[] {
+  const doc = read('docs/configuration.md');
+  const start = doc.indexOf('## Tuning knobs');
+  expect(start).toBeGreaterThanOrEqual(0);
+  const rest = doc.slice(start + 1);
+  const next = rest.indexOf('\n## ');
+  const section = next < 0 ? rest : rest.slice(0, next);
+  const rows = section.split('\n').filter((l) => l.startsWith('|'));
+  return [
+    ...new Set(rows.flatMap((l) => [...l.matchAll(/`(POIMEN_[A-Z0-9_]+)`/g)].map((m) => m[1] as string))),
+  ];
+}
+
+// --- Kubernetes object shapes (only the fields checked here) ------------------------------------------------
+
+interface EnvVar {
+  name: string;
+  value?: string;
+  valueFrom?: {
+    secretKeyRef?: { name: string; key: string };
+    configMapKeyRef?: { name: string; key: string };
+  };
+}
+interface Probe {
+  httpGet?: { path?: string; port?: string | number };
+}
+interface Container {
+  name: string;
+  image?: string;
+  command?: string[];
+  args?: string[];
+  env?: EnvVar[];
+  envFrom?: { configMapRef?: { name: string }; secretRef?: { name: string } }[];
+  ports?: { name?: string; containerPort: number }[];
+  livenessProbe?: Probe;
+  readinessProbe?: Probe;
+  startupProbe?: Probe;
+  resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
+  securityContext?: {
+    runAsNonRoot?: boolean;
+    runAsUser?: number;
+    readOnlyRootFilesystem?: boolean;
+    allowPrivilegeEscalation?: boolean;
+  };
+  volumeMounts?: { name: string; mountPath: string }[];
+}
+interface PodSpec {
+  containers: Container[];
+  restartPolicy?: string;
+  terminationGracePeriodSeconds?: number;
+  securityContext?: { runAsNonRoot?: boolean; runAsUser?: number };
+  volumes?: { name: string; configMap?: { name: string }; emptyDir?: object }[];
+}
+interface PodTemplate {
+  metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> };
+  spec: PodSpec;
+}
+interface K8sObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
+  data?: Record<string, unknown>;
+  stringData?: Record<string, unknown>;
+  type?: string;
+  spec?: {
+    replicas?: number;
+    selector?: { matchLabels?: Record<string, string> };
+    template?: PodTemplate;
+    backoffLimit?: number;
+    ttlSecondsAfterFinished?: number;
+  };
+}
+interface Manifest {
+  file: string;
+  object: K8sObject;
+}
+
+function loadManifests(): Manifest[] {
+  const dir = path.join(root, K8S_DIR);
+  const files = fs
+    .readdirSync(dir)
+    .filter((f) => /\.ya?ml$/.test(f) && f !== 'kustomization.yaml')
+    .sort();
+  return files.flatMap((file) =>
+    parseAllDocuments(fs.readFileSync(path.join(dir, file), 'utf8')).flatMap((doc) => {
+      if (doc.errors.length > 0) throw new Error(`${K8S_DIR}/${file}: ${doc.errors[0]?.message}`);
+      const object = doc.toJS() as K8sObject | null;
+      return object ? [{ file, object }] : [];
+    }),
+  );
+}
+
+const manifests = loadManifests();
+const objects = manifests.map((m) => m.object);
+const ofKind = (kind: string): K8sObject[] => objects.filter((o) => o.kind === kind);
+
+function named(kind: string, name: string): K8sObject {
+  const o = objects.find((x) => x.kind === kind && x.metadata.name === name);
+  if (!o) throw new Error(`${K8S_DIR} has no ${kind} ${name}`);
+  return o;
+}
+
+function podSpec(o: K8sObject): PodSpec {
+  const spec = o.spec?.template?.spec;
+  if (!spec) throw new Error(`${o.kind} ${o.metadata.name} has no pod template`);
+  return spec;
+}
+
+function onlyContainer(o: K8sObject): Container {
+  const containers = podSpec(o).containers;
+  expect(containers).toHaveLength(1);
+  return containers[0] as Container;
+}
+
+function deploymentRunning(command: string): K8sObject {
+  const found = ofKind('Deployment').filter(
+    (d) => JSON.stringify(onlyContainer(d).args) === JSON.stringify([command]),
+  );
+  expect(found).toHaveLength(1);
+  return found[0] as K8sObject;
+}
+
+function envValue(c: Container, name: string): string | undefined {
+  return c.env?.find((e) => e.name === name)?.value;
+}
+
+/** Memory quantity in bytes (Ki, Mi, Gi, or plain bytes). */
+function bytes(q: string): number {
+  const m = /^(\d+)(Ki|Mi|Gi)?$/.exec(q);
+  if (!m) throw new Error(`unexpected memory quantity ${q}`);
+  const unit = { Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3 }[m[2] ?? ''] ?? 1;
+  return Number(m[1]) * unit;
+}
+
+const configMap = named('ConfigMap', 'poimen-relay-config');
+const configData = (configMap.data ?? {}) as Record<string, unknown>;
+
+describe('deploy/k8s', () => {
+  it('parses, puts everything in the poimen namespace and lists every file in kustomization.yaml', () => {
+    expect(objects.length).toBeGreaterThan(0);
+    for (const o of objects) {
+      expect(o.apiVersion).toBeTruthy();
+      if (o.kind === 'Namespace') expect(o.metadata.name).toBe(NAMESPACE);
+      else
+        expect({ kind: o.kind, name: o.metadata.name, ns: o.metadata.namespace }).toMatchObject({
+          ns: NAMESPACE,
+        });
+    }
+    const kustomization = parse(read(`${K8S_DIR}/kustomization.yaml`)) as {
+      namespace?: string;
+      resources?: string[];
+    };
+    expect(kustomization.namespace).toBe(NAMESPACE);
+    const files = [...new Set(manifests.map((m) => m.file))].sort();
+    expect([...(kustomization.resources ?? [])].sort()).toEqual(files);
+    for (const r of ['configmap.yaml', 'secret.yaml', 'ingester-deployment.yaml', 'worker-deployment.yaml']) {
+      expect(files).toContain(r);
+    }
+    expect(files).toEqual(expect.arrayContaining(['topics-job.yaml', 'temporal-setup-job.yaml']));
+  });
+
+  it('runs the ingester and the worker as two separate Deployments', () => {
+    const deployments = ofKind('Deployment');
+    expect(deployments).toHaveLength(2);
+    const ingester = deploymentRunning('ingest');
+    const worker = deploymentRunning('worker');
+    expect(ingester.metadata.name).not.toBe(worker.metadata.name);
+    // Distinct selectors: neither Deployment adopts the other's pods.
+    expect(ingester.spec?.selector?.matchLabels).not.toEqual(worker.spec?.selector?.matchLabels);
+    for (const d of [ingester, worker]) {
+      expect(d.spec?.template?.metadata?.labels).toMatchObject(
+        d.spec?.selector?.matchLabels ?? { missing: true },
+      );
+      expect(onlyContainer(d).image).toMatch(/^poimen-relay:/);
+      expect(onlyContainer(d).command).toBeUndefined(); // the image's ENTRYPOINT: node bin/poimen-relay.js
+    }
+  });
+
+  it.each([
+    ['ingest', 9464],
+    ['worker', 9465],
+  ])(
+    '%s serves metrics, /healthz and /readyz on its SPEC §7 port, scraped by Prometheus',
+    (command, port) => {
+      const d = deploymentRunning(command);
+      const c = onlyContainer(d);
+      expect(envValue(c, 'METRICS_PORT')).toBe(String(port));
+      expect(c.ports).toContainEqual(expect.objectContaining({ name: 'metrics', containerPort: port }));
+      const targetsMetricsPort = (probe: Probe | undefined): boolean =>
+        probe?.httpGet?.port === 'metrics' || probe?.httpGet?.port === port;
+      expect(c.livenessProbe?.httpGet?.path).toBe('/healthz');
+      expect(c.readinessProbe?.httpGet?.path).toBe('/readyz');
+      expect(targetsMetricsPort(c.livenessProbe)).toBe(true);
+      expect(targetsMetricsPort(c.readinessProbe)).toBe(true);
+      if (c.startupProbe) expect(targetsMetricsPort(c.startupProbe)).toBe(true);
+      expect(d.spec?.template?.metadata?.annotations).toMatchObject({
+        'prometheus.io/scrape': 'true',
+        'prometheus.io/port': String(port),
+        'prometheus.io/path': '/metrics',
+      });
+    },
+  );
+
+  it.each(['ingest', 'worker'])(
+    '%s sets resources and drains within terminationGracePeriodSeconds',
+    (command) => {
+      const d = deploymentRunning(command);
+      const c = onlyContainer(d);
+      expect(c.resources?.requests?.cpu).toBeTruthy();
+      const request = c.resources?.requests?.memory;
+      const limit = c.resources?.limits?.memory;
+      expect(request).toBeTruthy();
+      expect(limit).toBeTruthy();
+      expect(bytes(limit as string)).toBeGreaterThanOrEqual(bytes(request as string));
+      const grace = podSpec(d).terminationGracePeriodSeconds ?? 30;
+      expect(grace).toBeGreaterThanOrEqual(30);
+      if (command === 'worker') {
+        // SIGTERM gives running activities POIMEN_WORKER_SHUTDOWN_GRACE_MS, then closes the producer and connection.
+        const workerGraceMs = Number(configData.POIMEN_WORKER_SHUTDOWN_GRACE_MS ?? 30000);
+        expect(grace * 1000).toBeGreaterThan(workerGraceMs);
+      }
+    },
+  );
+
+  it('runs every relay container as non-root, read-only, without privilege escalation', () => {
+    const workloads = [...ofKind('Deployment'), ...ofKind('Job')];
+    expect(workloads.length).toBeGreaterThanOrEqual(4);
+    for (const w of workloads) {
+      const pod = podSpec(w);
+      for (const c of pod.containers) {
+        const where = `${w.kind} ${w.metadata.name}/${c.name}`;
+        const nonRoot = c.securityContext?.runAsNonRoot ?? pod.securityContext?.runAsNonRoot;
+        // The image's USER is a name (`node`): the kubelet can only verify runAsNonRoot with a numeric uid.
+        const uid = c.securityContext?.runAsUser ?? pod.securityContext?.runAsUser;
+        expect({ where, nonRoot, uidIsNonRoot: typeof uid === 'number' && uid > 0 }).toEqual({
+          where,
+          nonRoot: true,
+          uidIsNonRoot: true,
+        });
+        expect({ where, ...c.securityContext }).toMatchObject({
+          where,
+          readOnlyRootFilesystem: true,
+          allowPrivilegeEscalation: false,
+        });
+      }
+    }
+  });
+
+  it('feeds every relay container from the ConfigMap and the Secret', () => {
+    const secret = named('Secret', 'poimen-relay-secrets');
+    for (const w of [...ofKind('Deployment'), ...ofKind('Job')]) {
+      const c = onlyContainer(w);
+      expect(c.envFrom).toEqual(
+        expect.arrayContaining([
+          { configMapRef: { name: configMap.metadata.name } },
+          { secretRef: { name: secret.metadata.name } },
+        ]),
+      );
+    }
+  });
+
+  it('keeps RUNS_API_TOKEN (and every other credential) in the Secret only', () => {
+    const secret = named('Secret', 'poimen-relay-secrets');
+    expect(secret.type).toBe('Opaque');
+    const keys = Object.keys({ ...(secret.stringData ?? {}), ...(secret.data ?? {}) });
+    expect(keys.sort()).toEqual([...SECRET_ENV].sort());
+    expect(ofKind('Secret')).toHaveLength(1);
+
+    for (const cm of ofKind('ConfigMap')) {
+      const text = JSON.stringify(cm.data ?? {});
+      for (const name of SECRET_ENV)
+        expect({ configMap: cm.metadata.name, has: text.includes(name) }).toMatchObject({ has: false });
+      for (const key of Object.keys(cm.data ?? {})) expect(key).not.toMatch(/TOKEN|PASSWORD|API_KEY|SECRET/);
+    }
+    // No container spells a credential out: at most a secretKeyRef.
+    for (const w of [...ofKind('Deployment'), ...ofKind('Job')]) {
+      for (const c of podSpec(w).containers) {
+        for (const e of c.env ?? []) {
+          if (SECRET_ENV.includes(e.name)) {
+            expect(e.value).toBeUndefined();
+            expect(e.valueFrom?.secretKeyRef).toBeDefined();
+          }
+        }
+      }
+    }
+  });
+
+  it('sets in the ConfigMap only SPEC §8 variables and documented POIMEN_ tuning knobs, as strings', () => {
+    const tuning = tuningVariables();
+    expect(tuning).toContain('POIMEN_WORKER_SHUTDOWN_GRACE_MS');
+    const allowed = [...SPEC_ENV, ...tuning];
+    const keys = Object.keys(configData);
+    expect(keys.length).toBeGreaterThan(0);
+    expect(keys.filter((k) => !allowed.includes(k))).toEqual([]);
+    for (const [k, v] of Object.entries(configData))
+      expect({ k, type: typeof v }).toEqual({ k, type: 'string' });
+    for (const k of [
+      'KAFKA_BROKERS',
+      'KAFKA_GROUP_ID',
+      'TEMPORAL_ADDRESS',
+      'TEMPORAL_NAMESPACE',
+      'TEMPORAL_TASK_QUEUE',
+    ]) {
+      expect(configData[k]).toBeTruthy();
+    }
+    expect(configData.RUNS_API_URL).toMatch(/^https?:\/\//);
+    // Per-process values belong to the Deployments, not to the shared ConfigMap.
+    expect(keys).not.toContain('METRICS_PORT');
+    // So do the containers' own env entries.
+    for (const w of [...ofKind('Deployment'), ...ofKind('Job')]) {
+      for (const e of onlyContainer(w).env ?? []) expect(allowed).toContain(e.name);
+    }
+  });
+
+  it('declares the topics with a one-shot `topics apply --file` Job reading the topics ConfigMap', () => {
+    const job = named('Job', 'poimen-relay-topics');
+    const c = onlyContainer(job);
+    const args = c.args ?? [];
+    expect(args.slice(0, 2)).toEqual(['topics', 'apply']);
+    const file = args[args.indexOf('--file') + 1];
+    expect(file).toBe('/etc/poimen/topics.yaml');
+    expect(job.spec?.backoffLimit).toEqual(expect.any(Number));
+    expect(job.spec?.ttlSecondsAfterFinished).toEqual(expect.any(Number));
+    expect(['Never', 'OnFailure']).toContain(podSpec(job).restartPolicy);
+
+    // The file is mounted from ConfigMap poimen-relay-topics and is the same as deploy/topics.yaml.
+    const mount = c.volumeMounts?.find((m) => m.mountPath === path.posix.dirname(file as string));
+    expect(mount).toBeDefined();
+    const volume = podSpec(job).volumes?.find((v) => v.name === mount?.name);
+    expect(volume?.configMap?.name).toBe('poimen-relay-topics');
+    const topicsConfigMap = named('ConfigMap', 'poimen-relay-topics');
+    const embedded = topicsConfigMap.data?.[path.posix.basename(file as string)];
+    expect(typeof embedded).toBe('string');
+    expect(parse(embedded as string)).toEqual(parse(read('deploy/topics.yaml')));
+  });
+
+  it('registers the search attributes with a one-shot `temporal setup` Job', () => {
+    const jobs = ofKind('Job').filter(
+      (j) => JSON.stringify(onlyContainer(j).args) === '["temporal","setup"]',
+    );
+    expect(jobs).toHaveLength(1);
+    const job = jobs[0] as K8sObject;
+    expect(job.spec?.backoffLimit).toEqual(expect.any(Number));
+    expect(job.spec?.ttlSecondsAfterFinished).toEqual(expect.any(Number));
+  });
+});
+
+describe('deploy/topics.yaml', () => {
+  interface TopicsFile {
+    partitions: number;
+    replicationFactor: number;
+    tenants: string[];
+    extraTopics: {
+      name: string;
+      partitions?: number;
+      replicationFactor?: number;
+      config?: Record<string, string>;
+    }[];
+  }
+  const topics = parse(read('deploy/topics.yaml')) as TopicsFile;
+
+  it('has the shape partitions / replicationFactor / tenants / extraTopics', () => {
+    expect(Object.keys(topics).sort()).toEqual(['extraTopics', 'partitions', 'replicationFactor', 'tenants']);
+    expect(Number.isInteger(topics.partitions) && topics.partitions >= 1).toBe(true);
+    expect(Number.isInteger(topics.replicationFactor) && topics.replicationFactor >= 1).toBe(true);
+    expect(topics.tenants.length).toBeGreaterThan(0);
+    for (const t of topics.tenants) expect(t).toMatch(/^[a-z0-9][a-z0-9_-]{0,62}$/);
+    for (const t of topics.extraTopics) {
+      expect(
+        Object.keys(t).every((k) => ['name', 'partitions', 'replicationFactor', 'config'].includes(k)),
+      ).toBe(true);
+      expect(t.name).toMatch(/^[A-Za-z0-9._-]{1,249}$/);
+      for (const v of Object.values(t.config ?? {})) expect(typeof v).toBe('string');
+    }
+  });
+
+  it.each(['poimen-memory-dlq', 'poimen-memory-metric-dlq'])('declares %s with 14-day retention', (name) => {
+    const topic = topics.extraTopics.find((t) => t.name === name);
+    expect(topic).toBeDefined();
+    expect(topic?.config?.['retention.ms']).toBe('1209600000');
+  });
+});
+
+describe('deploy/grafana/poimen-relay-dashboard.json', () => {
+  interface Target {
+    expr?: string;
+    datasource?: { type?: string; uid?: string };
+  }
+  interface Panel {
+    type: string;
+    title: string;
+    datasource?: { type?: string; uid?: string };
+    targets?: Target[];
+  }
+  const dashboard = JSON.parse(read('deploy/grafana/poimen-relay-dashboard.json')) as {
+    uid?: string;
+    title?: string;
+    schemaVersion?: number;
+    templating?: { list?: { name: string; type: string; query?: string }[] };
+    panels: Panel[];
+  };
+  const queryPanels = dashboard.panels.filter((p) => (p.targets ?? []).length > 0);
+  const exprs = queryPanels.flatMap((p) => p.targets ?? []).flatMap((t) => (t.expr ? [t.expr] : []));
+
+  it('is a Grafana dashboard on a Prometheus data source variable', () => {
+    expect(dashboard.uid).toBeTruthy();
+    expect(dashboard.title).toBeTruthy();
+    expect(dashboard.schemaVersion).toBeGreaterThanOrEqual(36);
+    const dsVar = dashboard.templating?.list?.find((v) => v.type === 'datasource');
+    expect(dsVar).toMatchObject({ name: 'DS_PROMETHEUS', query: 'prometheus' });
+    for (const p of queryPanels) {
+      expect(p.datasource).toEqual({ type: 'prometheus', uid: '${DS_PROMETHEUS}' });
+      for (const t of p.targets ?? [])
+        expect(t.datasource?.uid ?? '${DS_PROMETHEUS}').toBe('${DS_PROMETHEUS}');
+    }
+  });
+
+  it('queries only SPEC §7 metrics', () => {
+    expect(exprs.length).toBeGreaterThan(0);
+    const used = exprs.flatMap((e) => e.match(/\b(?:poimen|dlq)_[a-z0-9_]*/g) ?? []);
+    const base = (m: string): string =>
+      SPEC_METRICS.includes(m) ? m : m.replace(/_(bucket|sum|count)$/, '');
+    expect(used.filter((m) => !SPEC_METRICS.includes(base(m)))).toEqual([]);
+    // Every SPEC §7 metric has a panel.
+    expect([...new Set(used.map(base))].sort()).toEqual([...SPEC_METRICS].sort());
+  });
+
+  it('shows the requested views', () => {
+    const all = exprs.join('\n');
+    expect(all).toMatch(/max by \(topic, partition\) \(poimen_inbox_lag\)/);
+    expect(all).toMatch(/sum by \(outcome\) \(rate\(poimen_dispatch_records_total\[/);
+    expect(all).toMatch(/sum by \(topic\) \(rate\(dlq_messages_sent_total\[/);
+    expect(all).toMatch(/sum by \(code\) \(rate\(poimen_runs_api_requests_total\[/);
+    for (const histogram of ['poimen_runs_api_request_duration_seconds', 'poimen_dispatch_latency_seconds']) {
+      for (const q of ['0.5', '0.99']) {
+        expect(all).toContain(
+          `histogram_quantile(${q}, sum by (le) (rate(${histogram}_bucket[$__rate_interval])))`,
+        );
+      }
+    }
+  });
+});
