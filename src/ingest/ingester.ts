@@ -57,8 +57,20 @@ export class Ingester {
   }
 
   async start(): Promise<void> {
-    await this.admin.connect();
-    await this.refreshTopics();
+    // Kafka may be down when the ingester starts: keep trying (not ready meanwhile) instead of crash-looping.
+    for (let delayMs = 500; ; delayMs = Math.min(delayMs * 2, 10_000)) {
+      try {
+        await this.admin.connect();
+        await this.refreshTopics();
+        break;
+      } catch (err) {
+        if (this.stopping) return;
+        this.outage = `Kafka: ${err instanceof Error ? err.message : String(err)}`;
+        this.logger.warn({ err }, 'cannot list topics yet; retrying');
+        await new Promise((r) => setTimeout(r, delayMs));
+      }
+    }
+    this.outage = undefined;
     this.watcher = setInterval(() => {
       this.restarting = this.restarting
         .then(() => this.refreshTopics())
@@ -157,8 +169,14 @@ export class Ingester {
     const commit = async () => {
       if (contiguous <= committedIdx || isStale()) return;
       const next = (BigInt(batch.messages[contiguous]!.offset) + 1n).toString();
-      await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: next }]);
-      committedIdx = contiguous;
+      try {
+        await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: next }]);
+        committedIdx = contiguous;
+      } catch (err) {
+        // Commits are cumulative: a failed one is covered by the next; at worst records are redelivered,
+        // which Temporal absorbs. Letting it escape would restart the consumer for nothing.
+        log.warn({ err, offset: next }, 'offset commit failed; will commit with the next one');
+      }
     };
     const beat = setInterval(() => void heartbeat().catch(() => undefined), 3000);
     const tasks: Promise<void>[] = [];
