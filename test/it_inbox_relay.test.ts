@@ -2,6 +2,8 @@
  * The T10.7 verification suite: real Kafka, real Temporal, the relay's real processes, and the runs API double
  * recording every HTTP call. Each test has its own tenant, consumer group and task queue.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
 import { topics, workflowId } from '../src/contract';
 import { ensureTopics, tenantTopicSpecs } from '../src/kafka/topics';
@@ -12,6 +14,8 @@ import { metricValue } from './support/relay';
 import { waitFor } from './support/wait';
 
 jest.setTimeout(240_000);
+
+const logsDir = path.join(__dirname, '..', 'test-artifacts', 'logs');
 
 let h: Harness;
 afterEach(async () => {
@@ -436,5 +440,30 @@ describe('inbox relay (T10.7)', () => {
     await h.startIngester('ingest-2');
     for (let i = 0; i < 20; i++) await result(`drain-${i}`);
     expect(h.api.runs.size).toBe(20);
+  });
+
+  test('an ingester started while Kafka is down waits (not ready) and relays once the broker is back', async () => {
+    h = await createHarness();
+    await h.startWorker();
+    await stopService('kafka');
+    let ingesting: ReturnType<Harness['startIngester']> | undefined;
+    try {
+      ingesting = h.startIngester();
+      // It has really met the outage: its log shows the refused connections.
+      await waitFor(
+        () =>
+          fs
+            .readdirSync(logsDir)
+            .filter((f) => f.startsWith(`${h.tenant}-ingest`))
+            .some((f) => fs.readFileSync(path.join(logsDir, f), 'utf8').includes('ECONNREFUSED')),
+        { what: 'the ingester to meet the broker outage' },
+      );
+    } finally {
+      await startService('kafka');
+    }
+    // startIngester resolves only once /readyz is 200, and throws if the process exited meanwhile.
+    await ingesting;
+    await h.publish(h.dispatchValue('after-broker-start'));
+    expect(await result('after-broker-start')).toMatchObject({ admission: 'created' });
   });
 });
