@@ -44,10 +44,13 @@ export interface RelayConfig {
   runsApi: { url: string; token?: string; timeoutMs: number };
   retry: RetryConfig;
   ingest: {
+    /** Starts / DLQ writes in flight per process, across partitions. */
     maxInFlight: number;
     partitionsConcurrently: number;
+    /** kafkajs resolves a RegExp subscription once; the topic list is re-read this often. */
     topicRefreshMs: number;
     lagRefreshMs: number;
+    /** Commit at least this often within a long batch, to bound redelivery after a crash. */
     commitEveryRecords: number;
     dlqRefreshMs: number;
     startTimeoutMs: number;

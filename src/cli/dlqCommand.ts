@@ -1,10 +1,8 @@
 /** `poimen-relay dlq list | replay`: wiring only; the logic is src/ops/dlq.ts. */
 import { SingleBar } from 'cli-progress';
 import { Command } from 'commander';
-import { loadRelayConfig } from '../config';
 import { ConfigError } from '../errors';
-import { createKafka } from '../kafka/client';
-import { createLogger } from '../logger';
+import { withKafkaAdmin } from './kafkaAdmin';
 import { listDlq, parseDlqType, replayDlq } from '../ops/dlq';
 import { validateTenants } from '../ops/topics';
 
@@ -43,23 +41,6 @@ function age(iso: string): string {
         : `${Math.round(s / 86400)}d`;
 }
 
-async function withKafka<T>(
-  fn: (
-    kafka: ReturnType<typeof createKafka>,
-    admin: ReturnType<ReturnType<typeof createKafka>['admin']>,
-  ) => Promise<T>,
-) {
-  const cfg = loadRelayConfig('cli');
-  const kafka = createKafka(cfg.kafka, createLogger('poimen-relay', cfg.logLevel));
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
-    return await fn(kafka, admin);
-  } finally {
-    await admin.disconnect();
-  }
-}
-
 export function dlqCommand(): Command {
   const dlq = new Command('dlq').description('dead letters: list without consuming, replay to .dispatch');
   dlq
@@ -72,7 +53,7 @@ export function dlqCommand(): Command {
     .option('--json', 'print JSON (one array of {partition, offset, record})')
     .action(async (opts: { tenant: string; limit: number; json?: boolean }) => {
       validateTenants([opts.tenant]);
-      const entries = await withKafka((kafka, admin) =>
+      const entries = await withKafkaAdmin((kafka, admin) =>
         listDlq(kafka, admin, opts.tenant, Math.floor(opts.limit)),
       );
       if (opts.json) {
@@ -133,7 +114,7 @@ export function dlqCommand(): Command {
           notTTYSchedule: 2000,
         });
         let replayed = 0;
-        const summary = await withKafka((kafka, admin) =>
+        const summary = await withKafkaAdmin((kafka, admin) =>
           replayDlq(kafka, admin, {
             tenant: opts.tenant,
             ...(opts.id ? { ids: opts.id } : {}),

@@ -1,10 +1,8 @@
 /** `poimen-relay topics apply | list`: wiring only. */
 import { Command, Option } from 'commander';
-import { loadRelayConfig } from '../config';
 import { ConfigError } from '../errors';
-import { createKafka } from '../kafka/client';
 import { tenantTopicSpecs } from '../kafka/topics';
-import { createLogger } from '../logger';
+import { withKafkaAdmin } from './kafkaAdmin';
 import { applyTopics, listTopics, specsFromFile, validateTenants } from '../ops/topics';
 
 const positiveInt = (flag: string) => (v: string) => {
@@ -12,19 +10,6 @@ const positiveInt = (flag: string) => (v: string) => {
     throw new ConfigError(flag, `= ${JSON.stringify(v)}: must be a positive whole number`);
   return Number(v);
 };
-
-async function withAdmin<T>(
-  fn: (admin: ReturnType<ReturnType<typeof createKafka>['admin']>) => Promise<T>,
-): Promise<T> {
-  const cfg = loadRelayConfig('cli');
-  const admin = createKafka(cfg.kafka, createLogger('poimen-relay', cfg.logLevel)).admin();
-  await admin.connect();
-  try {
-    return await fn(admin);
-  } finally {
-    await admin.disconnect();
-  }
-}
 
 export function topicsCommand(): Command {
   const topics = new Command('topics').description('declare and list the relay topics (SPEC §2)');
@@ -52,7 +37,7 @@ export function topicsCommand(): Command {
           ...(opts.file ? specsFromFile(opts.file) : []),
         ];
         if (specs.length === 0) throw new ConfigError('--tenant', 'or --file is required');
-        const results = await withAdmin((admin) => applyTopics(admin, specs));
+        const results = await withKafkaAdmin((_kafka, admin) => applyTopics(admin, specs));
         if (opts.json) process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
         else {
           for (const r of results) {
@@ -75,7 +60,7 @@ export function topicsCommand(): Command {
     .description('topics with partitions, replication factor and retention')
     .option('--json', 'print JSON')
     .action(async (opts: { json?: boolean }) => {
-      const list = await withAdmin((admin) => listTopics(admin));
+      const list = await withKafkaAdmin((_kafka, admin) => listTopics(admin));
       if (opts.json) process.stdout.write(`${JSON.stringify(list, null, 2)}\n`);
       else {
         for (const t of list) {

@@ -19,16 +19,15 @@ import type { RelayMetrics } from '../metrics';
 import { Semaphore } from './semaphore';
 import { type StartContext, handleRecord } from './startDispatch';
 
-export interface IngesterOptions {
-  maxInFlight: number;
-  partitionsConcurrently: number;
-  topicRefreshMs: number;
-  lagRefreshMs: number;
-  /** Commit at least this often within a long batch, to bound redelivery after a crash. */
-  commitEveryRecords: number;
-  /** How often the DLQ backlog gauges (dlq_consumer_lag, dlq_oldest_message_age_seconds) are recomputed. */
-  dlqRefreshMs: number;
-}
+export type IngesterOptions = Pick<
+  RelayConfig['ingest'],
+  | 'maxInFlight'
+  | 'partitionsConcurrently'
+  | 'topicRefreshMs'
+  | 'lagRefreshMs'
+  | 'commitEveryRecords'
+  | 'dlqRefreshMs'
+>;
 
 export class Ingester {
   private consumer: Consumer | undefined;

@@ -9,40 +9,12 @@ import path from 'node:path';
 import { parse } from 'yaml';
 import { loadStackConfig } from '../../src/config';
 import { SEARCH_ATTRIBUTE_NAMES } from '../../src/contract';
+import { SPEC_ENV } from '../support/specEnv';
 
 const root = path.resolve(__dirname, '..', '..');
 const read = (file: string): string => fs.readFileSync(path.join(root, file), 'utf8');
 // Compose resolves YAML merge keys (`<<: *relay-env`); YAML 1.2 parsers need to be told to.
 const parseYaml = (file: string): unknown => parse(read(file), { merge: true });
-
-/** SPEC §8: every environment variable the relay reads. */
-const SPEC_ENV = [
-  'KAFKA_BROKERS',
-  'KAFKA_CLIENT_ID',
-  'KAFKA_GROUP_ID',
-  'KAFKA_SSL',
-  'KAFKA_SASL_MECHANISM',
-  'KAFKA_SASL_USERNAME',
-  'KAFKA_SASL_PASSWORD',
-  'DISPATCH_TOPIC_PATTERN',
-  'DISPATCH_MAX_BYTES',
-  'TEMPORAL_ADDRESS',
-  'TEMPORAL_NAMESPACE',
-  'TEMPORAL_TASK_QUEUE',
-  'TEMPORAL_API_KEY',
-  'TEMPORAL_TLS_CERT',
-  'TEMPORAL_TLS_KEY',
-  'TEMPORAL_TLS_CA',
-  'RUNS_API_URL',
-  'RUNS_API_TOKEN',
-  'RUNS_API_TIMEOUT_MS',
-  'RETRY_INITIAL_INTERVAL_MS',
-  'RETRY_BACKOFF',
-  'RETRY_MAX_INTERVAL_MS',
-  'RETRY_MAX_ATTEMPTS',
-  'METRICS_PORT',
-  'LOG_LEVEL',
-];
 
 /** SPEC §7 metrics ports. */
 const INGESTER_METRICS_PORT = 9464;

@@ -1,0 +1,51 @@
+/**
+ * Determinism: every recorded `dispatch` history (test/fixtures/histories, recorded from real executions by
+ * it_temporal_ops with POIMEN_RECORD_HISTORIES=1) replays against the current workflow code. A change to the
+ * workflow that would break executions already running in production (another activity call, a reordered
+ * dead letter, a different command sequence) fails here with a DeterminismViolationError, without services.
+ */
+import { Worker } from '@temporalio/worker';
+import { type HistoryFixture, loadHistoryFixtures } from '../support/histories';
+
+jest.setTimeout(120_000);
+
+const fixtures = loadHistoryFixtures();
+const outcomes = new Map<string, { error?: Error }>();
+
+beforeAll(async () => {
+  // One replay worker, one workflow bundle, for all histories.
+  const replayed = Worker.runReplayHistories(
+    { workflowsPath: require.resolve('../../src/workflows') },
+    fixtures.map((f) => ({ workflowId: f.workflowId, history: f.history })),
+  );
+  let i = 0;
+  for await (const result of replayed) {
+    const fixture = fixtures[i++]!;
+    expect(result.workflowId).toBe(fixture.workflowId);
+    outcomes.set(fixture.name, result.error ? { error: result.error } : {});
+  }
+});
+
+test('the fixtures cover every dispatch outcome', () => {
+  expect(fixtures.map((f) => f.name)).toEqual(
+    expect.arrayContaining([
+      'completed-created',
+      'completed-after-503-retries',
+      'completed-existing-after-lost-answer',
+      'completed-existing-after-worker-crash',
+      'completed-after-reset',
+      'failed-rejected-422',
+      'failed-retries-exhausted',
+    ]),
+  );
+});
+
+test.each(fixtures.map((f): [string, HistoryFixture] => [f.name, f]))(
+  'history %s replays without a determinism error',
+  (name, fixture) => {
+    expect(fixture.workflowId).toMatch(/^dispatch:/);
+    const outcome = outcomes.get(name);
+    expect(outcome).toBeDefined();
+    expect(outcome!.error?.message).toBeUndefined();
+  },
+);
