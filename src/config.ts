@@ -250,6 +250,8 @@ export interface StackConfig {
   temporalMetricsPort: number;
   namespace: string;
   startTimeoutMs: number;
+  /** Temporal without a database file (the benchmark compares it with SQLite WAL). */
+  temporalInMemory: boolean;
 }
 
 export function loadStackConfig(env: Env = process.env): StackConfig {
@@ -277,6 +279,7 @@ export function loadStackConfig(env: Env = process.env): StackConfig {
     temporalMetricsPort: read(env, 'POIMEN_STACK_TEMPORAL_METRICS_PORT', port, temporalPort + 1001),
     namespace: read(env, 'TEMPORAL_NAMESPACE', nonEmpty, 'default'),
     startTimeoutMs: read(env, 'POIMEN_STACK_START_TIMEOUT_MS', intIn(1000, 600_000), 60_000),
+    temporalInMemory: read(env, 'POIMEN_STACK_TEMPORAL_IN_MEMORY', bool, false),
   };
 }
 

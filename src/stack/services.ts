@@ -172,13 +172,18 @@ export function temporalService(cfg: StackConfig): Service {
         String(cfg.temporalMetricsPort),
         '--namespace',
         cfg.namespace,
-        '--db-filename',
-        dbFile,
-        '--sqlite-pragma',
-        'journal_mode=WAL',
-        '--sqlite-pragma',
-        // OFF survives a killed server process (the OS still holds the writes), not a power loss: fine for a dev stack.
-        'synchronous=OFF',
+        ...(cfg.temporalInMemory
+          ? // No database file: state dies with the process. The pid-file marker must still be on the command line.
+            ['--dynamic-config-value', `poimen.stack=${JSON.stringify(p.root)}`]
+          : [
+              '--db-filename',
+              dbFile,
+              '--sqlite-pragma',
+              'journal_mode=WAL',
+              '--sqlite-pragma',
+              // OFF survives a killed server process (the OS still holds the writes), not a power loss: fine here.
+              'synchronous=OFF',
+            ]),
         '--dynamic-config-value',
         'frontend.enableServerVersionCheck=false',
         '--log-level',

@@ -1,0 +1,304 @@
+/**
+ * Benchmark phases. Each runs real processes against the same Kafka, Temporal and a minimal runs API, and
+ * returns measured figures only.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import type { Kafka } from 'kafkajs';
+import { childEnv } from '../config';
+import { WORKFLOW_TYPE, topics, workflowId } from '../contract';
+import { freePort } from '../dev/ports';
+import { type RelayProcess, startRelayProcess } from '../dev/relayProcess';
+import { RunsApiDouble } from '../dev/runsApi';
+import { ensureTopics, tenantTopicSpecs } from '../kafka/topics';
+import { waitUntil } from '../stack/processes';
+import { PACKAGE_ROOT } from '../stack/provision';
+import { DEFAULT_DISPATCH_POLICY, type DispatchInput } from '../workflows/types';
+import { mapLimit, peakRssMiB, percentile, round } from './measure';
+
+export interface BenchTarget {
+  kafkaBrokers: string;
+  temporalAddress: string;
+  namespace: string;
+  logsDir: string;
+  kafka: Kafka;
+}
+
+const dispatchValue = (key: string, sentAtMs = Date.now()) =>
+  JSON.stringify({
+    workflow_ref: 'bench@v1',
+    input: { sent_at: sentAtMs },
+    goal_id: null,
+    dispatch_key: key,
+  });
+
+function relayEnv(t: BenchTarget, api: RunsApiDouble, extra: Record<string, string>): NodeJS.ProcessEnv {
+  return childEnv({
+    KAFKA_BROKERS: t.kafkaBrokers,
+    TEMPORAL_ADDRESS: t.temporalAddress,
+    TEMPORAL_NAMESPACE: t.namespace,
+    RUNS_API_URL: api.url,
+    LOG_LEVEL: 'warn',
+    POIMEN_TOPIC_REFRESH_MS: '2000',
+    ...extra,
+  });
+}
+
+async function startWorkers(
+  t: BenchTarget,
+  env: NodeJS.ProcessEnv,
+  count: number,
+  label: string,
+): Promise<RelayProcess[]> {
+  const workers: RelayProcess[] = [];
+  for (let i = 0; i < count; i++) {
+    const port = await freePort();
+    workers.push(
+      await startRelayProcess({
+        role: 'worker',
+        env,
+        metricsPort: port,
+        logFile: path.join(t.logsDir, `bench-${label}-worker-${i}.log`),
+      }),
+    );
+  }
+  return workers;
+}
+
+async function newTenant(t: BenchTarget, partitions: number): Promise<string> {
+  const tenant = `bench${crypto.randomBytes(5).toString('hex')}`;
+  const admin = t.kafka.admin();
+  await admin.connect();
+  await ensureTopics(admin, tenantTopicSpecs(tenant, { partitions }));
+  await admin.disconnect();
+  return tenant;
+}
+
+async function preload(t: BenchTarget, tenant: string, n: number, prefix: string): Promise<string[]> {
+  const producer = t.kafka.producer();
+  await producer.connect();
+  const keys = Array.from({ length: n }, (_, i) => `${prefix}-${i}`);
+  for (let i = 0; i < n; i += 1000) {
+    await producer.send({
+      topic: topics.dispatch(tenant),
+      acks: -1,
+      messages: keys.slice(i, i + 1000).map((k) => ({ key: `${tenant}:${k}`, value: dispatchValue(k) })),
+    });
+  }
+  await producer.disconnect();
+  return keys;
+}
+
+async function drained(api: RunsApiDouble, n: number, timeoutMs: number): Promise<number> {
+  if (!(await waitUntil(() => api.runs.size >= n, timeoutMs, 50))) {
+    throw new Error(`only ${api.runs.size} of ${n} runs after ${timeoutMs} ms`);
+  }
+  return Math.max(...api.requests.map((r) => r.receivedAtMs));
+}
+
+/** 1. The bare-Temporal ceiling: the dispatch workflow started directly with the client, no Kafka. */
+export async function ceiling(t: BenchTarget, n: number, concurrency: number, workerCount: number) {
+  const api = await RunsApiDouble.start({ record: false });
+  const taskQueue = `bench-ceiling-${crypto.randomUUID()}`;
+  const workers = await startWorkers(
+    t,
+    relayEnv(t, api, { TEMPORAL_TASK_QUEUE: taskQueue }),
+    workerCount,
+    'ceiling',
+  );
+  const connection = await Connection.connect({ address: t.temporalAddress });
+  const client = new Client({ connection, namespace: t.namespace });
+  const run = crypto.randomBytes(4).toString('hex');
+  try {
+    const t0 = Date.now();
+    await mapLimit(
+      Array.from({ length: n }, (_, i) => i),
+      concurrency,
+      async (i) => {
+        const key = `ceiling-${run}-${i}`;
+        const input: DispatchInput = {
+          tenant: 'benchceiling',
+          dispatch: {
+            workflow_ref: 'bench@v1',
+            input: { sent_at: Date.now() },
+            goal_id: null,
+            dispatch_key: key,
+          },
+          source: { topic: 'none', partition: 0, offset: String(i), timestamp: String(Date.now()) },
+          policy: DEFAULT_DISPATCH_POLICY,
+        };
+        await client.workflow.start(WORKFLOW_TYPE, {
+          taskQueue,
+          workflowId: workflowId('benchceiling', key),
+          args: [input],
+        });
+      },
+    );
+    const t1 = await drained(api, n, 20 * 60_000);
+    return { per_s: round(n / ((t1 - t0) / 1000)), n, concurrency, workers: workerCount };
+  } finally {
+    await Promise.all(workers.map((w) => w.stop()));
+    await connection.close();
+    await api.close();
+  }
+}
+
+/** 2 (+5, 6). The relay draining a pre-loaded backlog: rate, POST amplification, peak RSS of both processes. */
+export async function relayDrain(
+  t: BenchTarget,
+  n: number,
+  opts: { workers: number; partitions: number; env?: Record<string, string> },
+) {
+  const api = await RunsApiDouble.start({ record: false });
+  const tenant = await newTenant(t, opts.partitions);
+  await preload(t, tenant, n, 'relay');
+  const env = relayEnv(t, api, {
+    TEMPORAL_TASK_QUEUE: `bench-relay-${tenant}`,
+    KAFKA_GROUP_ID: `bench-relay-${tenant}`,
+    DISPATCH_TOPIC_PATTERN: `^poimen\\.${tenant}\\.dispatch$`,
+    ...opts.env,
+  });
+  const workers = await startWorkers(t, env, opts.workers, `relay-${opts.workers}`);
+  let ingester: RelayProcess | undefined;
+  try {
+    const t0 = Date.now();
+    ingester = await startRelayProcess({
+      role: 'ingest',
+      env,
+      metricsPort: await freePort(),
+      logFile: path.join(t.logsDir, `bench-relay-ingest.log`),
+    });
+    const t1 = await drained(api, n, 30 * 60_000);
+    return {
+      per_s: round(n / ((t1 - t0) / 1000)),
+      n,
+      amplification: round(api.requests.length / n, 3),
+      ingester_rss_mib: peakRssMiB(ingester.child.pid),
+      worker_rss_mib: Math.max(...workers.map((w) => peakRssMiB(w.child.pid) ?? 0)),
+    };
+  } finally {
+    await ingester?.stop();
+    await Promise.all(workers.map((w) => w.stop()));
+    await api.close();
+  }
+}
+
+/** 3. The plain consumer a user would write instead (no Temporal): its drain rate. */
+export async function baseline(t: BenchTarget, n: number, partitions: number) {
+  const api = await RunsApiDouble.start({ record: false });
+  const tenant = await newTenant(t, partitions);
+  await preload(t, tenant, n, 'baseline');
+  const env = relayEnv(t, api, {
+    KAFKA_GROUP_ID: `bench-baseline-${tenant}`,
+    DISPATCH_TOPIC_PATTERN: `^poimen\\.${tenant}\\.dispatch$`,
+  });
+  const t0 = Date.now();
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [path.join(PACKAGE_ROOT, 'dist', 'bench', 'baselineConsumer.js')],
+    {
+      env,
+      stdio: ['ignore', fs.openSync(path.join(t.logsDir, 'bench-baseline.log'), 'a'), 'inherit'],
+    },
+  );
+  try {
+    const t1 = await drained(api, n, 10 * 60_000);
+    return { per_s: round(n / ((t1 - t0) / 1000)), n, rss_mib: peakRssMiB(child.pid) };
+  } finally {
+    child.kill('SIGTERM');
+    await new Promise((r) => child.once('exit', r));
+    await api.close();
+  }
+}
+
+/** 4. Record timestamp → API receipt at a fixed offered load. */
+export async function latency(t: BenchTarget, ratePerSec: number, durationS: number, workerCount: number) {
+  const api = await RunsApiDouble.start({ record: true });
+  const tenant = await newTenant(t, 4);
+  const env = relayEnv(t, api, {
+    TEMPORAL_TASK_QUEUE: `bench-latency-${tenant}`,
+    KAFKA_GROUP_ID: `bench-latency-${tenant}`,
+    DISPATCH_TOPIC_PATTERN: `^poimen\\.${tenant}\\.dispatch$`,
+  });
+  const workers = await startWorkers(t, env, workerCount, 'latency');
+  const ingester = await startRelayProcess({
+    role: 'ingest',
+    env,
+    metricsPort: await freePort(),
+    logFile: path.join(t.logsDir, 'bench-latency-ingest.log'),
+  });
+  const producer = t.kafka.producer();
+  await producer.connect();
+  try {
+    const n = Math.round(ratePerSec * durationS);
+    const start = Date.now();
+    // Paced in 50 ms ticks: each tick sends what the schedule says is due.
+    let sent = 0;
+    while (sent < n) {
+      const due = Math.min(n, Math.floor(((Date.now() - start) / 1000) * ratePerSec));
+      if (due > sent) {
+        const batch = Array.from({ length: due - sent }, (_, i) => `lat-${sent + i}`);
+        sent = due;
+        await producer.send({
+          topic: topics.dispatch(tenant),
+          acks: 1,
+          messages: batch.map((k) => ({ value: dispatchValue(k) })),
+        });
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await drained(api, n, 10 * 60_000);
+    const lat = api.requests
+      .filter((r) => r.answer === 201)
+      .map((r) => r.receivedAtMs - Number((r.json as { input: { sent_at: number } }).input.sent_at))
+      .sort((a, b) => a - b);
+    return {
+      offered_per_s: ratePerSec,
+      n,
+      p50_ms: percentile(lat, 50),
+      p95_ms: percentile(lat, 95),
+      p99_ms: percentile(lat, 99),
+    };
+  } finally {
+    await producer.disconnect();
+    await ingester.stop();
+    await Promise.all(workers.map((w) => w.stop()));
+    await api.close();
+  }
+}
+
+/** 6. Ingester memory with a large backlog: peak RSS while it works through it for a bounded window. */
+export async function ingesterMemory(t: BenchTarget, backlog: number, windowS: number) {
+  const api = await RunsApiDouble.start({ record: false });
+  const tenant = await newTenant(t, 4);
+  await preload(t, tenant, backlog, 'mem');
+  const env = relayEnv(t, api, {
+    TEMPORAL_TASK_QUEUE: `bench-mem-${tenant}`,
+    KAFKA_GROUP_ID: `bench-mem-${tenant}`,
+    DISPATCH_TOPIC_PATTERN: `^poimen\\.${tenant}\\.dispatch$`,
+  });
+  const workers = await startWorkers(t, env, 1, 'mem');
+  const ingester = await startRelayProcess({
+    role: 'ingest',
+    env,
+    metricsPort: await freePort(),
+    logFile: path.join(t.logsDir, 'bench-mem-ingest.log'),
+  });
+  try {
+    await waitUntil(() => api.runs.size >= backlog, windowS * 1000, 200);
+    return {
+      backlog,
+      window_s: windowS,
+      relayed_in_window: api.runs.size,
+      ingester_rss_mib: peakRssMiB(ingester.child.pid),
+      worker_rss_mib: peakRssMiB(workers[0]!.child.pid),
+    };
+  } finally {
+    await ingester.stop();
+    await Promise.all(workers.map((w) => w.stop()));
+    await api.close();
+  }
+}
