@@ -19,12 +19,12 @@ import { type BenchTarget, baseline, ceiling, ingesterMemory, latency, relayDrai
 const SIZES = {
   quick: { n: 600, ceilingConcurrency: [64], latencyS: 15, memBacklog: 20_000, memWindowS: 20, scaleN: 300 },
   full: {
-    n: 5000,
-    ceilingConcurrency: [8, 32, 128],
+    n: 3000,
+    ceilingConcurrency: [16, 64],
     latencyS: 60,
     memBacklog: 100_000,
-    memWindowS: 90,
-    scaleN: 2000,
+    memWindowS: 60,
+    scaleN: 1000,
   },
 };
 
@@ -67,6 +67,10 @@ async function main(): Promise<void> {
   const memStack = new LocalStack(memCfg, progress);
   await memStack.startService('temporal');
   const memory: BenchTarget = { ...sqlite, temporalAddress: memStack.services.temporal.address };
+  // An interrupted benchmark must not leave its throwaway server running.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => void memStack.stopService('temporal').finally(() => process.exit(130)));
+  }
 
   const started = Date.now();
   try {
