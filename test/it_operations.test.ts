@@ -386,4 +386,29 @@ describe('dlq and dispatch status', () => {
     expect(missing.code).toBe(1);
     expect(missing.stdout).toMatch(/no execution/);
   });
+
+  test('dlq_oldest_message_age_seconds reports the age of the oldest dead letter not yet replayed', async () => {
+    h = await createHarness({ env: { POIMEN_DLQ_REFRESH_MS: '500' } });
+    const ingester = await h.startIngester();
+    const threeDaysMs = 3 * 24 * 3600 * 1000;
+    const dlqTopic = topics.dlq(h.tenant);
+    await h.producer.send({
+      topic: dlqTopic,
+      messages: [
+        { value: '{"id":"old"}', timestamp: String(Date.now() - threeDaysMs) },
+        { value: '{"id":"new"}', timestamp: String(Date.now() - 60_000) },
+      ],
+    });
+    const age = await waitFor(
+      async () =>
+        metricValue(await ingester.metrics(), 'dlq_oldest_message_age_seconds', { topic: dlqTopic }) ||
+        undefined,
+      {
+        what: 'the oldest-age gauge',
+      },
+    );
+    expect(age).toBeGreaterThan(threeDaysMs / 1000 - 120);
+    expect(age).toBeLessThan(threeDaysMs / 1000 + 120);
+    expect(metricValue(await ingester.metrics(), 'dlq_consumer_lag', { topic: dlqTopic })).toBe(2);
+  });
 });
