@@ -54,6 +54,9 @@ export interface RelayConfig {
     commitEveryRecords: number;
     dlqRefreshMs: number;
     startTimeoutMs: number;
+    /** kafkajs fetch bounds: what one fetch round may hold in memory, in total and per partition. */
+    fetchMaxBytes: number;
+    fetchMaxBytesPerPartition: number;
   };
   worker: {
     maxConcurrentActivities: number;
@@ -217,6 +220,13 @@ export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig
       commitEveryRecords: read(env, 'POIMEN_INGEST_COMMIT_EVERY', intIn(1, 1_000_000), 200),
       dlqRefreshMs: read(env, 'POIMEN_DLQ_REFRESH_MS', intIn(100, 3_600_000), 30_000),
       startTimeoutMs: read(env, 'POIMEN_TEMPORAL_START_TIMEOUT_MS', intIn(100, 600_000), 10_000),
+      fetchMaxBytes: read(env, 'POIMEN_KAFKA_FETCH_MAX_BYTES', intIn(1024, 1024 ** 3), 8 * 1024 * 1024),
+      fetchMaxBytesPerPartition: read(
+        env,
+        'POIMEN_KAFKA_FETCH_MAX_BYTES_PER_PARTITION',
+        intIn(1024, 1024 ** 3),
+        1024 * 1024,
+      ),
     },
     worker: {
       maxConcurrentActivities: read(env, 'POIMEN_WORKER_MAX_ACTIVITIES', intIn(1, 10_000), 100),

@@ -27,6 +27,8 @@ export type IngesterOptions = Pick<
   | 'lagRefreshMs'
   | 'commitEveryRecords'
   | 'dlqRefreshMs'
+  | 'fetchMaxBytes'
+  | 'fetchMaxBytesPerPartition'
 >;
 
 export class Ingester {
@@ -126,8 +128,8 @@ export class Ingester {
       groupId: this.cfg.kafka.groupId,
       allowAutoTopicCreation: false,
       // Bounded memory: at most this much fetched per partition per round (kafkajs #526).
-      maxBytesPerPartition: 1024 * 1024,
-      maxBytes: 8 * 1024 * 1024,
+      maxBytesPerPartition: this.opts.fetchMaxBytesPerPartition,
+      maxBytes: this.opts.fetchMaxBytes,
       retry: { retries: 10 },
     });
     consumer.on(consumer.events.GROUP_JOIN, () => {
