@@ -9,7 +9,7 @@
  */
 import crypto from 'node:crypto';
 import http, { type IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 
 export type Fault =
   /** Answer with this status (e.g. 503 with Retry-After, 422) instead of admitting. */
@@ -52,7 +52,7 @@ export class RunsApiDouble {
   private standing: Fault | undefined;
   private seq = 0;
   private readonly waiters = new Set<() => void>();
-  private readonly sockets = new Set<import('node:net').Socket>();
+  private readonly sockets = new Set<Socket>();
   private closed = false;
 
   private constructor(

@@ -10,7 +10,7 @@
  *   the topic is paused meanwhile and resumed on the first success. One record's failure never escapes the
  *   handler, so kafkajs never restarts the consumer into a crash loop.
  */
-import type { Consumer, EachBatchPayload, Kafka } from 'kafkajs';
+import type { Consumer, EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
 import type { RelayConfig } from '../config';
 import { tenantFromTopic, topics } from '../contract';
 import { dlqBacklog } from '../ops/dlq';
@@ -213,7 +213,7 @@ export class Ingester {
     tenant: string,
     topic: string,
     partition: number,
-    message: import('kafkajs').KafkaMessage,
+    message: KafkaMessage,
     log: Logger,
   ): Promise<boolean> {
     let delayMs = 250;

@@ -141,35 +141,36 @@ export async function replayDlq(kafka: Kafka, admin: Admin, opts: ReplayOptions)
         summary.examined++;
         const record = parseDlqRecord(message.value);
         const entry: DlqEntry = { partition, offset: message.offset, record };
-        const outcome = decide(record, opts);
-        if (outcome === 'replay' && record) {
-          if (opts.dryRun) {
-            summary.wouldReplay++;
-            opts.onRecord?.('would_replay', entry);
-            return;
-          }
-          const wait = lastSend + minGapMs - Date.now();
-          if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-          lastSend = Date.now();
-          await producer.send({
-            topic: topics.dispatch(opts.tenant),
-            acks: -1,
-            messages: [
-              {
-                key:
-                  record.dispatch_key !== null ? dispatchRecordKey(opts.tenant, record.dispatch_key) : null,
-                value: toBuffer(dlqRecordPayload(record)),
-                headers: { 'poimen-replay-of': record.id },
-              },
-            ],
-          });
-          summary.replayed++;
-          opts.onRecord?.('replayed', entry);
+        const verdict = decide(record, opts);
+        if (typeof verdict === 'string') {
+          summary[verdict === 'not_replayable' ? 'notReplayable' : verdict]++;
+          opts.onRecord?.(verdict, entry);
           return;
         }
-        if (outcome === 'replay') return; // unreachable: a replayable outcome always has a record
-        summary[outcome === 'not_replayable' ? 'notReplayable' : outcome]++;
-        opts.onRecord?.(outcome, entry);
+        if (opts.dryRun) {
+          summary.wouldReplay++;
+          opts.onRecord?.('would_replay', entry);
+          return;
+        }
+        const wait = lastSend + minGapMs - Date.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        lastSend = Date.now();
+        await producer.send({
+          topic: topics.dispatch(opts.tenant),
+          acks: -1,
+          messages: [
+            {
+              key:
+                verdict.record.dispatch_key !== null
+                  ? dispatchRecordKey(opts.tenant, verdict.record.dispatch_key)
+                  : null,
+              value: toBuffer(dlqRecordPayload(verdict.record)),
+              headers: { 'poimen-replay-of': verdict.record.id },
+            },
+          ],
+        });
+        summary.replayed++;
+        opts.onRecord?.('replayed', entry);
       },
     });
   } finally {
@@ -181,7 +182,7 @@ export async function replayDlq(kafka: Kafka, admin: Admin, opts: ReplayOptions)
 function decide(
   record: DlqRecord | undefined,
   opts: ReplayOptions,
-): 'replay' | 'filtered' | 'not_replayable' | 'unreadable' {
+): { record: DlqRecord } | 'filtered' | 'not_replayable' | 'unreadable' {
   if (!record) return 'unreadable';
   if (opts.ids && opts.ids.length > 0 && !opts.ids.includes(record.id)) return 'filtered';
   if (opts.type !== undefined && record.type !== opts.type) return 'filtered';
@@ -189,7 +190,7 @@ function decide(
   // A malformed or mismatched record would only be dead-lettered again: replayed only on explicit request.
   if (record.type !== 'dispatch_failure' && !(opts.force && opts.type === record.type))
     return 'not_replayable';
-  return 'replay';
+  return { record };
 }
 
 function toBuffer(bytes: Uint8Array | null | undefined): Buffer | null {

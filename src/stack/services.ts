@@ -2,6 +2,7 @@
  * The two services of the local stack. Each knows how to start itself from the cached binaries, where its
  * data, log and pid file live (all under one state folder), and how to prove readiness through a real client.
  */
+import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -99,7 +100,6 @@ export function kafkaService(cfg: StackConfig): Service {
       if (!fs.existsSync(path.join(dataDir, 'meta.properties'))) {
         // KRaft cluster id: 16 random bytes, base64url without padding (22 chars).
         const clusterId = crypto.randomBytes(16).toString('base64url');
-        const { spawnSync } = await import('node:child_process');
         const res = spawnSync(
           'java',
           java('kafka.tools.StorageTool', ['format', '-t', clusterId, '-c', propsFile]),
