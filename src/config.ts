@@ -2,6 +2,7 @@
  * The only module that reads process.env. Everything is parsed once, at start, into a typed object with
  * units in the names; a bad value throws a ConfigError whose one-line message names the variable.
  */
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
@@ -16,6 +17,8 @@ export interface KafkaConfig {
   clientId: string;
   groupId: string;
   ssl: boolean;
+  /** PEM file of the CA(s) that sign the brokers' certificates (KAFKA_SSL_CA); else the system roots. */
+  sslCaPath?: string;
   sasl?: { mechanism: 'plain' | 'scram-sha-256' | 'scram-sha-512'; username: string; password: string };
 }
 
@@ -41,7 +44,8 @@ export interface RelayConfig {
   dispatchTopicPattern: RegExp;
   dispatchMaxBytes: number;
   temporal: TemporalConfig;
-  runsApi: { url: string; token?: string; timeoutMs: number };
+  /** `caPath`: PEM file of the CA(s) trusted for an https RUNS_API_URL (RUNS_API_CA); else the system roots. */
+  runsApi: { url: string; token?: string; timeoutMs: number; caPath?: string };
   retry: RetryConfig;
   ingest: {
     /** Starts / DLQ writes in flight per process, across partitions. */
@@ -57,10 +61,14 @@ export interface RelayConfig {
     /** kafkajs fetch bounds: what one fetch round may hold in memory, in total and per partition. */
     fetchMaxBytes: number;
     fetchMaxBytesPerPartition: number;
+    /** How long the group waits for a silent consumer before giving its partitions to another. */
+    sessionTimeoutMs: number;
   };
   worker: {
     maxConcurrentActivities: number;
     maxConcurrentWorkflowTasks: number;
+    /** Sticky cache size: workflows kept in memory between their tasks instead of being replayed. */
+    maxCachedWorkflows: number;
     httpConnections: number;
     shutdownGraceMs: number;
   };
@@ -98,6 +106,15 @@ const bool = z
   .transform((v) => v === 'true' || v === '1' || v === 'yes');
 const hostPort = z.string().regex(/^[A-Za-z0-9.\-_[\]:]+:\d{1,5}$/, 'must be host:port');
 const nonEmpty = z.string().min(1, 'must not be empty');
+/** A path the process can read now, so a missing certificate stops the start instead of the first call. */
+const readableFile = nonEmpty.refine((p) => {
+  try {
+    fs.accessSync(p, fs.constants.R_OK);
+    return fs.statSync(p).isFile();
+  } catch {
+    return false;
+  }
+}, 'is not a readable file');
 
 const regex = z.string().transform((v, ctx) => {
   try {
@@ -143,9 +160,17 @@ export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig
     sasl = { mechanism, username, password };
   }
 
-  const tlsCert = read(env, 'TEMPORAL_TLS_CERT', nonEmpty);
-  const tlsKey = read(env, 'TEMPORAL_TLS_KEY', nonEmpty);
-  const tlsCa = read(env, 'TEMPORAL_TLS_CA', nonEmpty);
+  // Extensions beyond SPEC §8 (docs/configuration.md): the CA of a TLS Kafka, and Node's own extra-CA file,
+  // which Node merely warns about when unreadable.
+  const kafkaSsl = read(env, 'KAFKA_SSL', bool);
+  const kafkaSslCa = read(env, 'KAFKA_SSL_CA', readableFile);
+  if (kafkaSslCa && kafkaSsl === false)
+    throw new ConfigError('KAFKA_SSL_CA', 'is set but KAFKA_SSL is false');
+  read(env, 'NODE_EXTRA_CA_CERTS', readableFile);
+
+  const tlsCert = read(env, 'TEMPORAL_TLS_CERT', readableFile);
+  const tlsKey = read(env, 'TEMPORAL_TLS_KEY', readableFile);
+  const tlsCa = read(env, 'TEMPORAL_TLS_CA', readableFile);
   if (Boolean(tlsCert) !== Boolean(tlsKey)) {
     throw new ConfigError(
       tlsCert ? 'TEMPORAL_TLS_KEY' : 'TEMPORAL_TLS_CERT',
@@ -174,12 +199,19 @@ export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig
   }
 
   const token = read(env, 'RUNS_API_TOKEN', nonEmpty);
+  const runsApiUrl = read(env, 'RUNS_API_URL', httpUrl, 'http://127.0.0.1:8080');
+  const runsApiCa = read(env, 'RUNS_API_CA', readableFile);
+  if (runsApiCa && !runsApiUrl.startsWith('https://')) {
+    throw new ConfigError('RUNS_API_CA', 'is set but RUNS_API_URL is not https://');
+  }
   return {
     kafka: {
       brokers,
       clientId: read(env, 'KAFKA_CLIENT_ID', nonEmpty, `poimen-relay-${role}`),
       groupId: read(env, 'KAFKA_GROUP_ID', nonEmpty, 'poimen-inbox-relay'),
-      ssl: read(env, 'KAFKA_SSL', bool, false),
+      // A CA implies TLS; KAFKA_SSL=false with a CA is refused above.
+      ssl: kafkaSsl ?? Boolean(kafkaSslCa),
+      ...(kafkaSslCa ? { sslCaPath: kafkaSslCa } : {}),
       ...(sasl ? { sasl } : {}),
     },
     dispatchTopicPattern: read(
@@ -206,9 +238,10 @@ export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig
         : {}),
     },
     runsApi: {
-      url: read(env, 'RUNS_API_URL', httpUrl, 'http://127.0.0.1:8080'),
+      url: runsApiUrl,
       ...(token ? { token } : {}),
       timeoutMs: read(env, 'RUNS_API_TIMEOUT_MS', intIn(1, 600_000), 10_000),
+      ...(runsApiCa ? { caPath: runsApiCa } : {}),
     },
     retry,
     // Tuning knobs beyond SPEC §8, prefixed POIMEN_ (docs/configuration.md).
@@ -227,10 +260,12 @@ export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig
         intIn(1024, 1024 ** 3),
         1024 * 1024,
       ),
+      sessionTimeoutMs: read(env, 'POIMEN_KAFKA_SESSION_TIMEOUT_MS', intIn(6_000, 300_000), 30_000),
     },
     worker: {
       maxConcurrentActivities: read(env, 'POIMEN_WORKER_MAX_ACTIVITIES', intIn(1, 10_000), 100),
       maxConcurrentWorkflowTasks: read(env, 'POIMEN_WORKER_MAX_WORKFLOW_TASKS', intIn(1, 10_000), 100),
+      maxCachedWorkflows: read(env, 'POIMEN_WORKER_MAX_CACHED_WORKFLOWS', intIn(0, 100_000), 1000),
       httpConnections: read(env, 'POIMEN_RUNS_API_CONNECTIONS', intIn(1, 10_000), 64),
       shutdownGraceMs: read(env, 'POIMEN_WORKER_SHUTDOWN_GRACE_MS', intIn(0, 3_600_000), 30_000),
     },

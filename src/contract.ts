@@ -41,6 +41,23 @@ export function tenantFromTopic(topic: string): string | undefined {
   return tenant !== undefined && isValidTenant(tenant) ? tenant : undefined;
 }
 
+/**
+ * The `traceparent` header of a dispatch record when it is valid W3C Trace Context (level 1, §3.2), else
+ * undefined: the spec requires a vendor to ignore an invalid traceparent (and start a new trace) rather than
+ * propagate it, and forwarding arbitrary header text to the runs API would let a producer inject into it.
+ * A version above 00 may append fields; it is forwarded as the version-00 header this relay speaks (the first
+ * four fields, version set to 00), as the spec asks of a vendor that parsed a higher version.
+ */
+export function validTraceparent(value: string | undefined): string | undefined {
+  if (value === undefined || value.length < 55 || value.length > 512) return undefined;
+  const m = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-[^\s]*)?$/.exec(value.trim());
+  if (!m) return undefined;
+  const [, version, traceId, parentId, , rest] = m;
+  if (version === 'ff' || /^0+$/.test(traceId!) || /^0+$/.test(parentId!)) return undefined;
+  if (version === '00') return rest === undefined ? m[0] : undefined;
+  return `00${m[0].slice(2, 55)}`;
+}
+
 /** Kafka key of a dispatch or dead-letter record, by convention (SPEC §2, §6). */
 export function dispatchRecordKey(tenant: string, dispatchKey: string): string {
   return `${tenant}:${dispatchKey}`;
@@ -56,6 +73,14 @@ export interface Dispatch {
 
 export const WORKFLOW_REF_MAX_CHARS = 512;
 export const DISPATCH_KEY_MAX_CHARS = 256;
+/**
+ * How deep `input` may nest arrays and objects. JSON.parse copes with any depth, but JSON.stringify (run by the
+ * Temporal payload converter, the workflow and the activity) recurses and overflows the stack near a few
+ * thousand levels, which would turn one record into an endless retry; 512 is far above any real input.
+ */
+export const INPUT_MAX_DEPTH = 512;
+/** The top-level fields SPEC §3 gives a meaning to; naming one of them twice makes the record ambiguous. */
+const GOVERNED_FIELDS = new Set(['workflow_ref', 'input', 'goal_id', 'dispatch_key', 'tenant_id']);
 const DISPATCH_KEY_CHARS = /^[A-Za-z0-9._:@/-]+$/;
 const DISPATCH_KEY_BAD_CHAR = /[^A-Za-z0-9._:@/-]/u;
 
@@ -79,7 +104,8 @@ const FIELD_OK: FieldCheck = { ok: true };
  *
  * `input` is the JSON.parse result as-is. Known limitation: numbers beyond 2^53 (or with more digits than a
  * double holds) lose precision in JSON.parse, so such values do not reach the API digit-for-digit; producers
- * that need exact big numbers must send them as strings.
+ * that need exact big numbers must send them as strings. A number beyond the double range (1e400) would become
+ * Infinity and reach the API as null, so it is rejected rather than silently re-typed. Never throws.
  */
 export function validateDispatch(
   value: Uint8Array | null,
@@ -134,24 +160,138 @@ function parseRecordValue(
   }
   if (value.byteLength === 0) return { ok: false, reason: 'value is empty (0 bytes)' };
   const text = decodeUtf8(value);
-  if (text === undefined) return { ok: false, reason: 'value is not valid UTF-8' };
+  if (text === undefined)
+    return { ok: false, reason: `value is not valid UTF-8: ${describeUtf8Error(value)}` };
+  if (/^[ \t\r\n]*$/.test(text)) {
+    return { ok: false, reason: `value is only whitespace (${value.byteLength} bytes)` };
+  }
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch (err) {
-    return {
-      ok: false,
-      reason: `value is not valid JSON: ${err instanceof Error ? err.message : String(err)}`,
-    };
+    return { ok: false, reason: `value is not valid JSON: ${jsonErrorDetail(text, err)}` };
   }
   if (!isJsonObject(json))
     return { ok: false, reason: `value is not a JSON object (got ${jsonTypeName(json)})` };
+  const scanned = scanTopLevel(text);
+  if (scanned !== undefined) return { ok: false, reason: scanned };
   return { ok: true, value: json };
 }
 
-function checkWorkflowRef(obj: JsonObject): FieldCheck {
-  return checkBoundedString(obj, 'workflow_ref', WORKFLOW_REF_MAX_CHARS);
+function jsonErrorDetail(text: string, err: unknown): string {
+  if (text.startsWith('\uFEFF')) return 'starts with a second byte order mark (U+FEFF)';
+  const nul = text.indexOf('\u0000');
+  if (nul >= 0) return `NUL character at position ${nul} (UTF-16 or binary data?)`;
+  const message = err instanceof Error ? err.message : String(err);
+  // V8 gives one message for many faults (a comment, single quotes, an unquoted name): show what is there.
+  const at = /at position (\d+)/.exec(message);
+  if (!at) return message;
+  const near = text.slice(Number(at[1]), Number(at[1]) + 16);
+  if (near === '') return `${message} (at the end)`;
+  return `${message} (near ${JSON.stringify(near)}${near.length === 16 ? '…' : ''})`;
 }
+
+/**
+ * One iterative pass over text already known to be a JSON object (so no recursion, whatever the depth): the
+ * first governed field named twice, `input` nesting deeper than INPUT_MAX_DEPTH, or a number in `input` beyond
+ * the double range. Undefined when none.
+ */
+function scanTopLevel(text: string): string | undefined {
+  const seen = new Set<string>();
+  let depth = 0;
+  let expectKey = false;
+  let field: string | undefined;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charAt(i);
+    if (c === '"') {
+      let end = i + 1;
+      while (text.charAt(end) !== '"') end += text.charAt(end) === '\\' ? 2 : 1;
+      if (depth === 1 && expectKey) {
+        const raw = text.slice(i, end + 1);
+        field = raw.includes('\\') ? (JSON.parse(raw) as string) : raw.slice(1, -1);
+        expectKey = false;
+        if (GOVERNED_FIELDS.has(field)) {
+          if (seen.has(field)) return `field ${field} appears more than once (ambiguous record)`;
+          seen.add(field);
+        }
+      }
+      i = end;
+    } else if (c === '{' || c === '[') {
+      depth++;
+      if (depth === 1) expectKey = true;
+      else if (field === 'input' && depth - 1 > INPUT_MAX_DEPTH) {
+        return `field input nests arrays/objects more than ${INPUT_MAX_DEPTH} levels deep`;
+      }
+    } else if (c === '}' || c === ']') {
+      depth--;
+    } else if (c === ',') {
+      if (depth === 1) expectKey = true;
+    } else if (c === '-' || (c >= '0' && c <= '9')) {
+      let end = i + 1;
+      while (end < text.length && /[0-9eE+\-.]/.test(text.charAt(end))) end++;
+      const literal = text.slice(i, end);
+      if (field === 'input' && !Number.isFinite(Number(literal))) {
+        return `field input has the number ${truncate(literal, 40)}, beyond the range of a double (it would reach the API as null)`;
+      }
+      i = end - 1;
+    }
+  }
+  return undefined;
+}
+
+/** Where and how bytes that TextDecoder refused break UTF-8 (RFC 3629), for a reason an operator can act on. */
+function describeUtf8Error(bytes: Uint8Array): string {
+  const hex = (b: number | undefined) => `0x${(b ?? 0).toString(16).padStart(2, '0')}`;
+  if (bytes[0] === 0xff && bytes[1] === 0xfe) return 'starts with a UTF-16 LE byte order mark (FF FE)';
+  if (bytes[0] === 0xfe && bytes[1] === 0xff) return 'starts with a UTF-16 BE byte order mark (FE FF)';
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i]!;
+    if (b < 0x80) continue;
+    const at = `at byte offset ${i}`;
+    if (b < 0xc0) return `unexpected continuation byte ${hex(b)} ${at}`;
+    if (b < 0xc2) return `overlong encoding (lead byte ${hex(b)}) ${at}`;
+    if (b > 0xf4) return `byte ${hex(b)} ${at} never appears in UTF-8`;
+    const need = b < 0xe0 ? 1 : b < 0xf0 ? 2 : 3;
+    for (let k = 1; k <= need; k++) {
+      const next = bytes[i + k];
+      if (next === undefined) return `truncated ${need + 1}-byte sequence ${at} (value ends)`;
+      if ((next & 0xc0) !== 0x80) {
+        return `truncated ${need + 1}-byte sequence ${at} (${hex(next)} is not a continuation byte)`;
+      }
+    }
+    const second = bytes[i + 1]!;
+    if ((b === 0xe0 && second < 0xa0) || (b === 0xf0 && second < 0x90)) {
+      return `overlong encoding (${hex(b)} ${hex(second)}) ${at}`;
+    }
+    if (b === 0xed && second >= 0xa0) return `UTF-16 surrogate encoded as UTF-8 (CESU-8) ${at}`;
+    if (b === 0xf4 && second >= 0x90) return `code point above U+10FFFF ${at}`;
+    i += need;
+  }
+  return 'invalid byte sequence';
+}
+
+function checkWorkflowRef(obj: JsonObject): FieldCheck {
+  const bounded = checkBoundedString(obj, 'workflow_ref', WORKFLOW_REF_MAX_CHARS);
+  return bounded.ok ? checkWellFormed('workflow_ref', obj['workflow_ref'] as string) : bounded;
+}
+
+/**
+ * workflow_ref and goal_id become Keyword search attributes and log fields, where a lone UTF-16 surrogate (a
+ * `\ud800` escape without its pair) is not text and gets replaced by U+FFFD, so they must be valid Unicode.
+ * (`input` may carry them: it travels as JSON, where the escape survives.)
+ */
+function checkWellFormed(field: string, value: string): FieldCheck {
+  const lone = LONE_SURROGATE.exec(value);
+  if (!lone) return FIELD_OK;
+  const code = lone[0].charCodeAt(0).toString(16).padStart(4, '0');
+  const at = codePointLength(value.slice(0, lone.index)) + 1;
+  return {
+    ok: false,
+    reason: `field ${field} has a lone UTF-16 surrogate (\\u${code} at character ${at}), not valid Unicode`,
+  };
+}
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 function checkInput(obj: JsonObject): FieldCheck {
   // Any JSON value, null included; only absence is an error, because the API body always has all four fields.
@@ -161,7 +301,8 @@ function checkInput(obj: JsonObject): FieldCheck {
 function checkGoalId(obj: JsonObject): FieldCheck {
   if (!Object.hasOwn(obj, 'goal_id')) return FIELD_OK;
   const goalId = obj['goal_id'];
-  if (goalId === null || typeof goalId === 'string') return FIELD_OK;
+  if (goalId === null) return FIELD_OK;
+  if (typeof goalId === 'string') return checkWellFormed('goal_id', goalId);
   return { ok: false, reason: `field goal_id must be a string or null (got ${jsonTypeName(goalId)})` };
 }
 
@@ -318,7 +459,7 @@ function dlqPayload(value: Uint8Array | string | null): Pick<DlqRecord, 'payload
 }
 
 /** Credentials embedded in RUNS_API_URL (`http://user:secret@host`) must never reach a dead letter. */
-function withoutUserinfo(url: string): string {
+export function withoutUserinfo(url: string): string {
   return url.replace(/^([A-Za-z][A-Za-z0-9+.-]*:\/\/)[^/?#@]*@/, '$1');
 }
 

@@ -9,7 +9,7 @@
 import crypto from 'node:crypto';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { type Dispatcher, errors as undiciErrors, request } from 'undici';
-import { buildDlqRecord, dispatchRecordKey } from '../contract';
+import { buildDlqRecord, dispatchRecordKey, withoutUserinfo } from '../contract';
 import type { DlqPublisher } from '../kafka/dlqPublisher';
 import type { Logger } from '../logger';
 import type { RelayMetrics } from '../metrics';
@@ -51,10 +51,29 @@ function deterministicUuid(seed: string): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${((parseInt(h.slice(16, 17), 16) & 3) | 8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
+/**
+ * The one place the API token is taken out of text that reaches failure messages, logs and dead letters: the
+ * token as sent and in the forms an echoing API may write it (JSON-escaped, `\/`-escaped, URL-encoded).
+ * Applied to the API's answer as soon as it is read, before anything excerpts (and could cut through) it.
+ */
+export function secretRedactor(token: string | undefined): (text: string) => string {
+  if (!token) return (text) => text;
+  const forms = [
+    ...new Set([
+      token,
+      JSON.stringify(token).slice(1, -1),
+      JSON.stringify(token).slice(1, -1).replace(/\//g, '\\/'),
+      encodeURIComponent(token),
+    ]),
+  ].sort((a, b) => b.length - a.length);
+  return (text) => forms.reduce((out, form) => out.split(form).join('<redacted>'), text);
+}
+
 export function createActivities(deps: ActivityDeps) {
   const target = `${deps.runsApi.url}/v1/runs`;
-  const redact = (text: string) =>
-    deps.runsApi.token ? text.split(deps.runsApi.token).join('<redacted>') : text;
+  // What failure messages name: the URL without any user:password@ part.
+  const shownTarget = withoutUserinfo(target);
+  const redact = secretRedactor(deps.runsApi.token);
 
   async function postRun(input: PostRunInput): Promise<DispatchResult> {
     const ctx = Context.current();
@@ -82,8 +101,11 @@ export function createActivities(deps: ActivityDeps) {
         body: JSON.stringify({ workflow_ref, input: runInput, goal_id, dispatch_key }),
         signal,
       });
-      const body = await readLimited(res.body);
-      answer = { kind: 'response', status: res.statusCode, headers: res.headers, body, nowMs: Date.now() };
+      const body = redact(await readLimited(res.body));
+      const resHeaders = Object.fromEntries(
+        Object.entries(res.headers).map(([k, v]) => [k, Array.isArray(v) ? v.map(redact) : v && redact(v)]),
+      );
+      answer = { kind: 'response', status: res.statusCode, headers: resHeaders, body, nowMs: Date.now() };
       code = String(res.statusCode);
     } catch (err) {
       const errCode = signal.aborted && !ctx.cancellationSignal.aborted ? 'TimeoutError' : errorCode(err);
@@ -103,7 +125,7 @@ export function createActivities(deps: ActivityDeps) {
       return { run_id: verdict.runId, admission: verdict.admission };
     }
     const details: PostRunFailureDetails = { httpStatus: verdict.httpStatus, attempt };
-    const message = redact(answer.kind === 'error' ? `${verdict.reason} (${target})` : verdict.reason);
+    const message = redact(answer.kind === 'error' ? `${verdict.reason} (${shownTarget})` : verdict.reason);
     if (verdict.outcome === 'fatal') {
       log.warn({ reason: message }, 'runs API refused the dispatch');
       throw ApplicationFailure.create({
@@ -121,7 +143,11 @@ export function createActivities(deps: ActivityDeps) {
       type: RUNS_API_UNAVAILABLE,
       message,
       details: [details],
-      ...(verdict.retryAfterMs !== undefined ? { nextRetryDelay: verdict.retryAfterMs } : {}),
+      // A zero delay (Retry-After: 0 or a past date) means "retry now", but Temporal reads a zero
+      // nextRetryDelay as "no retry" and fails the activity at once: leave the delay to the policy then.
+      ...(verdict.retryAfterMs !== undefined && verdict.retryAfterMs > 0
+        ? { nextRetryDelay: verdict.retryAfterMs }
+        : {}),
     });
   }
 

@@ -9,7 +9,7 @@ import { type Closeable, handleSignals } from '../lifecycle';
 import { createLogger } from '../logger';
 import { createMetrics } from '../metrics';
 import { ObservabilityServer } from '../observability';
-import { createClientConnection } from '../temporal/connection';
+import { checkTemporalTls, createClientConnection } from '../temporal/connection';
 import { requireSearchAttributes } from '../temporal/searchAttributes';
 
 export function ingestCommand(): Command {
@@ -20,6 +20,7 @@ export function ingestCommand(): Command {
       const logger = createLogger('poimen-ingester', cfg.logLevel);
       const metrics = createMetrics();
       const parts: Closeable[] = [];
+      await checkTemporalTls(cfg.temporal);
       const connection = createClientConnection(cfg.temporal);
       parts.push({ name: 'temporal connection', close: () => connection.close() });
       await requireSearchAttributes(connection, cfg.temporal.namespace, logger);

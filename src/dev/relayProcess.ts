@@ -10,6 +10,32 @@ import { waitUntil } from '../stack/processes';
 
 export type RelayRole = 'ingest' | 'worker';
 
+/**
+ * V8 heap limits per process. Without them V8 lets garbage grow towards its default old-space limit (~2 GiB)
+ * and a backlog shows up as RSS; with them the collector runs earlier. The ingester's young generation is
+ * small too: it allocates one short-lived batch after another. Measured in docs/performance.md; deploy/k8s
+ * and docker-compose.yml set the same flags (test/unit/deploy.test.ts keeps them equal).
+ */
+export const RELAY_HEAP: Record<RelayRole, { oldSpaceMiB: number; semiSpaceMiB?: number }> = {
+  ingest: { oldSpaceMiB: 96, semiSpaceMiB: 2 },
+  worker: { oldSpaceMiB: 128 },
+};
+
+/** The role's V8 heap flags, as NODE_OPTIONS carries them. */
+export function relayHeapFlags(role: RelayRole): string {
+  const { oldSpaceMiB, semiSpaceMiB } = RELAY_HEAP[role];
+  return [
+    `--max-old-space-size=${oldSpaceMiB}`,
+    ...(semiSpaceMiB ? [`--max-semi-space-size=${semiSpaceMiB}`] : []),
+  ].join(' ');
+}
+
+/** NODE_OPTIONS with the role's heap flags added, unless the caller already set a heap limit. */
+export function relayNodeOptions(role: RelayRole, existing: string | undefined): string {
+  if (existing?.includes('--max-old-space-size')) return existing;
+  return [existing, relayHeapFlags(role)].filter(Boolean).join(' ');
+}
+
 export interface RelayProcess {
   role: RelayRole;
   child: ChildProcess;
@@ -33,7 +59,11 @@ export async function startRelayProcess(opts: {
   fs.mkdirSync(path.dirname(opts.logFile), { recursive: true });
   const out = fs.openSync(opts.logFile, 'a');
   const child = spawn(process.execPath, [path.join(PACKAGE_ROOT, 'bin', 'poimen-relay.js'), opts.role], {
-    env: { ...opts.env, METRICS_PORT: String(opts.metricsPort) },
+    env: {
+      ...opts.env,
+      METRICS_PORT: String(opts.metricsPort),
+      NODE_OPTIONS: relayNodeOptions(opts.role, opts.env.NODE_OPTIONS),
+    },
     stdio: ['ignore', out, out],
   });
   fs.closeSync(out);

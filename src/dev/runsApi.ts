@@ -9,11 +9,16 @@
  */
 import crypto from 'node:crypto';
 import http, { type IncomingHttpHeaders } from 'node:http';
+import https from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 
 export type Fault =
-  /** Answer with this status (e.g. 503 with Retry-After, 422) instead of admitting. */
-  | { kind: 'status'; status: number; retryAfter?: string; body?: string }
+  /**
+   * Answer with this status (e.g. 503 with Retry-After, 422) instead of admitting. Echoes, as a careless API's
+   * error page might: `echoHeaders` appends the request's headers (authorization included) to the body, and
+   * `{{authorization}}` / `{{token}}` in the body become the authorization header / its bearer token.
+   */
+  | { kind: 'status'; status: number; retryAfter?: string; body?: string; echoHeaders?: boolean }
   /** Wait, then answer normally (or time out the client first). */
   | { kind: 'delay'; ms: number }
   /**
@@ -41,6 +46,13 @@ export interface RunsApiOptions {
   token?: string;
   /** Keep request bodies and headers (the benchmark turns this off to stay lean). */
   record?: boolean;
+  /** Serve HTTPS with this certificate (PEM) instead of plain HTTP. */
+  tls?: { key: string | Buffer; cert: string | Buffer };
+  /**
+   * Admission dedup per tenant (`x-tenant-id`) as well as dispatch_key, as a multi-tenant API does; `runs` is
+   * then keyed `<tenant>/<dispatch_key>`. Off by default: `runs` keyed by dispatch_key alone.
+   */
+  tenantScoped?: boolean;
 }
 
 export class RunsApiDouble {
@@ -50,18 +62,21 @@ export class RunsApiDouble {
   private readonly queue: Fault[] = [];
   private readonly perKey = new Map<string, Fault[]>();
   private standing: Fault | undefined;
+  private policy: ((dispatchKey: string | undefined) => Fault | undefined) | undefined;
   private seq = 0;
   private readonly waiters = new Set<() => void>();
   private readonly sockets = new Set<Socket>();
   private closed = false;
 
   private constructor(
-    private readonly server: http.Server,
+    private readonly server: http.Server | https.Server,
     private readonly opts: RunsApiOptions,
   ) {}
 
   static async start(opts: RunsApiOptions = {}): Promise<RunsApiDouble> {
-    const server = http.createServer();
+    const server = opts.tls
+      ? https.createServer({ key: opts.tls.key, cert: opts.tls.cert })
+      : http.createServer();
     server.keepAliveTimeout = 30_000;
     const double = new RunsApiDouble(server, { record: true, ...opts });
     server.on(
@@ -84,7 +99,7 @@ export class RunsApiDouble {
   }
 
   get url(): string {
-    return `http://127.0.0.1:${this.port}`;
+    return `${this.opts.tls ? 'https' : 'http'}://127.0.0.1:${this.port}`;
   }
 
   /** Faults for the next calls, in order, whatever their dispatch_key. */
@@ -102,6 +117,12 @@ export class RunsApiDouble {
   /** A fault every call gets until cleared (undefined): e.g. an API that is down. */
   always(fault: Fault | undefined): this {
     this.standing = fault;
+    return this;
+  }
+
+  /** Decides a fault per call when nothing is scripted: e.g. a random share of 503s and dropped sockets. */
+  faultPolicy(decide: ((dispatchKey: string | undefined) => Fault | undefined) | undefined): this {
+    this.policy = decide;
     return this;
   }
 
@@ -145,7 +166,7 @@ export class RunsApiDouble {
     const keyed = dispatchKey === undefined ? undefined : this.perKey.get(dispatchKey);
     if (keyed && keyed.length > 0) return keyed.shift();
     if (this.queue.length > 0) return this.queue.shift();
-    return this.standing;
+    return this.policy?.(dispatchKey) ?? this.standing;
   }
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
@@ -188,25 +209,35 @@ export class RunsApiDouble {
     const fault = this.nextFault(dispatchKey);
     if (fault?.kind === 'delay') await new Promise((r) => setTimeout(r, fault.ms));
     if (fault?.kind === 'status') {
+      const authorization = req.headers.authorization ?? '';
+      const echoed = fault.body
+        ?.replaceAll('{{authorization}}', authorization)
+        .replaceAll('{{token}}', authorization.replace(/^Bearer /, ''));
+      const body = fault.echoHeaders
+        ? `${echoed ?? ''}${JSON.stringify({ echoed_headers: req.headers })}`
+        : echoed;
       return answer(
         fault.status,
-        fault.body ?? { error: `scripted ${fault.status}` },
+        body ?? { error: `scripted ${fault.status}` },
         fault.retryAfter ? { 'retry-after': fault.retryAfter } : {},
       );
     }
+    const runKey = this.opts.tenantScoped
+      ? `${String(req.headers['x-tenant-id'])}/${dispatchKey}`
+      : dispatchKey;
     if (fault?.kind === 'drop') {
-      if (fault.afterAdmit) this.admit(dispatchKey);
+      if (fault.afterAdmit) this.admit(runKey);
       rec.answer = 'dropped';
       req.socket.destroy();
       this.notify();
       return;
     }
-    const existing = this.runs.get(dispatchKey);
+    const existing = this.runs.get(runKey);
     if (existing !== undefined) {
       rec.runId = existing;
       return answer(409, { run_id: existing, admission: 'existing' });
     }
-    rec.runId = this.admit(dispatchKey);
+    rec.runId = this.admit(runKey);
     answer(201, { run_id: rec.runId, admission: 'created' });
   }
 

@@ -13,6 +13,8 @@
 import type { Consumer, EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
 import type { RelayConfig } from '../config';
 import { tenantFromTopic, topics } from '../contract';
+import { ConfigError } from '../errors';
+import { kafkaAccessProblem } from '../kafka/client';
 import { dlqBacklog } from '../ops/dlq';
 import type { Logger } from '../logger';
 import type { RelayMetrics } from '../metrics';
@@ -29,12 +31,14 @@ export type IngesterOptions = Pick<
   | 'dlqRefreshMs'
   | 'fetchMaxBytes'
   | 'fetchMaxBytesPerPartition'
+  | 'sessionTimeoutMs'
 >;
 
 export class Ingester {
   private consumer: Consumer | undefined;
   private readonly admin;
   private subscribed: string[] = [];
+  private readonly ignoredTopics = new Set<string>();
   private stopping = false;
   private closed = false;
   private joined = false;
@@ -66,6 +70,9 @@ export class Ingester {
         break;
       } catch (err) {
         if (this.stopping) return;
+        // Refused credentials or certificates are not an outage: stop with one line naming the variables.
+        const refused = kafkaAccessProblem(err, this.cfg.kafka);
+        if (refused) throw new ConfigError(refused.variable, refused.reason);
         this.outage = `Kafka: ${err instanceof Error ? err.message : String(err)}`;
         this.logger.warn({ err }, 'cannot list topics yet; retrying');
         await new Promise((r) => setTimeout(r, delayMs));
@@ -104,10 +111,15 @@ export class Ingester {
       .filter((t) => this.cfg.dispatchTopicPattern.test(t))
       .filter((t) => {
         if (tenantFromTopic(t) !== undefined) return true;
-        this.logger.warn(
-          { topic: t },
-          'topic matches DISPATCH_TOPIC_PATTERN but is not poimen.<tenant>.dispatch; ignored',
-        );
+        // Never consumed: there is no valid tenant to relay it under, nor a tenant DLQ to dead-letter it to.
+        // Reported once per topic, not at every refresh.
+        if (!this.ignoredTopics.has(t)) {
+          this.ignoredTopics.add(t);
+          this.logger.warn(
+            { topic: t },
+            'topic matches DISPATCH_TOPIC_PATTERN but is not poimen.<tenant>.dispatch; ignored',
+          );
+        }
         return false;
       })
       .sort();
@@ -130,6 +142,9 @@ export class Ingester {
       // Bounded memory: at most this much fetched per partition per round (kafkajs #526).
       maxBytesPerPartition: this.opts.fetchMaxBytesPerPartition,
       maxBytes: this.opts.fetchMaxBytes,
+      // A crashed ingester's partitions wait this long for a new owner; heartbeats at a tenth of it.
+      sessionTimeout: this.opts.sessionTimeoutMs,
+      heartbeatInterval: Math.max(1000, Math.floor(this.opts.sessionTimeoutMs / 10)),
       retry: { retries: 10 },
     });
     consumer.on(consumer.events.GROUP_JOIN, () => {

@@ -4,12 +4,18 @@
  * unreachable), which the ingester retries in place without committing.
  */
 import { type Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
-import { SearchAttributeType, defineSearchAttributeKey, type SearchAttributePair } from '@temporalio/common';
+import {
+  SearchAttributeType,
+  ValueError,
+  defineSearchAttributeKey,
+  type SearchAttributePair,
+} from '@temporalio/common';
 import type { KafkaMessage } from 'kafkajs';
 import {
   WORKFLOW_TYPE,
   buildDlqRecord,
   dispatchRecordKey,
+  validTraceparent,
   validateDispatch,
   workflowId,
   type DlqSource,
@@ -24,8 +30,16 @@ const SA = {
   WorkflowRef: defineSearchAttributeKey('WorkflowRef', SearchAttributeType.KEYWORD),
   GoalId: defineSearchAttributeKey('GoalId', SearchAttributeType.KEYWORD),
 };
-/** Temporal rejects oversized Keyword values; a goal id past this is kept in the input, not indexed. */
+/**
+ * Temporal refuses a start whose Keyword value is too large (2 KiB of JSON-encoded value by default, so 512
+ * emoji or escaped control characters in a workflow_ref are enough), and a refused start would be retried
+ * forever. A workflow_ref or goal_id past this is kept in the input, not indexed.
+ */
 const MAX_KEYWORD_BYTES = 1024;
+
+function fitsKeyword(value: string): boolean {
+  return Buffer.byteLength(JSON.stringify(value)) <= MAX_KEYWORD_BYTES;
+}
 
 export interface StartContext {
   client: Client;
@@ -51,16 +65,18 @@ export async function handleRecord(
   message: KafkaMessage,
 ): Promise<DispatchOutcome> {
   const source: DlqSource = { topic, partition, offset: message.offset, timestamp: message.timestamp };
-  const verdict = validateDispatch(message.value, { tenant, maxBytes: ctx.maxBytes });
-  if (!verdict.ok) {
-    const dispatchKey = verdict.dispatchKey ?? null;
+  const deadLetter = async (
+    type: 'malformed_dispatch' | 'tenant_mismatch',
+    reason: string,
+    dispatchKey: string | null,
+  ): Promise<DispatchOutcome> => {
     const record = buildDlqRecord({
       id: crypto.randomUUID(),
       timestamp: Date.now(),
-      type: verdict.type,
+      type,
       tenant,
       dispatchKey,
-      error: verdict.reason,
+      error: reason,
       source,
       value: message.value,
     });
@@ -69,10 +85,12 @@ export async function handleRecord(
       dispatchKey !== null ? dispatchRecordKey(tenant, dispatchKey) : (message.key ?? null),
     );
     return 'dead_lettered';
-  }
+  };
+  const verdict = validateDispatch(message.value, { tenant, maxBytes: ctx.maxBytes });
+  if (!verdict.ok) return deadLetter(verdict.type, verdict.reason, verdict.dispatchKey ?? null);
 
   const { dispatch } = verdict;
-  const traceparent = header(message, 'traceparent');
+  const traceparent = validTraceparent(header(message, 'traceparent'));
   const input: DispatchInput = {
     tenant,
     dispatch,
@@ -83,9 +101,11 @@ export async function handleRecord(
   const searchAttributes: SearchAttributePair[] = [
     { key: SA.TenantId, value: tenant },
     { key: SA.DispatchKey, value: dispatch.dispatch_key },
-    { key: SA.WorkflowRef, value: dispatch.workflow_ref },
   ];
-  if (dispatch.goal_id !== null && Buffer.byteLength(dispatch.goal_id) <= MAX_KEYWORD_BYTES) {
+  if (fitsKeyword(dispatch.workflow_ref)) {
+    searchAttributes.push({ key: SA.WorkflowRef, value: dispatch.workflow_ref });
+  }
+  if (dispatch.goal_id !== null && fitsKeyword(dispatch.goal_id)) {
     searchAttributes.push({ key: SA.GoalId, value: dispatch.goal_id });
   }
   try {
@@ -105,6 +125,15 @@ export async function handleRecord(
     return 'started';
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) return 'duplicate';
+    // Encoding the input failed in this process: deterministic for this record, so retrying would stall the
+    // partition. Validation keeps such inputs out (INPUT_MAX_DEPTH); this is the backstop.
+    if (err instanceof ValueError || err instanceof RangeError) {
+      return deadLetter(
+        'malformed_dispatch',
+        `Temporal cannot encode the dispatch: ${err.message}`,
+        dispatch.dispatch_key,
+      );
+    }
     throw err;
   }
 }

@@ -1,6 +1,8 @@
+import fs from 'node:fs';
 import { Kafka, type KafkaConfig as KafkaJsConfig, logLevel, type LogEntry, type SASLOptions } from 'kafkajs';
 import type { KafkaConfig } from '../config';
 import type { Logger } from '../logger';
+import { tlsRefusal } from '../tlsErrors';
 
 const LEVELS: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
   [logLevel.ERROR]: 'error',
@@ -15,7 +17,8 @@ export function createKafka(cfg: KafkaConfig, logger: Logger, overrides: Partial
   return new Kafka({
     clientId: cfg.clientId,
     brokers: cfg.brokers,
-    ssl: cfg.ssl,
+    // A configured CA replaces the system roots for the brokers' certificates (KAFKA_SSL_CA).
+    ssl: cfg.ssl && cfg.sslCaPath ? { ca: [fs.readFileSync(cfg.sslCaPath)] } : cfg.ssl,
     // The config union is the same shape kafkajs wants, spelled per mechanism there.
     ...(cfg.sasl ? { sasl: cfg.sasl as SASLOptions } : {}),
     // kafkajs reports broker outages at ERROR on every retry; WARN keeps them visible without flooding.
@@ -28,4 +31,42 @@ export function createKafka(cfg: KafkaConfig, logger: Logger, overrides: Partial
       },
     ...overrides,
   });
+}
+
+/**
+ * When Kafka refused this client's credentials or the client refused the brokers' certificate, the one-line
+ * reason naming the variables to fix; undefined for anything that waiting may cure (broker down, network).
+ * Decided by error class and code (kafkajs keeps the socket's `code` on its connection errors), never by
+ * message text. No secret goes into the reason.
+ */
+export function kafkaAccessProblem(
+  err: unknown,
+  cfg: KafkaConfig,
+): { variable: string; reason: string } | undefined {
+  const seen = new Set<unknown>();
+  for (let e: unknown = err; e && typeof e === 'object' && !seen.has(e);) {
+    seen.add(e);
+    const { name, code, type } = e as { name?: unknown; code?: unknown; type?: unknown };
+    if (name === 'KafkaJSSASLAuthenticationError' || type === 'SASL_AUTHENTICATION_FAILED') {
+      const who = cfg.sasl ? `${cfg.sasl.mechanism} user ${JSON.stringify(cfg.sasl.username)}` : 'SASL';
+      return {
+        variable: 'KAFKA_SASL_USERNAME/KAFKA_SASL_PASSWORD',
+        reason: `were rejected by Kafka at ${cfg.brokers.join(',')} (${who}: authentication failed)`,
+      };
+    }
+    if (name === 'KafkaJSConnectionError' && cfg.ssl && tlsRefusal(code)) {
+      const where = `Kafka at ${cfg.brokers.join(',')}`;
+      return cfg.sslCaPath
+        ? {
+            variable: 'KAFKA_SSL_CA',
+            reason: `does not fit ${where}: TLS handshake failed (${String(code)})`,
+          }
+        : {
+            variable: 'KAFKA_SSL',
+            reason: `= true but the TLS handshake with ${where} failed (${String(code)})`,
+          };
+    }
+    e = (e as { cause?: unknown }).cause;
+  }
+  return undefined;
 }

@@ -1,4 +1,4 @@
-import type { Admin, ITopicConfig } from 'kafkajs';
+import { type Admin, type ITopicConfig, KafkaJSError } from 'kafkajs';
 import { DLQ_RETENTION_MS, topics } from '../contract';
 
 export interface TenantTopicOptions {
@@ -20,17 +20,37 @@ export function tenantTopicSpecs(tenant: string, opts: TenantTopicOptions = {}):
   ];
 }
 
-/** Creates what is missing; topics that exist already count as success. Returns the names created. */
-export async function ensureTopics(admin: Admin, specs: ITopicConfig[]): Promise<string[]> {
+/**
+ * Creates what is missing; topics that exist already count as success. Returns the names created. A broker
+ * that has just restarted can accept the creation and still answer "unknown topic" to the leader check for a
+ * few seconds, so retriable errors are followed by a bounded wait for every partition to have a leader.
+ */
+export async function ensureTopics(admin: Admin, specs: ITopicConfig[], waitMs = 30_000): Promise<string[]> {
   const existing = new Set(await admin.listTopics());
   const missing = specs.filter((s) => !existing.has(s.topic));
   if (missing.length === 0) return [];
   try {
     await admin.createTopics({ topics: missing, waitForLeaders: true });
   } catch (err) {
-    // Another process may have created some in between; only fail when a topic is still absent.
-    const now = new Set(await admin.listTopics());
-    if (missing.some((s) => !now.has(s.topic))) throw err;
+    // Another process may have created some in between, or the broker is slow to show them.
+    if (!(err instanceof KafkaJSError && err.retriable) && !(await allLed(admin, missing))) throw err;
+    const deadline = Date.now() + waitMs;
+    while (!(await allLed(admin, missing))) {
+      if (Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 250));
+    }
   }
   return missing.map((s) => s.topic);
+}
+
+async function allLed(admin: Admin, specs: ITopicConfig[]): Promise<boolean> {
+  try {
+    const { topics } = await admin.fetchTopicMetadata({ topics: specs.map((s) => s.topic) });
+    return (
+      topics.length === specs.length &&
+      topics.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0))
+    );
+  } catch {
+    return false;
+  }
 }

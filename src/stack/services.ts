@@ -38,24 +38,38 @@ export function stackPaths(cfg: StackConfig) {
   };
 }
 
-export function kafkaService(cfg: StackConfig): Service {
+/** A second client listener beside PLAINTEXT (the transport-security tests run one with SASL_SSL). */
+export interface KafkaListenerOptions {
+  /** Listener name, e.g. SECURE; its properties go under `listener.name.<lower-case name>.`. */
+  name: string;
+  port: number;
+  protocol: 'SSL' | 'SASL_SSL' | 'SASL_PLAINTEXT';
+  /** Extra server.properties lines (TLS keystore, SASL mechanisms, JAAS). */
+  properties: string[];
+  /** Extra `StorageTool format` arguments, e.g. `--add-scram SCRAM-SHA-256=[name=…,password=…]`. */
+  formatArgs?: string[];
+}
+
+export function kafkaService(cfg: StackConfig, extra?: KafkaListenerOptions): Service {
   const p = stackPaths(cfg);
   const address = `127.0.0.1:${cfg.kafkaPort}`;
   const pidFile = path.join(p.runDir, 'kafka.pid');
   const logFile = path.join(p.logsDir, 'kafka.log');
   const dataDir = path.join(p.kafkaDir, 'data');
   const propsFile = path.join(p.kafkaDir, 'server.properties');
+  const extraListener = extra ? `,${extra.name}://127.0.0.1:${extra.port}` : '';
 
   const properties = () =>
     [
       'process.roles=broker,controller',
       'node.id=1',
       `controller.quorum.voters=1@127.0.0.1:${cfg.kafkaControllerPort}`,
-      `listeners=PLAINTEXT://127.0.0.1:${cfg.kafkaPort},CONTROLLER://127.0.0.1:${cfg.kafkaControllerPort}`,
-      `advertised.listeners=PLAINTEXT://127.0.0.1:${cfg.kafkaPort}`,
+      `listeners=PLAINTEXT://127.0.0.1:${cfg.kafkaPort},CONTROLLER://127.0.0.1:${cfg.kafkaControllerPort}${extraListener}`,
+      `advertised.listeners=PLAINTEXT://127.0.0.1:${cfg.kafkaPort}${extraListener}`,
       'controller.listener.names=CONTROLLER',
       'inter.broker.listener.name=PLAINTEXT',
-      'listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT',
+      `listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT${extra ? `,${extra.name}:${extra.protocol}` : ''}`,
+      ...(extra?.properties ?? []),
       `log.dirs=${dataDir}`,
       'num.partitions=1',
       'offsets.topic.replication.factor=1',
@@ -102,7 +116,14 @@ export function kafkaService(cfg: StackConfig): Service {
         const clusterId = crypto.randomBytes(16).toString('base64url');
         const res = spawnSync(
           'java',
-          java('kafka.tools.StorageTool', ['format', '-t', clusterId, '-c', propsFile]),
+          java('kafka.tools.StorageTool', [
+            'format',
+            '-t',
+            clusterId,
+            '-c',
+            propsFile,
+            ...(extra?.formatArgs ?? []),
+          ]),
           {
             encoding: 'utf8',
           },

@@ -2,6 +2,7 @@
  * The worker process's parts: a Temporal worker running the `dispatch` workflow and its activities, with the
  * clients the activities need (an undici pool for the runs API, one shared DLQ producer).
  */
+import fs from 'node:fs';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { Agent } from 'undici';
 import type { RelayConfig } from '../config';
@@ -11,8 +12,9 @@ import { DlqPublisher } from '../kafka/dlqPublisher';
 import type { Closeable } from '../lifecycle';
 import type { Logger } from '../logger';
 import type { RelayMetrics } from '../metrics';
-import { createNativeConnection } from '../temporal/connection';
+import { checkTemporalTls, createNativeConnection } from '../temporal/connection';
 import { VERSION } from '../version';
+import { workflowSource } from './workflowBundle';
 
 export interface RelayWorker {
   worker: Worker;
@@ -27,11 +29,17 @@ export async function startRelayWorker(
   logger: Logger,
 ): Promise<RelayWorker> {
   const parts: Closeable[] = [];
+  await checkTemporalTls(cfg.temporal);
   const connection: NativeConnection = await createNativeConnection(cfg.temporal);
   parts.push({ name: 'temporal connection', close: () => connection.close() });
 
   // Keep-alive pool to the runs API; undici's `request` never retries on its own.
-  const dispatcher = new Agent({ connections: cfg.worker.httpConnections, keepAliveTimeout: 30_000 });
+  // RUNS_API_CA replaces the system roots for the runs API's certificate.
+  const dispatcher = new Agent({
+    connections: cfg.worker.httpConnections,
+    keepAliveTimeout: 30_000,
+    ...(cfg.runsApi.caPath ? { connect: { ca: fs.readFileSync(cfg.runsApi.caPath) } } : {}),
+  });
   parts.push({ name: 'runs API pool', close: () => dispatcher.close() });
 
   const dlq = new DlqPublisher(createKafka(cfg.kafka, logger), metrics, logger.child({ component: 'dlq' }));
@@ -41,7 +49,7 @@ export async function startRelayWorker(
     connection,
     namespace: cfg.temporal.namespace,
     taskQueue: cfg.temporal.taskQueue,
-    workflowsPath: require.resolve('../workflows'),
+    ...workflowSource(),
     activities: createActivities({
       dispatcher,
       runsApi: { url: cfg.runsApi.url, ...(cfg.runsApi.token ? { token: cfg.runsApi.token } : {}) },
@@ -52,6 +60,9 @@ export async function startRelayWorker(
     }),
     maxConcurrentActivityTaskExecutions: cfg.worker.maxConcurrentActivities,
     maxConcurrentWorkflowTaskExecutions: cfg.worker.maxConcurrentWorkflowTasks,
+    // Set, not derived: the SDK sizes the default from the heap limit, and under the worker's heap cap that
+    // default is 10, which evicts most dispatches between their two workflow tasks (docs/performance.md).
+    maxCachedWorkflows: cfg.worker.maxCachedWorkflows,
     shutdownGraceTime: cfg.worker.shutdownGraceMs,
   });
   const run = worker.run();

@@ -9,6 +9,7 @@ import { ensureTopics, tenantTopicSpecs } from '../../src/kafka/topics';
 import { uniqueName, uniqueTenant } from './names';
 import { type RelayProcess, relayEnv, startRelayProcess } from './relay';
 import { RunsApiDouble } from './runsApiDouble';
+import type { RunsApiOptions } from '../../src/dev/runsApi';
 import { testServices } from './testEnv';
 import { waitFor } from './wait';
 
@@ -34,7 +35,7 @@ export interface Harness {
 }
 
 export async function createHarness(
-  opts: { partitions?: number; env?: Record<string, string>; tenant?: string } = {},
+  opts: { partitions?: number; env?: Record<string, string>; tenant?: string; api?: RunsApiOptions } = {},
 ): Promise<Harness> {
   const services = testServices();
   const tenant = opts.tenant ?? uniqueTenant();
@@ -47,7 +48,7 @@ export async function createHarness(
   await admin.connect();
   await ensureTopics(admin, tenantTopicSpecs(tenant, { partitions: opts.partitions ?? 1 }));
   await admin.disconnect();
-  const api = await RunsApiDouble.start();
+  const api = await RunsApiDouble.start(opts.api);
   const connection = await Connection.connect({ address: services.temporalAddress });
   const client = new Client({ connection, namespace: services.namespace });
   const producer = kafka.producer({

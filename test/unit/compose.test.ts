@@ -9,6 +9,7 @@ import path from 'node:path';
 import { parse } from 'yaml';
 import { loadStackConfig } from '../../src/config';
 import { SEARCH_ATTRIBUTE_NAMES } from '../../src/contract';
+import { relayHeapFlags } from '../../src/dev/relayProcess';
 import { SPEC_ENV } from '../support/specEnv';
 
 const root = path.resolve(__dirname, '..', '..');
@@ -112,10 +113,18 @@ describe('docker-compose.yml', () => {
     expect(topics.depends_on).toMatchObject({ kafka: { condition: 'service_healthy' } });
   });
 
-  it.each(['worker', 'ingester', 'topics'])('%s sets only environment variables of SPEC §8', (name) => {
-    const names = Object.keys(envOf(service(name)));
-    expect(names.length).toBeGreaterThan(0);
-    expect(names.filter((n) => !SPEC_ENV.includes(n))).toEqual([]);
+  it.each(['worker', 'ingester', 'topics'])(
+    '%s sets only environment variables of SPEC §8 (and Node’s own NODE_OPTIONS)',
+    (name) => {
+      const names = Object.keys(envOf(service(name)));
+      expect(names.length).toBeGreaterThan(0);
+      expect(names.filter((n) => !SPEC_ENV.includes(n) && n !== 'NODE_OPTIONS')).toEqual([]);
+    },
+  );
+
+  it('gives the worker and the ingester the measured V8 heap limits', () => {
+    expect(envOf(service('worker')).NODE_OPTIONS).toBe(relayHeapFlags('worker'));
+    expect(envOf(service('ingester')).NODE_OPTIONS).toBe(relayHeapFlags('ingest'));
   });
 
   it('points the relay at the compose Kafka and Temporal, with the SPEC defaults', () => {

@@ -1,6 +1,19 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { ConfigError } from '../../src/errors';
 import { loadRelayConfig } from '../../src/config';
 import { runCli } from '../support/cli';
+
+// Certificate variables must name readable files; these stand in for PEM files (content is not parsed).
+const pemDir = fs.mkdtempSync(path.join(os.tmpdir(), 'poimen-config-test-'));
+const pem = (name: string) => {
+  const file = path.join(pemDir, name);
+  fs.writeFileSync(file, '-----BEGIN CERTIFICATE-----\n');
+  return file;
+};
+const [certPem, keyPem, caPem] = [pem('c.pem'), pem('k.pem'), pem('ca.pem')];
+afterAll(() => fs.rmSync(pemDir, { recursive: true, force: true }));
 
 describe('configuration (SPEC §8)', () => {
   test('defaults match the SPEC', () => {
@@ -42,9 +55,9 @@ describe('configuration (SPEC §8)', () => {
       TEMPORAL_NAMESPACE: 'ns',
       TEMPORAL_TASK_QUEUE: 'q',
       TEMPORAL_API_KEY: 'key',
-      TEMPORAL_TLS_CERT: '/c.pem',
-      TEMPORAL_TLS_KEY: '/k.pem',
-      TEMPORAL_TLS_CA: '/ca.pem',
+      TEMPORAL_TLS_CERT: certPem,
+      TEMPORAL_TLS_KEY: keyPem,
+      TEMPORAL_TLS_CA: caPem,
       RUNS_API_URL: 'https://api.example.test/',
       RUNS_API_TOKEN: 'tok',
       RUNS_API_TIMEOUT_MS: '500',
@@ -68,7 +81,7 @@ describe('configuration (SPEC §8)', () => {
       taskQueue: 'q',
       uiUrl: 'http://127.0.0.1:8233',
       apiKey: 'key',
-      tls: { certPath: '/c.pem', keyPath: '/k.pem', caPath: '/ca.pem' },
+      tls: { certPath: certPem, keyPath: keyPem, caPath: caPem },
     });
     expect(cfg.runsApi).toEqual({ url: 'https://api.example.test', token: 'tok', timeoutMs: 500 });
     expect(cfg.retry).toEqual({ initialIntervalMs: 10, backoff: 1.5, maxIntervalMs: 100, maxAttempts: 3 });
@@ -107,7 +120,7 @@ describe('configuration (SPEC §8)', () => {
     expect(() =>
       loadRelayConfig('ingester', { KAFKA_SASL_MECHANISM: 'plain', KAFKA_SASL_USERNAME: 'u' }),
     ).toThrow(/KAFKA_SASL_PASSWORD/);
-    expect(() => loadRelayConfig('ingester', { TEMPORAL_TLS_CERT: '/c.pem' })).toThrow(/TEMPORAL_TLS_KEY/);
+    expect(() => loadRelayConfig('ingester', { TEMPORAL_TLS_CERT: certPem })).toThrow(/TEMPORAL_TLS_KEY/);
   });
 
   test('the process exits with one clear line when a value is bad', async () => {
@@ -122,5 +135,51 @@ describe('configuration (SPEC §8)', () => {
         'poimen-relay: invalid configuration: METRICS_PORT = "abc": must be a whole number',
       );
     }
+  });
+});
+
+describe('transport security settings (SPEC §8 plus KAFKA_SSL_CA, RUNS_API_CA)', () => {
+  const missing = path.join(pemDir, 'does-not-exist.pem');
+
+  test("KAFKA_SSL_CA names the brokers' CA file and implies TLS", () => {
+    expect(loadRelayConfig('ingester', { KAFKA_SSL_CA: caPem }).kafka).toMatchObject({
+      ssl: true,
+      sslCaPath: caPem,
+    });
+    expect(loadRelayConfig('ingester', { KAFKA_SSL: 'true', KAFKA_SSL_CA: caPem }).kafka.ssl).toBe(true);
+    expect(loadRelayConfig('ingester', {}).kafka).not.toHaveProperty('sslCaPath');
+    expect(() => loadRelayConfig('ingester', { KAFKA_SSL: 'false', KAFKA_SSL_CA: caPem })).toThrow(
+      'invalid configuration: KAFKA_SSL_CA is set but KAFKA_SSL is false',
+    );
+  });
+
+  test("RUNS_API_CA names the runs API's CA file and needs an https URL", () => {
+    const env = { RUNS_API_URL: 'https://runs.internal', RUNS_API_CA: caPem };
+    expect(loadRelayConfig('worker', env).runsApi).toEqual({
+      url: 'https://runs.internal',
+      timeoutMs: 10_000,
+      caPath: caPem,
+    });
+    expect(() => loadRelayConfig('worker', { RUNS_API_CA: caPem })).toThrow(
+      'invalid configuration: RUNS_API_CA is set but RUNS_API_URL is not https://',
+    );
+  });
+
+  test.each([
+    'KAFKA_SSL_CA',
+    'RUNS_API_CA',
+    'TEMPORAL_TLS_CA',
+    'TEMPORAL_TLS_CERT',
+    'TEMPORAL_TLS_KEY',
+    'NODE_EXTRA_CA_CERTS',
+  ])('%s naming a file that cannot be read stops start-up with one line', (variable) => {
+    const env: Record<string, string> = { RUNS_API_URL: 'https://runs.internal', [variable]: missing };
+    if (variable === 'TEMPORAL_TLS_CERT') env.TEMPORAL_TLS_KEY = keyPem;
+    if (variable === 'TEMPORAL_TLS_KEY') env.TEMPORAL_TLS_CERT = certPem;
+    expect(() => loadRelayConfig('worker', env)).toThrow(
+      `invalid configuration: ${variable} = ${JSON.stringify(missing)}: is not a readable file`,
+    );
+    // A directory is not a certificate file either.
+    expect(() => loadRelayConfig('worker', { ...env, [variable]: pemDir })).toThrow(/is not a readable file/);
   });
 });

@@ -137,10 +137,13 @@ describe('SPEC §3 dispatch message: malformed_dispatch', () => {
   });
 
   it('not valid UTF-8', () => {
-    expectMalformed(validateDispatch(new Uint8Array([0xff, 0xfe]), opts), 'value is not valid UTF-8');
+    expectMalformed(
+      validateDispatch(new Uint8Array([0xff, 0xfe]), opts),
+      'value is not valid UTF-8: starts with a UTF-16 LE byte order mark (FF FE)',
+    );
     expectMalformed(
       validateDispatch(new Uint8Array([0x7b, 0xc3, 0x28, 0x7d]), opts),
-      'value is not valid UTF-8',
+      'value is not valid UTF-8: truncated 2-byte sequence at byte offset 1 (0x28 is not a continuation byte)',
     );
   });
 

@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
+import { relayHeapFlags } from '../../src/dev/relayProcess';
 import { SPEC_ENV } from '../support/specEnv';
 
 const root = path.resolve(__dirname, '..', '..');
@@ -317,6 +318,16 @@ describe('deploy/k8s', () => {
     }
   });
 
+  it('gives the worker and the ingester the measured V8 heap limits, inside their memory limits', () => {
+    for (const role of ['worker', 'ingest'] as const) {
+      const c = onlyContainer(deploymentRunning(role));
+      const flags = envValue(c, 'NODE_OPTIONS');
+      expect(flags).toBe(relayHeapFlags(role));
+      const oldSpaceMiB = Number(/--max-old-space-size=(\d+)/.exec(flags ?? '')?.[1]);
+      expect(bytes(c.resources?.limits?.memory ?? '0')).toBeGreaterThan(2 * oldSpaceMiB * 1024 ** 2);
+    }
+  });
+
   it('sets in the ConfigMap only SPEC §8 variables and documented POIMEN_ tuning knobs, as strings', () => {
     const tuning = tuningVariables();
     expect(tuning).toContain('POIMEN_WORKER_SHUTDOWN_GRACE_MS');
@@ -338,9 +349,9 @@ describe('deploy/k8s', () => {
     expect(configData.RUNS_API_URL).toMatch(/^https?:\/\//);
     // Per-process values belong to the Deployments, not to the shared ConfigMap.
     expect(keys).not.toContain('METRICS_PORT');
-    // So do the containers' own env entries.
+    // So do the containers' own env entries (and Node's own NODE_OPTIONS for the heap limits).
     for (const w of [...ofKind('Deployment'), ...ofKind('Job')]) {
-      for (const e of onlyContainer(w).env ?? []) expect(allowed).toContain(e.name);
+      for (const e of onlyContainer(w).env ?? []) expect([...allowed, 'NODE_OPTIONS']).toContain(e.name);
     }
   });
 

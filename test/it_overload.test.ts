@@ -1,0 +1,90 @@
+/**
+ * Issue 6, overload: the runs API slows to 2 s per call while 5,000 dispatches arrive. The ingester keeps
+ * draining Kafka into Temporal with bounded memory (the backlog waits in Temporal, not in the ingester),
+ * nothing is dropped, and the relay catches up once the API is fast again.
+ */
+import { peakRssMiB } from '../src/bench/measure';
+import { RELAY_HEAP } from '../src/dev/relayProcess';
+import { topics } from '../src/contract';
+import { type Harness, createHarness } from './support/relayHarness';
+import { waitFor } from './support/wait';
+
+const N = 5000;
+const SLOW_MS = 2000;
+// The ingester's V8 old space is capped (RELAY_HEAP); RSS adds code, the young generation and native
+// buffers. Measured peak with a 100k backlog: 136 MiB (docs/performance.md). This bound leaves headroom and
+// still fails if the ingester buffered the backlog itself (5,000 records held with their starts).
+const INGESTER_RSS_BOUND_MIB = RELAY_HEAP.ingest.oldSpaceMiB + 96;
+
+describe('overload: a slow runs API while 5,000 dispatches arrive', () => {
+  let h: Harness;
+
+  beforeAll(async () => {
+    h = await createHarness({ partitions: 4, env: { POIMEN_LAG_REFRESH_MS: '500' } });
+  });
+  afterAll(async () => {
+    await h?.cleanup();
+  });
+
+  it('drains Kafka into Temporal with bounded ingester memory, drops nothing, and catches up when the API speeds up', async () => {
+    h.api.always({ kind: 'delay', ms: SLOW_MS });
+    await h.startWorker();
+    const ingester = await h.startIngester();
+
+    const keys = Array.from({ length: N }, (_, i) => `overload-${i}`);
+    for (let i = 0; i < N; i += 500) {
+      await h.producer.send({
+        topic: topics.dispatch(h.tenant),
+        acks: -1,
+        messages: keys.slice(i, i + 500).map((k) => ({ key: `${h.tenant}:${k}`, value: h.dispatchValue(k) })),
+      });
+    }
+
+    // While every call takes 2 s, the ingester still commits the whole backlog: Temporal holds the starts.
+    const admin = h.kafka.admin();
+    await admin.connect();
+    try {
+      await waitFor(
+        async () => {
+          const [committed] = await admin.fetchOffsets({
+            groupId: h.groupId,
+            topics: [topics.dispatch(h.tenant)],
+          });
+          const done = (committed?.partitions ?? []).reduce((s, p) => s + Math.max(0, Number(p.offset)), 0);
+          return done === N;
+        },
+        { timeoutMs: 300_000, intervalMs: 1000, what: `all ${N} records committed by the ingester` },
+      );
+    } finally {
+      await admin.disconnect();
+    }
+    const runsWhenCommitted = h.api.runs.size;
+    expect(runsWhenCommitted).toBeLessThan(N);
+    // Every call so far took 2 s: the API really was the bottleneck while the ingester drained.
+    expect(h.api.requests.length).toBeGreaterThan(0);
+
+    const ingesterPeak = peakRssMiB(ingester.child.pid);
+    expect(ingesterPeak).toBeDefined();
+    expect(ingesterPeak!).toBeLessThan(INGESTER_RSS_BOUND_MIB);
+
+    // The API recovers: everything left is relayed, each dispatch exactly once.
+    h.api.always(undefined);
+    await h.api.waitFor((api) => api.runs.size >= N, 900_000, `${N} runs`);
+    expect(new Set(keys.filter((k) => h.api.runs.has(k))).size).toBe(N);
+    const created = h.api.requests.filter((r) => r.answer === 201).length;
+    expect(created).toBe(N);
+    const running = await waitFor(
+      async () => {
+        const { count } = await h.client.workflow.count(
+          `TaskQueue="${h.taskQueue}" AND ExecutionStatus="Running"`,
+        );
+        return count === 0 ? true : undefined;
+      },
+      { timeoutMs: 120_000, intervalMs: 1000, what: 'no Running executions' },
+    );
+    expect(running).toBe(true);
+    process.stderr.write(
+      `[overload] ingester peak RSS ${ingesterPeak} MiB; runs when the backlog was committed: ${runsWhenCommitted}; POSTs ${h.api.requests.length}\n`,
+    );
+  }, 1_200_000);
+});
