@@ -2,9 +2,11 @@
  * The only module that reads process.env. Everything is parsed once, at start, into a typed object with
  * units in the names; a bad value throws a ConfigError whose one-line message names the variable.
  */
+import { X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { createSecureContext } from 'node:tls';
 import { z } from 'zod';
 import { DEFAULT_DISPATCH_TOPIC_PATTERN, DEFAULT_TASK_QUEUE } from './contract';
 import { ConfigError } from './errors';
@@ -50,6 +52,8 @@ export interface RelayConfig {
   ingest: {
     /** Starts / DLQ writes in flight per process, across partitions. */
     maxInFlight: number;
+    /** Record bytes in flight (parsed JSON can take twenty times its size in heap); one larger record runs alone. */
+    maxInFlightBytes: number;
     partitionsConcurrently: number;
     /** kafkajs resolves a RegExp subscription once; the topic list is re-read this often. */
     topicRefreshMs: number;
@@ -63,6 +67,8 @@ export interface RelayConfig {
     fetchMaxBytesPerPartition: number;
     /** How long the group waits for a silent consumer before giving its partitions to another. */
     sessionTimeoutMs: number;
+    /** Largest encoded workflow input to start; larger dispatches are dead-lettered (Temporal would refuse them). */
+    maxInputBytes: number;
   };
   worker: {
     maxConcurrentActivities: number;
@@ -106,15 +112,88 @@ const bool = z
   .transform((v) => v === 'true' || v === '1' || v === 'yes');
 const hostPort = z.string().regex(/^[A-Za-z0-9.\-_[\]:]+:\d{1,5}$/, 'must be host:port');
 const nonEmpty = z.string().min(1, 'must not be empty');
-/** A path the process can read now, so a missing certificate stops the start instead of the first call. */
-const readableFile = nonEmpty.refine((p) => {
-  try {
-    fs.accessSync(p, fs.constants.R_OK);
-    return fs.statSync(p).isFile();
-  } catch {
-    return false;
+// A bearer token goes into a header verbatim: a character a header cannot carry would fail every call until
+// retries run out, so it is refused at start (RFC 9110 field-value: visible ASCII, space and tab inside).
+const headerToken = nonEmpty.regex(
+  /^[\x21-\x7e]([\x20-\x7e\t]*[\x21-\x7e])?$/,
+  'must be printable ASCII (a header value)',
+);
+/** The code of a failed OpenSSL load (ERR_OSSL_*), for the one-line message: codes are stable, texts are not. */
+function sslCode(err: unknown): string {
+  const code = err && typeof err === 'object' ? (err as { code?: unknown }).code : undefined;
+  return typeof code === 'string' ? code : 'no error code';
+}
+
+const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g;
+
+/**
+ * A CA bundle: one or more PEM certificates. Node's `ca` option (tls.createSecureContext) silently skips what
+ * it cannot parse, so each block is parsed here; a bundle with nothing usable would otherwise trust no server.
+ */
+function caProblem(content: Buffer): string | undefined {
+  const blocks = content.toString('latin1').match(PEM_CERTIFICATE) ?? [];
+  if (blocks.length === 0) {
+    try {
+      new X509Certificate(content);
+      return 'holds a DER certificate, not PEM';
+    } catch (err) {
+      return `holds no PEM certificate (${sslCode(err)})`;
+    }
   }
-}, 'is not a readable file');
+  for (const [i, block] of blocks.entries()) {
+    try {
+      new X509Certificate(block);
+    } catch (err) {
+      return `certificate ${i + 1} of ${blocks.length} does not load (${sslCode(err)})`;
+    }
+  }
+  return undefined;
+}
+
+function certProblem(content: Buffer): string | undefined {
+  try {
+    createSecureContext({ cert: content });
+    return undefined;
+  } catch (err) {
+    return `does not load as a PEM certificate (${sslCode(err)})`;
+  }
+}
+
+function keyProblem(content: Buffer): string | undefined {
+  try {
+    createSecureContext({ key: content });
+    return undefined;
+  } catch (err) {
+    // An encrypted key fails here too (ERR_OSSL_BAD_DECRYPT): there is no passphrase variable to open it with.
+    return `does not load as an unencrypted PEM private key (${sslCode(err)})`;
+  }
+}
+
+/**
+ * A PEM file the process can read now and whose content loads, so a missing or garbled certificate stops the
+ * start with one line. Found later it would not: Temporal's TLS check would die with a stack trace, kafkajs
+ * would retry "cannot list topics" forever, and every runs API call would fail until retries ran out.
+ */
+const pemFile = (problem: (content: Buffer) => string | undefined) =>
+  nonEmpty.transform((p, ctx) => {
+    let content: Buffer;
+    try {
+      if (!fs.statSync(p).isFile()) throw new Error('not a regular file');
+      content = fs.readFileSync(p);
+    } catch {
+      ctx.addIssue({ code: 'custom', message: 'is not a readable file' });
+      return z.NEVER;
+    }
+    const reason = problem(content);
+    if (reason !== undefined) {
+      ctx.addIssue({ code: 'custom', message: reason });
+      return z.NEVER;
+    }
+    return p;
+  });
+const caFile = pemFile(caProblem);
+const certFile = pemFile(certProblem);
+const keyFile = pemFile(keyProblem);
 
 const regex = z.string().transform((v, ctx) => {
   try {
@@ -163,19 +242,30 @@ export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig
   // Extensions beyond SPEC §8 (docs/configuration.md): the CA of a TLS Kafka, and Node's own extra-CA file,
   // which Node merely warns about when unreadable.
   const kafkaSsl = read(env, 'KAFKA_SSL', bool);
-  const kafkaSslCa = read(env, 'KAFKA_SSL_CA', readableFile);
+  const kafkaSslCa = read(env, 'KAFKA_SSL_CA', caFile);
   if (kafkaSslCa && kafkaSsl === false)
     throw new ConfigError('KAFKA_SSL_CA', 'is set but KAFKA_SSL is false');
-  read(env, 'NODE_EXTRA_CA_CERTS', readableFile);
+  read(env, 'NODE_EXTRA_CA_CERTS', caFile);
 
-  const tlsCert = read(env, 'TEMPORAL_TLS_CERT', readableFile);
-  const tlsKey = read(env, 'TEMPORAL_TLS_KEY', readableFile);
-  const tlsCa = read(env, 'TEMPORAL_TLS_CA', readableFile);
+  const tlsCert = read(env, 'TEMPORAL_TLS_CERT', certFile);
+  const tlsKey = read(env, 'TEMPORAL_TLS_KEY', keyFile);
+  const tlsCa = read(env, 'TEMPORAL_TLS_CA', caFile);
   if (Boolean(tlsCert) !== Boolean(tlsKey)) {
     throw new ConfigError(
       tlsCert ? 'TEMPORAL_TLS_KEY' : 'TEMPORAL_TLS_CERT',
       'must be set together with the other',
     );
+  }
+  if (tlsCert && tlsKey) {
+    // Each loads alone (checked above); together they must be one pair, or every handshake would fail.
+    try {
+      createSecureContext({ cert: fs.readFileSync(tlsCert), key: fs.readFileSync(tlsKey) });
+    } catch (err) {
+      throw new ConfigError(
+        'TEMPORAL_TLS_KEY',
+        `= ${JSON.stringify(tlsKey)}: does not match TEMPORAL_TLS_CERT (${sslCode(err)})`,
+      );
+    }
   }
   const apiKey = read(env, 'TEMPORAL_API_KEY', nonEmpty);
 
@@ -198,9 +288,9 @@ export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig
     throw new ConfigError('RETRY_MAX_INTERVAL_MS', 'must be >= RETRY_INITIAL_INTERVAL_MS');
   }
 
-  const token = read(env, 'RUNS_API_TOKEN', nonEmpty);
+  const token = read(env, 'RUNS_API_TOKEN', headerToken);
   const runsApiUrl = read(env, 'RUNS_API_URL', httpUrl, 'http://127.0.0.1:8080');
-  const runsApiCa = read(env, 'RUNS_API_CA', readableFile);
+  const runsApiCa = read(env, 'RUNS_API_CA', caFile);
   if (runsApiCa && !runsApiUrl.startsWith('https://')) {
     throw new ConfigError('RUNS_API_CA', 'is set but RUNS_API_URL is not https://');
   }
@@ -246,7 +336,8 @@ export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig
     retry,
     // Tuning knobs beyond SPEC §8, prefixed POIMEN_ (docs/configuration.md).
     ingest: {
-      maxInFlight: read(env, 'POIMEN_INGEST_MAX_IN_FLIGHT', intIn(1, 10_000), 64),
+      maxInFlight: read(env, 'POIMEN_INGEST_MAX_IN_FLIGHT', intIn(1, 10_000), 16),
+      maxInFlightBytes: read(env, 'POIMEN_INGEST_MAX_IN_FLIGHT_BYTES', intIn(1024, 1024 ** 3), 1024 * 1024),
       partitionsConcurrently: read(env, 'POIMEN_INGEST_PARTITIONS_CONCURRENTLY', intIn(1, 1000), 4),
       topicRefreshMs: read(env, 'POIMEN_TOPIC_REFRESH_MS', intIn(100, 3_600_000), 10_000),
       lagRefreshMs: read(env, 'POIMEN_LAG_REFRESH_MS', intIn(100, 3_600_000), 5_000),
@@ -261,6 +352,13 @@ export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig
         1024 * 1024,
       ),
       sessionTimeoutMs: read(env, 'POIMEN_KAFKA_SESSION_TIMEOUT_MS', intIn(6_000, 300_000), 30_000),
+      // Temporal's default blob size limit is 2 MiB; the rest of the input (source, policy) is small.
+      maxInputBytes: read(
+        env,
+        'POIMEN_TEMPORAL_MAX_INPUT_BYTES',
+        intIn(1024, 1024 ** 3),
+        2 * 1024 * 1024 - 64 * 1024,
+      ),
     },
     worker: {
       maxConcurrentActivities: read(env, 'POIMEN_WORKER_MAX_ACTIVITIES', intIn(1, 10_000), 100),

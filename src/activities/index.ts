@@ -6,10 +6,11 @@
  * function and turned into success, a retryable failure (with Retry-After as nextRetryDelay) or a
  * non-retryable one. `deadLetter` publishes the SPEC §6 record through the process's shared producer.
  */
-import crypto from 'node:crypto';
+import { StringDecoder } from 'node:string_decoder';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { type Dispatcher, errors as undiciErrors, request } from 'undici';
 import { buildDlqRecord, dispatchRecordKey, withoutUserinfo } from '../contract';
+import { dlqRecordId } from '../dlqId';
 import type { DlqPublisher } from '../kafka/dlqPublisher';
 import type { Logger } from '../logger';
 import type { RelayMetrics } from '../metrics';
@@ -45,10 +46,19 @@ function errorCode(err: unknown): string | undefined {
   return undefined;
 }
 
-/** DLQ ids derived from the execution, so a retried `deadLetter` activity writes the same id again. */
-function deterministicUuid(seed: string): string {
-  const h = crypto.createHash('sha256').update(seed).digest('hex');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${((parseInt(h.slice(16, 17), 16) & 3) | 8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+/**
+ * The token as sent and in the forms an echoing API may write it, longest first: a form inside another must
+ * not be replaced first and break the longer one apart.
+ */
+function tokenForms(token: string): string[] {
+  return [
+    ...new Set([
+      token,
+      JSON.stringify(token).slice(1, -1),
+      JSON.stringify(token).slice(1, -1).replace(/\//g, '\\/'),
+      encodeURIComponent(token),
+    ]),
+  ].sort((a, b) => b.length - a.length);
 }
 
 /**
@@ -58,15 +68,43 @@ function deterministicUuid(seed: string): string {
  */
 export function secretRedactor(token: string | undefined): (text: string) => string {
   if (!token) return (text) => text;
-  const forms = [
-    ...new Set([
-      token,
-      JSON.stringify(token).slice(1, -1),
-      JSON.stringify(token).slice(1, -1).replace(/\//g, '\\/'),
-      encodeURIComponent(token),
-    ]),
-  ].sort((a, b) => b.length - a.length);
+  const forms = tokenForms(token);
   return (text) => forms.reduce((out, form) => out.split(form).join('<redacted>'), text);
+}
+
+/**
+ * The first `max` characters of a body, redacted. Whole forms of the token are redacted before the cut. A form
+ * that the cut, or the end of what was read (`more`: the body goes on past `text`), goes through is not whole,
+ * so no redaction can see it: its start, at the very end of the head, is dropped instead. Otherwise the first
+ * characters of a token would survive, and an excerpt that collapses the whitespace before them would show
+ * them.
+ */
+export function redactedHead(text: string, max: number, token: string | undefined, more: boolean): string {
+  const redacted = secretRedactor(token)(text);
+  if (redacted.length <= max && !more) return redacted;
+  const head = redacted.slice(0, max);
+  if (!token) return head;
+  let keep = head.length;
+  for (const form of tokenForms(token)) {
+    // The longest proper prefix of this form that the head ends with (a whole form was redacted above).
+    for (let k = Math.min(form.length - 1, head.length); k > 0; k--) {
+      if (head.endsWith(form.slice(0, k))) {
+        keep = Math.min(keep, head.length - k);
+        break;
+      }
+    }
+  }
+  return head.slice(0, keep);
+}
+
+/** A response body as failures may quote it: its first MAX_BODY_BYTES characters, the token redacted. */
+export async function readRedacted(
+  body: AsyncIterable<Buffer>,
+  token: string | undefined,
+  maxBytes = MAX_BODY_BYTES,
+): Promise<string> {
+  const { text, more } = await readLimited(body, maxBytes);
+  return redactedHead(text, maxBytes, token, more);
 }
 
 export function createActivities(deps: ActivityDeps) {
@@ -101,7 +139,7 @@ export function createActivities(deps: ActivityDeps) {
         body: JSON.stringify({ workflow_ref, input: runInput, goal_id, dispatch_key }),
         signal,
       });
-      const body = redact(await readLimited(res.body));
+      const body = await readRedacted(res.body, deps.runsApi.token);
       const resHeaders = Object.fromEntries(
         Object.entries(res.headers).map(([k, v]) => [k, Array.isArray(v) ? v.map(redact) : v && redact(v)]),
       );
@@ -154,7 +192,8 @@ export function createActivities(deps: ActivityDeps) {
   async function deadLetter(input: DeadLetterInput): Promise<void> {
     const { dispatch } = input;
     const record = buildDlqRecord({
-      id: deterministicUuid(`${input.workflowId}/${input.workflowRunId}`),
+      // Derived from the execution, so a retried `deadLetter` activity writes the same id again.
+      id: dlqRecordId(`${input.workflowId}/${input.workflowRunId}`),
       timestamp: Date.now(),
       type: 'dispatch_failure',
       tenant: input.tenant,
@@ -182,12 +221,24 @@ export function createActivities(deps: ActivityDeps) {
 
 export type RelayActivities = ReturnType<typeof createActivities>;
 
-async function readLimited(body: AsyncIterable<Buffer>): Promise<string> {
+async function readLimited(
+  body: AsyncIterable<Buffer>,
+  maxBytes: number,
+): Promise<{ text: string; more: boolean }> {
   const chunks: Buffer[] = [];
   let size = 0;
+  let more = false;
+  // Read to the end even past the limit: an unconsumed body would keep undici's connection busy.
   for await (const chunk of body) {
-    if (size < MAX_BODY_BYTES) chunks.push(chunk);
-    size += chunk.length;
+    if (size < maxBytes) {
+      chunks.push(chunk);
+      size += chunk.length;
+    } else {
+      more = true;
+    }
   }
-  return Buffer.concat(chunks).toString('utf8').slice(0, MAX_BODY_BYTES);
+  const bytes = Buffer.concat(chunks);
+  // A body cut mid-character: the decoder holds back the partial bytes rather than writing U+FFFD, which would
+  // hide a token's first characters from redactedHead.
+  return { text: more ? new StringDecoder('utf8').write(bytes) : bytes.toString('utf8'), more };
 }

@@ -9,7 +9,8 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import type { Kafka } from 'kafkajs';
 import { childEnv } from '../config';
-import { WORKFLOW_TYPE, topics, workflowId } from '../contract';
+import { WORKFLOW_TYPE, topics } from '../contract';
+import { dispatchStartOptions } from '../ingest/startDispatch';
 import { freePort } from '../dev/ports';
 import { type RelayProcess, startRelayProcess } from '../dev/relayProcess';
 import { RunsApiDouble } from '../dev/runsApi';
@@ -127,14 +128,16 @@ export async function ceiling(t: BenchTarget, n: number, concurrency: number, wo
             goal_id: null,
             dispatch_key: key,
           },
-          source: { topic: 'none', partition: 0, offset: String(i), timestamp: String(Date.now()) },
+          source: {
+            topic: 'poimen.benchceiling.dispatch',
+            partition: 0,
+            offset: String(i),
+            timestamp: String(Date.now()),
+          },
           policy: DEFAULT_DISPATCH_POLICY,
         };
-        await client.workflow.start(WORKFLOW_TYPE, {
-          taskQueue,
-          workflowId: workflowId('benchceiling', key),
-          args: [input],
-        });
+        // Exactly what the ingester starts: same id, policies, search attributes and memo.
+        await client.workflow.start(WORKFLOW_TYPE, dispatchStartOptions(taskQueue, input));
       },
     );
     const t1 = await drained(api, n, 20 * 60_000);

@@ -14,17 +14,19 @@ import { LocalStack } from '../stack/stack';
 import { SOAK_SIZES, soakVerdict } from './sizes';
 import { runSoak } from './soak';
 
-const positiveInt = (v: string): number => {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('must be a positive integer');
-  return n;
-};
+const intAtLeast =
+  (min: number) =>
+  (v: string): number => {
+    const n = Number(v);
+    if (!/^\d+$/.test(v) || n < min) throw new InvalidArgumentError(`must be a whole number ≥ ${min}`);
+    return n;
+  };
 
 async function main(): Promise<void> {
   const opts = new Command('chaos')
     .option('--quick', 'the small soak that npm test also runs')
-    .option('--dispatches <n>', 'records to publish (overrides the size)', positiveInt)
-    .option('--seed <n>', 'schedule seed, to re-run a soak', positiveInt)
+    .option('--dispatches <n>', 'records to publish (overrides the size)', intAtLeast(1))
+    .option('--seed <n>', 'schedule seed, to re-run a soak', intAtLeast(0))
     .parse(process.argv)
     .opts<{ quick?: boolean; dispatches?: number; seed?: number }>();
   const mode = opts.quick ? 'quick' : 'full';
@@ -46,7 +48,7 @@ async function main(): Promise<void> {
     },
     ...size,
     ...(opts.dispatches ? { dispatches: opts.dispatches } : {}),
-    ...(opts.seed ? { seed: opts.seed } : {}),
+    ...(opts.seed !== undefined ? { seed: opts.seed } : {}),
     progress,
   });
   const out = {
@@ -69,7 +71,7 @@ async function main(): Promise<void> {
     ['duplicate completed executions', String(out.duplicate_executions)],
     [
       'DLQ records',
-      `${out.dlq} (${out.dlq_malformed_matched}/${out.malformed} malformed matched, ${out.dlq_unexpected} for valid dispatches, ${out.dlq_without_reason} without the right reason)`,
+      `${out.dlq}, ${out.dlq_distinct_ids} distinct ids (${out.dlq_malformed_matched}/${out.malformed} malformed matched, ${out.dlq_unexpected} for valid dispatches, ${out.dlq_without_reason} without the right reason)`,
     ],
     ['left Running / group lag', `${out.executions_running} / ${out.consumer_group_lag}`],
     [

@@ -69,10 +69,18 @@ export interface SoakResult {
   lost: number;
   /** Runs the API created beyond one per dispatch key. */
   duplicate_runs: number;
-  /** Workflow ids with more than one completed execution (the relay's own share of "never twice"). */
+  /**
+   * Workflow ids with more than one execution of any status: the relay's own share of "never twice" (the API
+   * double's dedup makes `duplicate_runs` 0 by construction once the relay sends the right key).
+   */
   duplicate_executions: number;
   /** DLQ records written in all; matched: one per malformed record; unexpected: for valid dispatches. */
   dlq: number;
+  /**
+   * Distinct DLQ record ids. A malformed record redelivered after a crash is dead-lettered again under the
+   * same id (derived from its source coordinates), so dlq − dlq_distinct_ids counts such repeats.
+   */
+  dlq_distinct_ids: number;
   dlq_malformed_matched: number;
   dlq_unexpected: number;
   /** Malformed records whose DLQ record carries no reason. */
@@ -160,7 +168,8 @@ function plan(
   for (let i = 0; i < total; i++) {
     const r = rnd();
     if (r < badShare) {
-      records.push(malformed(tenant, `chaos-bad-${run}-${i}`, bad++));
+      // Fixed width: no marker is a substring of another, so matching a DLQ record to its source is exact.
+      records.push(malformed(tenant, `chaos-bad-${run}-${String(i).padStart(7, '0')}`, bad++));
     } else if (r < badShare + dupShare && valid.length > 0) {
       const original = valid[Math.floor(rnd() * valid.length)]!;
       records.push({ ...original, kind: 'duplicate' });
@@ -259,8 +268,14 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
   const bad = records.filter((r) => r.kind === 'malformed');
 
   // DLQ records are read as they arrive, by a consumer of our own that commits nothing.
-  const dlqSeen: { key: string; type: string; error: string; payload: string; dispatchKey: string | null }[] =
-    [];
+  const dlqSeen: {
+    id: string;
+    key: string;
+    type: string;
+    error: string;
+    payload: string;
+    dispatchKey: string | null;
+  }[] = [];
   const dlqConsumer: Consumer = kafka.consumer({
     groupId: `chaos-dlq-reader-${run}`,
     retry: { retries: 100 },
@@ -275,6 +290,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
         ? Buffer.from(rec.payload_base64, 'base64').toString('latin1')
         : (rec?.payload ?? '');
       dlqSeen.push({
+        id: rec?.id ?? '',
         key: message.key?.toString('utf8') ?? '',
         type: rec?.type ?? 'unparseable',
         error: rec?.error ?? '',
@@ -293,6 +309,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
     maxInFlightRequests: 1,
     retry: { retries: 8, initialRetryTime: 200, maxRetryTime: 3000 },
   });
+  let connection: Connection | undefined;
   try {
     say(
       `tenant ${tenant}, ${records.length} records (${uniqueValid.length} unique valid, ${bad.length} malformed), seed ${seed}`,
@@ -365,7 +382,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
     say(`faults over after ${kills.total} kills; waiting for the drain`);
 
     // Drained: every valid key has a run, every malformed record its DLQ record, nothing Running, no lag.
-    const connection = await Connection.connect({ address: opts.temporalAddress });
+    connection = await Connection.connect({ address: opts.temporalAddress });
     const client = new Client({ connection, namespace: opts.namespace });
     const lagOf = async (): Promise<number> => {
       const a = kafka.admin();
@@ -423,15 +440,13 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
     // A drop after admission creates the run without a 201 on the wire; api.runs is the API's own truth.
     const runs = [...validKeys].filter((k) => api.runs.has(k)).length;
     const duplicateRuns = [...created.values()].reduce((s, c) => s + Math.max(0, c - 1), 0);
-    const completedPerId = new Map<string, number>();
+    const executionsPerId = new Map<string, number>();
     for await (const wf of client.workflow.list({ query: `TaskQueue="${taskQueue}"` })) {
-      if (wf.status.name === 'COMPLETED')
-        completedPerId.set(wf.workflowId, (completedPerId.get(wf.workflowId) ?? 0) + 1);
+      executionsPerId.set(wf.workflowId, (executionsPerId.get(wf.workflowId) ?? 0) + 1);
     }
-    const duplicateExecutions = [...completedPerId.values()].filter((c) => c > 1).length;
+    const duplicateExecutions = [...executionsPerId.values()].filter((c) => c > 1).length;
     const executionsRunning = await running().catch(() => -1);
     const lag = await lagOf().catch(() => -1);
-    await connection.close();
     const unexpected = dlqSeen.filter((d) => d.dispatchKey !== null && validKeys.has(d.dispatchKey)).length;
     const withoutReason = bad.filter((b) => {
       const d = dlqSeen.find((x) => `${x.key}\u0000${x.payload}`.includes(b.marker!));
@@ -448,6 +463,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
       duplicate_runs: duplicateRuns,
       duplicate_executions: duplicateExecutions,
       dlq: dlqSeen.length,
+      dlq_distinct_ids: new Set(dlqSeen.map((d) => d.id)).size,
       dlq_malformed_matched: matched(),
       dlq_unexpected: unexpected,
       dlq_without_reason: withoutReason,
@@ -474,6 +490,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
       },
     };
   } finally {
+    await connection?.close().catch(() => undefined);
     await producer.disconnect().catch(() => undefined);
     await dlqConsumer.disconnect().catch(() => undefined);
     await Promise.all(Object.values(relay).map((p) => p?.stop()));

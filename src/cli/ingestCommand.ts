@@ -37,6 +37,7 @@ export function ingestCommand(): Command {
           dlq,
           taskQueue: cfg.temporal.taskQueue,
           maxBytes: cfg.dispatchMaxBytes,
+          maxInputBytes: cfg.ingest.maxInputBytes,
           startTimeoutMs: cfg.ingest.startTimeoutMs,
           policy: { ...retry, attemptTimeoutMs: runsApi.timeoutMs },
         },

@@ -18,7 +18,7 @@ export type RelayRole = 'ingest' | 'worker';
  */
 export const RELAY_HEAP: Record<RelayRole, { oldSpaceMiB: number; semiSpaceMiB?: number }> = {
   ingest: { oldSpaceMiB: 96, semiSpaceMiB: 2 },
-  worker: { oldSpaceMiB: 128 },
+  worker: { oldSpaceMiB: 128, semiSpaceMiB: 8 },
 };
 
 /** The role's V8 heap flags, as NODE_OPTIONS carries them. */

@@ -24,6 +24,7 @@ import { type StartContext, handleRecord } from './startDispatch';
 export type IngesterOptions = Pick<
   RelayConfig['ingest'],
   | 'maxInFlight'
+  | 'maxInFlightBytes'
   | 'partitionsConcurrently'
   | 'topicRefreshMs'
   | 'lagRefreshMs'
@@ -58,7 +59,7 @@ export class Ingester {
     private readonly opts: IngesterOptions,
   ) {
     this.admin = kafka.admin();
-    this.semaphore = new Semaphore(opts.maxInFlight);
+    this.semaphore = new Semaphore(opts.maxInFlight, opts.maxInFlightBytes);
   }
 
   async start(): Promise<void> {
@@ -199,8 +200,8 @@ export class Ingester {
     try {
       for (let i = 0; i < batch.messages.length; i++) {
         if (!isRunning() || isStale() || this.stopping) break;
-        await this.semaphore.acquire();
         const message = batch.messages[i]!;
+        const weight = await this.semaphore.acquire(message.value?.length ?? 0);
         tasks.push(
           this.processWithRetry(consumer, tenant, batch.topic, batch.partition, message, log)
             .then((ok) => {
@@ -211,7 +212,7 @@ export class Ingester {
               // kafkajs fetches the next batch from the last resolved offset, so resolve as the prefix grows.
               if (contiguous > before) resolveOffset(batch.messages[contiguous]!.offset);
             })
-            .finally(() => this.semaphore.release()),
+            .finally(() => this.semaphore.release(weight)),
         );
         if (contiguous - committedIdx >= this.opts.commitEveryRecords) await commit();
       }

@@ -20,6 +20,7 @@ import {
   workflowId,
   type DlqSource,
 } from '../contract';
+import { dlqRecordId } from '../dlqId';
 import type { DlqPublisher } from '../kafka/dlqPublisher';
 import type { DispatchOutcome } from '../metrics';
 import type { DispatchInput, DispatchPolicy } from '../workflows/types';
@@ -41,11 +42,47 @@ function fitsKeyword(value: string): boolean {
   return Buffer.byteLength(JSON.stringify(value)) <= MAX_KEYWORD_BYTES;
 }
 
+/**
+ * How a dispatch is started: id, id policies, search attributes and memo. Shared with the benchmark's ceiling
+ * phase, so the bare-Temporal figure starts exactly what the ingester starts.
+ */
+export function dispatchStartOptions(taskQueue: string, input: DispatchInput) {
+  const { tenant, dispatch, source } = input;
+  const searchAttributes: SearchAttributePair[] = [
+    { key: SA.TenantId, value: tenant },
+    { key: SA.DispatchKey, value: dispatch.dispatch_key },
+  ];
+  if (fitsKeyword(dispatch.workflow_ref)) {
+    searchAttributes.push({ key: SA.WorkflowRef, value: dispatch.workflow_ref });
+  }
+  if (dispatch.goal_id !== null && fitsKeyword(dispatch.goal_id)) {
+    searchAttributes.push({ key: SA.GoalId, value: dispatch.goal_id });
+  }
+  return {
+    taskQueue,
+    workflowId: workflowId(tenant, dispatch.dispatch_key),
+    args: [input] as [DispatchInput],
+    // A completed dispatch never runs twice; a failed (dead-lettered) one may run anew on replay;
+    // a redelivery while it runs attaches to the running execution.
+    workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY' as const,
+    workflowIdConflictPolicy: 'USE_EXISTING' as const,
+    typedSearchAttributes: searchAttributes,
+    memo: {
+      source_topic: source.topic,
+      partition: source.partition,
+      offset: source.offset,
+      record_timestamp: source.timestamp,
+    },
+  };
+}
+
 export interface StartContext {
   client: Client;
   dlq: DlqPublisher;
   taskQueue: string;
   maxBytes: number;
+  /** Largest encoded workflow input Temporal is known to accept (its blob size limit, less headroom). */
+  maxInputBytes: number;
   policy: DispatchPolicy;
   /** Deadline of one start call, so an outage surfaces as an error to retry rather than a hang. */
   startTimeoutMs: number;
@@ -71,7 +108,8 @@ export async function handleRecord(
     dispatchKey: string | null,
   ): Promise<DispatchOutcome> => {
     const record = buildDlqRecord({
-      id: crypto.randomUUID(),
+      // Same source record, same id: a redelivery after a crash repeats the record, recognisably.
+      id: dlqRecordId(`${topic}/${partition}/${message.offset}`),
       timestamp: Date.now(),
       type,
       tenant,
@@ -98,36 +136,40 @@ export async function handleRecord(
     policy: ctx.policy,
     ...(traceparent ? { traceparent } : {}),
   };
-  const searchAttributes: SearchAttributePair[] = [
-    { key: SA.TenantId, value: tenant },
-    { key: SA.DispatchKey, value: dispatch.dispatch_key },
-  ];
-  if (fitsKeyword(dispatch.workflow_ref)) {
-    searchAttributes.push({ key: SA.WorkflowRef, value: dispatch.workflow_ref });
+  // Temporal refuses a payload over its blob size limit (2 MiB by default) with INVALID_ARGUMENT, every time;
+  // retried as an outage that would stall the partition. A record within DISPATCH_MAX_BYTES can still encode
+  // larger (number formatting: `1e20` becomes 21 digits), so the encoded size is what is checked.
+  let encodedBytes: number;
+  try {
+    encodedBytes = Buffer.byteLength(JSON.stringify(input));
+  } catch (err) {
+    // Only this record's shape can make this stringify fail (validation bounds depth, so this is a backstop).
+    if (err instanceof RangeError) {
+      return deadLetter(
+        'malformed_dispatch',
+        `the dispatch cannot be encoded: ${err.message}`,
+        dispatch.dispatch_key,
+      );
+    }
+    throw err;
   }
-  if (dispatch.goal_id !== null && fitsKeyword(dispatch.goal_id)) {
-    searchAttributes.push({ key: SA.GoalId, value: dispatch.goal_id });
+  if (encodedBytes > ctx.maxInputBytes) {
+    return deadLetter(
+      'malformed_dispatch',
+      `workflow input encodes to ${encodedBytes} bytes, over the ${ctx.maxInputBytes} Temporal accepts (POIMEN_TEMPORAL_MAX_INPUT_BYTES)`,
+      dispatch.dispatch_key,
+    );
   }
   try {
     await ctx.client.connection.withDeadline(Date.now() + ctx.startTimeoutMs, () =>
-      ctx.client.workflow.start(WORKFLOW_TYPE, {
-        taskQueue: ctx.taskQueue,
-        workflowId: workflowId(tenant, dispatch.dispatch_key),
-        args: [input],
-        // A completed dispatch never runs twice; a failed (dead-lettered) one may run anew on replay;
-        // a redelivery while it runs attaches to the running execution.
-        workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
-        workflowIdConflictPolicy: 'USE_EXISTING',
-        typedSearchAttributes: searchAttributes,
-        memo: { source_topic: topic, partition, offset: message.offset, record_timestamp: message.timestamp },
-      }),
+      ctx.client.workflow.start(WORKFLOW_TYPE, dispatchStartOptions(ctx.taskQueue, input)),
     );
     return 'started';
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) return 'duplicate';
-    // Encoding the input failed in this process: deterministic for this record, so retrying would stall the
-    // partition. Validation keeps such inputs out (INPUT_MAX_DEPTH); this is the backstop.
-    if (err instanceof ValueError || err instanceof RangeError) {
+    // The SDK could not encode the input: deterministic for this record, so retrying would stall the
+    // partition. (A RangeError here could also be memory pressure, which must not dead-letter a valid record.)
+    if (err instanceof ValueError) {
       return deadLetter(
         'malformed_dispatch',
         `Temporal cannot encode the dispatch: ${err.message}`,

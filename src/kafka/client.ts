@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { Kafka, type KafkaConfig as KafkaJsConfig, logLevel, type LogEntry, type SASLOptions } from 'kafkajs';
 import type { KafkaConfig } from '../config';
 import type { Logger } from '../logger';
-import { tlsRefusal } from '../tlsErrors';
+import { handshakeFailure, tlsRefusal } from '../tlsErrors';
 
 const LEVELS: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
   [logLevel.ERROR]: 'error',
@@ -54,17 +54,28 @@ export function kafkaAccessProblem(
         reason: `were rejected by Kafka at ${cfg.brokers.join(',')} (${who}: authentication failed)`,
       };
     }
-    if (name === 'KafkaJSConnectionError' && cfg.ssl && tlsRefusal(code)) {
+    const refusal = name === 'KafkaJSConnectionError' && cfg.ssl ? tlsRefusal(code) : undefined;
+    if (refusal !== undefined) {
       const where = `Kafka at ${cfg.brokers.join(',')}`;
-      return cfg.sslCaPath
-        ? {
-            variable: 'KAFKA_SSL_CA',
-            reason: `does not fit ${where}: TLS handshake failed (${String(code)})`,
-          }
-        : {
-            variable: 'KAFKA_SSL',
-            reason: `= true but the TLS handshake with ${where} failed (${String(code)})`,
-          };
+      const detail = String(code);
+      if (refusal === 'untrusted-server') {
+        return cfg.sslCaPath
+          ? { variable: 'KAFKA_SSL_CA', reason: `does not fit ${where}: TLS handshake failed (${detail})` }
+          : {
+              variable: 'KAFKA_SSL',
+              reason: `= true but the TLS handshake with ${where} failed (${detail})`,
+            };
+      }
+      // The CA is not in question here: the brokers refused us (they want a client certificate, which this
+      // relay does not offer), or the two ends share no TLS version or cipher, or the port does not speak TLS.
+      // TLS is on because KAFKA_SSL is true or KAFKA_SSL_CA implies it.
+      return {
+        variable: 'KAFKA_SSL',
+        reason:
+          refusal === 'refused-by-server'
+            ? `is on but ${where} wants a client certificate, which the relay does not offer (${detail})`
+            : `is on but with ${where}: ${handshakeFailure(code)}`,
+      };
     }
     e = (e as { cause?: unknown }).cause;
   }

@@ -32,8 +32,12 @@ export async function ensureTopics(admin: Admin, specs: ITopicConfig[], waitMs =
   try {
     await admin.createTopics({ topics: missing, waitForLeaders: true });
   } catch (err) {
-    // Another process may have created some in between, or the broker is slow to show them.
-    if (!(err instanceof KafkaJSError && err.retriable) && !(await allLed(admin, missing))) throw err;
+    // Another process may have created some in between ("already exists" is not retriable, yet the topics
+    // may still be electing leaders), or the broker is slow to show them: both end once every partition is led.
+    const now = new Set(await admin.listTopics().catch(() => [] as string[]));
+    const racedOrSlow =
+      (err instanceof KafkaJSError && err.retriable) || missing.every((s) => now.has(s.topic));
+    if (!racedOrSlow) throw err;
     const deadline = Date.now() + waitMs;
     while (!(await allLed(admin, missing))) {
       if (Date.now() > deadline) throw err;

@@ -1,12 +1,12 @@
 import fs from 'node:fs';
 import http2 from 'node:http2';
 import net from 'node:net';
-import { connect as tlsConnect } from 'node:tls';
+import { type TLSSocket, connect as tlsConnect } from 'node:tls';
 import { Connection, type ConnectionOptions } from '@temporalio/client';
 import { NativeConnection, type NativeConnectionOptions } from '@temporalio/worker';
 import type { TemporalConfig } from '../config';
 import { ConfigError } from '../errors';
-import { tlsRefusal } from '../tlsErrors';
+import { handshakeFailure, tlsRefusal } from '../tlsErrors';
 
 function tls(cfg: TemporalConfig): ConnectionOptions['tls'] {
   if (!cfg.tls) return cfg.apiKey ? true : undefined;
@@ -50,19 +50,33 @@ export function createNativeConnection(cfg: TemporalConfig): Promise<NativeConne
 export async function checkTemporalTls(cfg: TemporalConfig, timeoutMs = 10_000): Promise<void> {
   if (!cfg.tls && !cfg.apiKey) return;
   const [host, port] = splitAddress(cfg.address);
-  const code = await new Promise<unknown>((resolve) => {
-    // Our own TLS socket: a handshake alert surfaces as an error of the socket, not of the HTTP/2 session.
-    const socket = tlsConnect({
-      host,
-      port,
-      ALPNProtocols: ['h2'],
-      ...(cfg.tls?.caPath ? { ca: fs.readFileSync(cfg.tls.caPath) } : {}),
-      ...(cfg.tls?.certPath && cfg.tls.keyPath
-        ? { cert: fs.readFileSync(cfg.tls.certPath), key: fs.readFileSync(cfg.tls.keyPath) }
-        : {}),
-      // SNI only for names (an IP address as server name is not allowed by RFC 6066).
-      ...(net.isIP(host) ? {} : { servername: host }),
-    });
+  const code = await new Promise<unknown>((resolve, reject) => {
+    let socket: TLSSocket;
+    try {
+      // Our own TLS socket: a handshake alert surfaces as an error of the socket, not of the HTTP/2 session.
+      socket = tlsConnect({
+        host,
+        port,
+        ALPNProtocols: ['h2'],
+        ...(cfg.tls?.caPath ? { ca: fs.readFileSync(cfg.tls.caPath) } : {}),
+        ...(cfg.tls?.certPath && cfg.tls.keyPath
+          ? { cert: fs.readFileSync(cfg.tls.certPath), key: fs.readFileSync(cfg.tls.keyPath) }
+          : {}),
+        // SNI only for names (an IP address as server name is not allowed by RFC 6066).
+        ...(net.isIP(host) ? {} : { servername: host }),
+      });
+    } catch (err) {
+      // Files that cannot be read or parsed (config checks them at start, but they may change since) throw
+      // here, before any socket exists: one line naming the variables, not a stack trace.
+      const errCode = err && typeof err === 'object' ? (err as { code?: unknown }).code : undefined;
+      reject(
+        new ConfigError(
+          'TEMPORAL_TLS_CERT/TEMPORAL_TLS_KEY/TEMPORAL_TLS_CA',
+          `cannot be loaded (${typeof errCode === 'string' ? errCode : 'unknown error'})`,
+        ),
+      );
+      return;
+    }
     const session = http2.connect(`https://${cfg.address}`, { createConnection: () => socket });
     const done = (value: unknown) => {
       clearTimeout(timer);
@@ -76,6 +90,7 @@ export async function checkTemporalTls(cfg: TemporalConfig, timeoutMs = 10_000):
     session.on('error', (err: { code?: unknown }) => done(err.code));
     const timer = setTimeout(() => done(undefined), timeoutMs);
   });
+  // Undefined: not a TLS refusal (server down, timeout, a server's internal_error): the callers wait it out.
   const refusal = tlsRefusal(code);
   if (refusal === undefined) return;
   const where = `Temporal at ${cfg.address}`;
@@ -94,7 +109,15 @@ export async function checkTemporalTls(cfg: TemporalConfig, timeoutMs = 10_000):
         : `are unset but ${where} requires a client certificate (${detail})`,
     );
   }
-  throw new ConfigError('TEMPORAL_TLS_*', `do not fit ${where}: TLS handshake failed (${detail})`);
+  // Not about certificates (a server that does not speak TLS, or refuses our TLS version or ALPN h2): name
+  // what turned TLS on. An API key alone does, since Temporal Cloud takes it only over TLS.
+  if (!cfg.tls) {
+    throw new ConfigError(
+      'TEMPORAL_API_KEY',
+      `is set, which turns TLS on, but with ${where}: ${handshakeFailure(code)}`,
+    );
+  }
+  throw new ConfigError('TEMPORAL_TLS_*', `do not fit ${where}: ${handshakeFailure(code)}`);
 }
 
 function splitAddress(address: string): [string, number] {

@@ -45,11 +45,14 @@ export async function startRelayWorker(
   const dlq = new DlqPublisher(createKafka(cfg.kafka, logger), metrics, logger.child({ component: 'dlq' }));
   parts.push({ name: 'DLQ producer', close: () => dlq.close() });
 
+  const { note, ...source } = workflowSource();
+  if (note === 'stale bundle ignored: bundling now') logger.warn({ workflows: note }, 'workflow code');
+  else logger.info({ workflows: note }, 'workflow code');
   const worker = await Worker.create({
     connection,
     namespace: cfg.temporal.namespace,
     taskQueue: cfg.temporal.taskQueue,
-    ...workflowSource(),
+    ...source,
     activities: createActivities({
       dispatcher,
       runsApi: { url: cfg.runsApi.url, ...(cfg.runsApi.token ? { token: cfg.runsApi.token } : {}) },

@@ -228,19 +228,28 @@ export async function startTlsProxy(dir: string, certs: Certs, target: string): 
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let gone = false;
   void exited.then(() => (gone = true));
-  await waitFor(
-    () =>
-      gone
-        ? Promise.reject(new Error(`haproxy exited: ${fs.readFileSync(logFile, 'utf8').slice(-2000)}`))
-        : new Promise<boolean>((resolve) => {
-            const s = net.connect({ host: '127.0.0.1', port }, () => {
-              s.destroy();
-              resolve(true);
-            });
-            s.once('error', () => resolve(false));
-          }),
-    { timeoutMs: 20_000, what: 'haproxy to listen' },
-  );
+  try {
+    await waitFor(
+      () =>
+        gone
+          ? Promise.reject(new Error(`haproxy exited: ${fs.readFileSync(logFile, 'utf8').slice(-2000)}`))
+          : new Promise<boolean>((resolve) => {
+              const s = net.connect({ host: '127.0.0.1', port }, () => {
+                s.destroy();
+                resolve(true);
+              });
+              s.once('error', () => resolve(false));
+            }),
+      { timeoutMs: 20_000, what: 'haproxy to listen' },
+    );
+  } catch (err) {
+    // A proxy that never listened would otherwise outlive the test run, holding its port.
+    if (!gone && child.pid !== undefined) {
+      process.kill(child.pid, 'SIGKILL');
+      await exited;
+    }
+    throw err;
+  }
   return {
     address: `127.0.0.1:${port}`,
     stop: async () => {

@@ -1,3 +1,5 @@
+import { execFileSync } from 'node:child_process';
+import { generateKeyPairSync } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -5,14 +7,46 @@ import { ConfigError } from '../../src/errors';
 import { loadRelayConfig } from '../../src/config';
 import { runCli } from '../support/cli';
 
-// Certificate variables must name readable files; these stand in for PEM files (content is not parsed).
+// Certificate variables must name files whose PEM content loads: a real self-signed pair (which is its own CA),
+// a second key that does not match it, and files that are not what they claim to be.
 const pemDir = fs.mkdtempSync(path.join(os.tmpdir(), 'poimen-config-test-'));
-const pem = (name: string) => {
-  const file = path.join(pemDir, name);
-  fs.writeFileSync(file, '-----BEGIN CERTIFICATE-----\n');
-  return file;
-};
-const [certPem, keyPem, caPem] = [pem('c.pem'), pem('k.pem'), pem('ca.pem')];
+const inDir = (name: string) => path.join(pemDir, name);
+const [certPem, keyPem, caPem, otherKeyPem] = [
+  inDir('c.pem'),
+  inDir('k.pem'),
+  inDir('ca.pem'),
+  inDir('k2.pem'),
+];
+const garbagePem = inDir('garbage.pem');
+const brokenCertPem = inDir('broken-cert.pem');
+const encryptedKeyPem = inDir('encrypted-key.pem');
+beforeAll(() => {
+  // P-256 keys: as good as RSA for these checks and far cheaper to make.
+  execFileSync(
+    'openssl',
+    ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'].concat([
+      '-keyout',
+      keyPem,
+      '-out',
+      certPem,
+      '-subj',
+      '/CN=poimen-config-test',
+      '-days',
+      '1',
+    ]),
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  fs.copyFileSync(certPem, caPem);
+  const other = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  fs.writeFileSync(otherKeyPem, other.privateKey.export({ type: 'pkcs8', format: 'pem' }));
+  fs.writeFileSync(
+    encryptedKeyPem,
+    other.privateKey.export({ type: 'pkcs8', format: 'pem', cipher: 'aes-256-cbc', passphrase: 'x' }),
+  );
+  fs.writeFileSync(garbagePem, 'this is not PEM\n');
+  // Looks like a certificate to a grep, but its body is no DER.
+  fs.writeFileSync(brokenCertPem, '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n');
+});
 afterAll(() => fs.rmSync(pemDir, { recursive: true, force: true }));
 
 describe('configuration (SPEC §8)', () => {
@@ -103,6 +137,8 @@ describe('configuration (SPEC §8)', () => {
     ['RETRY_MAX_ATTEMPTS', '0'],
     ['METRICS_PORT', '70000'],
     ['LOG_LEVEL', 'loud'],
+    ['RUNS_API_TOKEN', 'tok\nen'],
+    ['RUNS_API_TOKEN', 'tök'],
   ])('a bad %s stops start-up with one line naming it', (variable, value) => {
     let caught: unknown;
     try {
@@ -181,5 +217,76 @@ describe('transport security settings (SPEC §8 plus KAFKA_SSL_CA, RUNS_API_CA)'
     );
     // A directory is not a certificate file either.
     expect(() => loadRelayConfig('worker', { ...env, [variable]: pemDir })).toThrow(/is not a readable file/);
+  });
+  const CA_VARIABLES = ['KAFKA_SSL_CA', 'RUNS_API_CA', 'TEMPORAL_TLS_CA', 'NODE_EXTRA_CA_CERTS'];
+  const envWith = (variable: string, file: string): Record<string, string> => ({
+    RUNS_API_URL: 'https://runs.internal',
+    TEMPORAL_TLS_CERT: certPem,
+    TEMPORAL_TLS_KEY: keyPem,
+    [variable]: file,
+  });
+  const failure = (env: Record<string, string>): ConfigError => {
+    try {
+      loadRelayConfig('worker', env);
+    } catch (err) {
+      if (err instanceof ConfigError) return err;
+      throw err;
+    }
+    throw new Error('the configuration was accepted');
+  };
+
+  test('real PEM files load', () => {
+    const env = envWith('TEMPORAL_TLS_CA', caPem);
+    for (const v of CA_VARIABLES) env[v] = caPem;
+    expect(loadRelayConfig('worker', env).temporal.tls).toEqual({
+      certPath: certPem,
+      keyPath: keyPem,
+      caPath: caPem,
+    });
+  });
+
+  test.each(CA_VARIABLES)(
+    '%s holding no certificate, or a broken one, stops start-up naming it',
+    (variable) => {
+      const garbage = failure(envWith(variable, garbagePem));
+      expect(garbage.variable).toBe(variable);
+      expect(garbage.message).toBe(
+        `invalid configuration: ${variable} = ${JSON.stringify(garbagePem)}: holds no PEM certificate (ERR_OSSL_PEM_NO_START_LINE)`,
+      );
+      // A key is not a CA either.
+      expect(failure(envWith(variable, keyPem)).message).toMatch(
+        /holds no PEM certificate \(ERR_OSSL_\w+\)$/,
+      );
+      const broken = failure(envWith(variable, brokenCertPem));
+      expect(broken.variable).toBe(variable);
+      expect(broken.message).toMatch(/: certificate 1 of 1 does not load \(ERR_OSSL_\w+\)$/);
+      expect(broken.message.split('\n')).toHaveLength(1);
+    },
+  );
+
+  test('TEMPORAL_TLS_CERT or TEMPORAL_TLS_KEY that does not load stops start-up naming it, with the OpenSSL code', () => {
+    const cert = failure({ TEMPORAL_TLS_CERT: garbagePem, TEMPORAL_TLS_KEY: keyPem });
+    expect(cert.variable).toBe('TEMPORAL_TLS_CERT');
+    expect(cert.message).toBe(
+      `invalid configuration: TEMPORAL_TLS_CERT = ${JSON.stringify(garbagePem)}: does not load as a PEM certificate (ERR_OSSL_PEM_NO_START_LINE)`,
+    );
+    // The files swapped: each is refused for what it is not.
+    expect(failure({ TEMPORAL_TLS_CERT: keyPem, TEMPORAL_TLS_KEY: certPem }).variable).toBe(
+      'TEMPORAL_TLS_CERT',
+    );
+    const key = failure({ TEMPORAL_TLS_CERT: certPem, TEMPORAL_TLS_KEY: certPem });
+    expect(key.variable).toBe('TEMPORAL_TLS_KEY');
+    expect(key.message).toMatch(/: does not load as an unencrypted PEM private key \(ERR_OSSL_\w+\)$/);
+    const encrypted = failure({ TEMPORAL_TLS_CERT: certPem, TEMPORAL_TLS_KEY: encryptedKeyPem });
+    expect(encrypted.variable).toBe('TEMPORAL_TLS_KEY');
+    expect(encrypted.message).toMatch(/\(ERR_OSSL_\w+\)$/);
+  });
+
+  test('a key that is not the certificate’s stops start-up naming TEMPORAL_TLS_KEY', () => {
+    const mismatch = failure({ TEMPORAL_TLS_CERT: certPem, TEMPORAL_TLS_KEY: otherKeyPem });
+    expect(mismatch.variable).toBe('TEMPORAL_TLS_KEY');
+    expect(mismatch.message).toBe(
+      `invalid configuration: TEMPORAL_TLS_KEY = ${JSON.stringify(otherKeyPem)}: does not match TEMPORAL_TLS_CERT (ERR_OSSL_X509_KEY_VALUES_MISMATCH)`,
+    );
   });
 });

@@ -1,3 +1,4 @@
+import { dlqRecordId } from '../../src/dlqId';
 import {
   base64Decode,
   base64Encode,
@@ -417,6 +418,28 @@ describe('SPEC §6 dead-letter record', () => {
     ['wrong http_status type', JSON.stringify({ ...buildDlqRecord(failure), http_status: '503' })],
   ])('parseDlqRecord rejects %s', (_name, value) => {
     expect(parseDlqRecord(value)).toBeUndefined();
+  });
+});
+
+describe('SPEC §6 dead-letter record ids', () => {
+  const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+  it('are UUIDs derived from what they are about: a repeated write after a crash repeats the id', () => {
+    const id = dlqRecordId('poimen.acme.dispatch/3/42');
+    expect(id).toMatch(UUID);
+    expect(dlqRecordId('poimen.acme.dispatch/3/42')).toBe(id);
+  });
+
+  it('differ for different source records or executions', () => {
+    const ids = new Set(
+      [
+        'poimen.acme.dispatch/3/42',
+        'poimen.acme.dispatch/3/43',
+        'poimen.acme.dispatch/4/42',
+        'dispatch:acme:d/run',
+      ].map(dlqRecordId),
+    );
+    expect(ids.size).toBe(4);
   });
 });
 

@@ -30,19 +30,30 @@ describe('bad-input corpus: every malformed record gets its precise reason', () 
     expect(new Set(values).size).toBe(corpus.length);
   });
 
-  it('the reasons are specific: no two kinds of fault share one reason', () => {
-    const reasons = corpus.map((c) => {
+  it('the reasons are specific: records share a reason only when they show the same fault', () => {
+    // The one fault reached two ways each; any other pair of records with one reason means a reason is vague.
+    const sameFault = [
+      ['input nested 100 000 arrays deep', 'input nested 513 objects deep'],
+      ['fields only on __proto__', 'workflow_ref missing'],
+      ['dispatch_key with a space', 'invalid dispatch_key under a record key that looks right'],
+      [
+        'tenant_id of another tenant',
+        'tenant_id of another tenant, backed by a record key and x-tenant-id header',
+      ],
+    ];
+    const byReason = new Map<string, string[]>();
+    for (const c of corpus) {
       const v = validateDispatch(c.value, opts);
-      return v.ok ? 'accepted' : v.reason;
-    });
-    // Equal reasons only for the same fault in different records (e.g. two over-size values of equal size).
-    expect(new Set(reasons).size).toBeGreaterThanOrEqual(corpus.length - 5);
+      const reason = v.ok ? 'accepted' : v.reason;
+      byReason.set(reason, [...(byReason.get(reason) ?? []), c.name]);
+    }
+    const shared = [...byReason.values()].filter((names) => names.length > 1);
+    const sorted = (groups: string[][]) => groups.map((g) => [...g].sort()).sort();
+    expect(sorted(shared)).toEqual(sorted(sameFault));
   });
 
   it.each(malformedCorpus(TENANT).map((c) => [c.name, c] as const))('%s', (_name, c) => {
-    const started = performance.now();
     const verdict = validateDispatch(c.value, opts);
-    expect(performance.now() - started).toBeLessThan(500);
     expect(verdict).toMatchObject({
       ok: false,
       type: c.expectType,
@@ -66,6 +77,22 @@ describe('hostile but valid records are accepted under the value’s dispatch_ke
     for (const nest of [arrays, objects]) {
       expect(validateDispatch(record(nest(INPUT_MAX_DEPTH)), opts).ok).toBe(true);
       expect(validateDispatch(record(nest(INPUT_MAX_DEPTH + 1)), opts)).toMatchObject({
+        ok: false,
+        reason: `field input nests arrays/objects more than ${INPUT_MAX_DEPTH} levels deep`,
+      });
+    }
+  });
+
+  it('nesting far past any stack (100 000 levels) gets a reason, not a RangeError: the depth walk is iterative', () => {
+    // Speed is the benchmarks' business; what a unit test can pin is that depth never recurses on the stack.
+    const record = (input: string) =>
+      new TextEncoder().encode(`{"workflow_ref":"w","dispatch_key":"k","input":${input}}`);
+    const n = 100_000;
+    for (const input of [
+      `${'['.repeat(n)}${']'.repeat(n)}`,
+      `${'{"a":'.repeat(n - 1)}{}${'}'.repeat(n - 1)}`,
+    ]) {
+      expect(validateDispatch(record(input), { ...opts, maxBytes: 10 * n })).toMatchObject({
         ok: false,
         reason: `field input nests arrays/objects more than ${INPUT_MAX_DEPTH} levels deep`,
       });

@@ -3,7 +3,7 @@
  * widen a topic pattern, and the API token is taken out of any text an echoing API sends back.
  */
 import fc from 'fast-check';
-import { secretRedactor } from '../../src/activities';
+import { readRedacted, redactedHead, secretRedactor } from '../../src/activities';
 import { bodyExcerpt } from '../../src/activities/classify';
 import {
   DEFAULT_DISPATCH_TOPIC_PATTERN,
@@ -146,7 +146,11 @@ describe('the API token is redacted from what the API sends back', () => {
           JSON.stringify(token).slice(1, -1).replace(/\//g, '\\/'),
           encodeURIComponent(token),
         ]) {
-          expect(redact(`${before}${form}${after}`)).not.toContain(token);
+          // The form as written must be gone (the verbatim token alone is absent from an escaped form
+          // even without any redaction), and a marker must stand where it was.
+          const out = redact(`${before}${form}${after}`);
+          expect(out).not.toContain(form);
+          expect(out).toContain('<redacted>');
         }
       }),
     );
@@ -160,6 +164,47 @@ describe('the API token is redacted from what the API sends back', () => {
       const excerpt = bodyExcerpt(redact(body));
       for (let i = 0; i + 8 <= token.length; i++) expect(excerpt).not.toContain(token.slice(i, i + 8));
     }
+  });
+
+  describe('when the 64 KiB read limit cuts through a token', () => {
+    const token = 'tok-Zq81/xWv3Lm0Pb7Rt5Ys2Nc4Ud6Ke9Hj';
+    const forms = [
+      token,
+      JSON.stringify(token).slice(1, -1).replace(/\//g, '\\/'),
+      encodeURIComponent(token),
+    ];
+    const LIMIT = 64 * 1024;
+    async function* chunked(body: Buffer, size = 16 * 1024) {
+      for (let i = 0; i < body.length; i += size) yield body.subarray(i, i + size);
+    }
+
+    it('no piece of it survives, not even once the excerpt collapses the whitespace before it', async () => {
+      for (const form of forms) {
+        // Every cut position through the form, from its first character on.
+        for (let pad = LIMIT - form.length + 1; pad < LIMIT; pad++) {
+          const body = Buffer.from(`${' '.repeat(pad)}${form} and more`);
+          const text = await readRedacted(chunked(body), token);
+          expect(text.length).toBeLessThanOrEqual(LIMIT);
+          expect(bodyExcerpt(text)).toBe('');
+        }
+        // A form that ends right at the limit is whole, so it is redacted as usual.
+        const whole = Buffer.from(`${' '.repeat(LIMIT - form.length)}${form} and more`);
+        expect(bodyExcerpt(await readRedacted(chunked(whole), token))).toBe('<redacted>');
+      }
+    });
+
+    it('nor when the read stops mid-character inside it', async () => {
+      const wide = 'tök-Zq81xWv3Lm0Pb7Rt5Ys2Nc4Ud6Ke9Hj';
+      // 14 bytes of padding, then "t" and the first byte of "ö": the read keeps one 16-byte chunk.
+      const body = Buffer.from(`${'x'.repeat(14)}${wide} more`);
+      expect(await readRedacted(chunked(body, 16), wide, 16)).toBe('x'.repeat(14));
+    });
+
+    it('an untruncated body keeps its end, and text that merely resembles a token is cut only at the limit', () => {
+      expect(redactedHead('ends in tok-Z', 100, token, false)).toBe('ends in tok-Z');
+      expect(redactedHead('abcdef', 4, token, false)).toBe('abcd');
+      expect(redactedHead(`a ${token} b`, 100, undefined, true)).toBe(`a ${token} b`);
+    });
   });
 
   it('without a token, text is unchanged', () => {

@@ -1,6 +1,11 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import type { KafkaConfig } from '../../src/config';
+import { ConfigError } from '../../src/errors';
 import { kafkaAccessProblem } from '../../src/kafka/client';
-import { tlsRefusal } from '../../src/tlsErrors';
+import { checkTemporalTls } from '../../src/temporal/connection';
+import { handshakeFailure, tlsAlert, tlsRefusal } from '../../src/tlsErrors';
 
 describe('TLS failures are told apart by error code', () => {
   test.each([
@@ -8,16 +13,51 @@ describe('TLS failures are told apart by error code', () => {
     ['SELF_SIGNED_CERT_IN_CHAIN', 'untrusted-server'],
     ['CERT_HAS_EXPIRED', 'untrusted-server'],
     ['ERR_TLS_CERT_ALTNAME_INVALID', 'untrusted-server'],
+    // Alerts about the client certificate (or its absence): the server refuses us.
     ['ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED', 'refused-by-server'],
     ['ERR_SSL_TLSV1_ALERT_UNKNOWN_CA', 'refused-by-server'],
     ['ERR_SSL_SSLV3_ALERT_BAD_CERTIFICATE', 'refused-by-server'],
+    ['ERR_SSL_SSLV3_ALERT_CERTIFICATE_UNKNOWN', 'refused-by-server'],
+    ['ERR_SSL_SSLV3_ALERT_CERTIFICATE_EXPIRED', 'refused-by-server'],
+    ['ERR_SSL_SSLV3_ALERT_CERTIFICATE_REVOKED', 'refused-by-server'],
+    ['ERR_SSL_SSLV3_ALERT_UNSUPPORTED_CERTIFICATE', 'refused-by-server'],
+    ['ERR_SSL_TLSV1_ALERT_ACCESS_DENIED', 'refused-by-server'],
+    // Other alerts: a disagreement that is not about certificates, so no client certificate is blamed.
+    ['ERR_SSL_TLSV1_ALERT_NO_APPLICATION_PROTOCOL', 'handshake'],
+    ['ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION', 'handshake'],
+    ['ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE', 'handshake'],
+    ['ERR_SSL_TLSV1_ALERT_DECRYPT_ERROR', 'handshake'],
     ['ERR_SSL_WRONG_VERSION_NUMBER', 'handshake'],
+    // A server's own passing fault: waited out like an outage.
+    ['ERR_SSL_TLSV1_ALERT_INTERNAL_ERROR', undefined],
     ['ECONNREFUSED', undefined],
     ['ECONNRESET', undefined],
     ['ETIMEDOUT', undefined],
     [undefined, undefined],
   ])('%s → %s', (code, expected) => {
     expect(tlsRefusal(code)).toBe(expected);
+  });
+});
+
+describe('a handshake failure names the alert the server sent', () => {
+  test.each([
+    ['ERR_SSL_TLSV1_ALERT_NO_APPLICATION_PROTOCOL', 'NO_APPLICATION_PROTOCOL'],
+    ['ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED', 'CERTIFICATE_REQUIRED'],
+    ['ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE', 'HANDSHAKE_FAILURE'],
+    ['ERR_SSL_WRONG_VERSION_NUMBER', undefined],
+    ['ECONNREFUSED', undefined],
+    [42, undefined],
+  ])('%s → alert %s', (code, alert) => {
+    expect(tlsAlert(code)).toBe(alert);
+  });
+
+  test('in the message: the alert by name, and the code', () => {
+    expect(handshakeFailure('ERR_SSL_TLSV1_ALERT_NO_APPLICATION_PROTOCOL')).toBe(
+      'TLS handshake refused with alert no_application_protocol (ERR_SSL_TLSV1_ALERT_NO_APPLICATION_PROTOCOL)',
+    );
+    expect(handshakeFailure('ERR_SSL_WRONG_VERSION_NUMBER')).toBe(
+      'TLS handshake failed (ERR_SSL_WRONG_VERSION_NUMBER)',
+    );
   });
 });
 
@@ -54,7 +94,26 @@ describe('kafkaAccessProblem: refused credentials and certificates stop the inge
     expect(kafkaAccessProblem(wrapped, noCa)?.variable).toBe('KAFKA_SSL');
   });
 
+  test('brokers that refuse the client certificate, or the handshake, blame TLS being on, not the CA', () => {
+    const refused = err('KafkaJSConnectionError', { code: 'ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED' });
+    expect(kafkaAccessProblem(refused, cfg)).toEqual({
+      variable: 'KAFKA_SSL',
+      reason:
+        'is on but Kafka at k1:9094 wants a client certificate, which the relay does not offer (ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED)',
+    });
+    const version = err('KafkaJSConnectionError', { code: 'ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION' });
+    expect(kafkaAccessProblem(version, cfg)).toEqual({
+      variable: 'KAFKA_SSL',
+      reason:
+        'is on but with Kafka at k1:9094: TLS handshake refused with alert protocol_version (ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION)',
+    });
+  });
+
   test.each([
+    [
+      'a server-side internal_error alert',
+      err('KafkaJSConnectionError', { code: 'ERR_SSL_TLSV1_ALERT_INTERNAL_ERROR' }),
+    ],
     ['a refused connection', err('KafkaJSConnectionError', { code: 'ECONNREFUSED' })],
     ['a timeout', err('KafkaJSConnectionError')],
     ['a protocol error', err('KafkaJSProtocolError', { type: 'UNKNOWN_TOPIC_OR_PARTITION', code: 3 })],
@@ -66,5 +125,29 @@ describe('kafkaAccessProblem: refused credentials and certificates stop the inge
   test('without TLS, a TLS-looking code is not read as a certificate problem', () => {
     const e = err('KafkaJSConnectionError', { code: 'ERR_SSL_WRONG_VERSION_NUMBER' });
     expect(kafkaAccessProblem(e, { ...cfg, ssl: false })).toBeUndefined();
+  });
+});
+
+describe('checkTemporalTls: files that do not load are one ConfigError line, not a stack trace', () => {
+  test('a certificate that stopped loading after start rejects with a ConfigError (nothing thrown synchronously)', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'poimen-tls-check-'));
+    try {
+      const garbage = path.join(dir, 'garbage.pem');
+      fs.writeFileSync(garbage, 'this is not PEM\n');
+      // tlsConnect throws on the files before it dials: the port is never used.
+      const check = checkTemporalTls({
+        address: '127.0.0.1:1',
+        namespace: 'default',
+        taskQueue: 'q',
+        uiUrl: 'http://127.0.0.1:8233',
+        tls: { certPath: garbage, keyPath: garbage },
+      });
+      await expect(check).rejects.toThrow(ConfigError);
+      await expect(check).rejects.toThrow(
+        /^invalid configuration: TEMPORAL_TLS_CERT\/TEMPORAL_TLS_KEY\/TEMPORAL_TLS_CA cannot be loaded \(ERR_OSSL_\w+\)$/,
+      );
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
