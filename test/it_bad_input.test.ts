@@ -205,23 +205,9 @@ describe('bad input', () => {
       /consumer crashed|Restarting the consumer|could not start or dead-letter/,
     );
 
-    const admin = h.kafka.admin();
-    await admin.connect();
-    try {
-      await waitFor(
-        async () => {
-          const [committed] = await admin.fetchOffsets({
-            groupId: h.groupId,
-            topics: [topics.dispatch(h.tenant)],
-          });
-          const [high] = await admin.fetchTopicOffsets(topics.dispatch(h.tenant));
-          return committed!.partitions[0]!.offset === high!.high;
-        },
-        { what: 'the committed offset to reach the end of the topic' },
-      );
-    } finally {
-      await admin.disconnect();
-    }
+    await waitFor(async () => (await h.offsets()).every((p) => p.committed === p.high), {
+      what: 'the committed offset to reach the end of the topic',
+    });
     const metrics = await ingester.metrics();
     expect(
       metricValue(metrics, 'poimen_dispatch_records_total', { tenant: h.tenant, outcome: 'dead_lettered' }),

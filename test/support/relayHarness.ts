@@ -31,6 +31,8 @@ export interface Harness {
   dispatchValue(key: string, extra?: Record<string, unknown>): string;
   readDlq(expected: number, timeoutMs?: number): Promise<DlqRecord[]>;
   wfId(key: string): string;
+  /** The group's committed offsets and the topic's end offsets, per partition of the tenant's .dispatch. */
+  offsets(): Promise<{ partition: number; committed: number; high: number }[]>;
   cleanup(): Promise<void>;
 }
 
@@ -120,6 +122,21 @@ export async function createHarness(
       return records;
     },
     wfId: (key) => workflowId(tenant, key),
+    async offsets() {
+      const admin = kafka.admin();
+      await admin.connect();
+      try {
+        const [committed] = await admin.fetchOffsets({ groupId, topics: [topics.dispatch(tenant)] });
+        const high = await admin.fetchTopicOffsets(topics.dispatch(tenant));
+        return high.map((p) => ({
+          partition: p.partition,
+          committed: Number(committed?.partitions.find((c) => c.partition === p.partition)?.offset ?? -1),
+          high: Number(p.high),
+        }));
+      } finally {
+        await admin.disconnect();
+      }
+    },
     async cleanup() {
       await Promise.all(processes.map((p) => p.kill()));
       await Promise.all(dlqConsumers.map((c) => c.disconnect().catch(() => undefined)));
