@@ -160,6 +160,7 @@ describe('bad input', () => {
       'hv-trace-zero',
       'hv-trace-crlf',
       'hv-trace-upper',
+      'hv-trace-twice',
       'hv-lying-headers',
     ])
       expect({ k, traceparent: call(k).headers.traceparent }).toEqual({ k, traceparent: undefined });

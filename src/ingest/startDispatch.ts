@@ -93,10 +93,11 @@ export interface StartContext {
   startTimeoutMs: number;
 }
 
+/** A header's value; a header given more than once has no single value (W3C trace context: then invalid). */
 function header(message: KafkaMessage, name: string): string | undefined {
   const raw = message.headers?.[name];
-  const first = Array.isArray(raw) ? raw[0] : raw;
-  return first === undefined ? undefined : first.toString();
+  if (Array.isArray(raw)) return raw.length === 1 ? raw[0]?.toString() : undefined;
+  return raw === undefined ? undefined : raw.toString();
 }
 
 export async function handleRecord(
