@@ -10,12 +10,13 @@
 import crypto from 'node:crypto';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { type Consumer, Kafka, logLevel, type Message, type Producer } from 'kafkajs';
+import { Kafka, logLevel, type Producer } from 'kafkajs';
 import { childEnv } from '../config';
 import { parseDlqRecord, topics } from '../contract';
 import { freePort } from '../dev/ports';
 import { type RelayProcess, startRelayProcess } from '../dev/relayProcess';
 import { type Fault, RunsApiDouble } from '../dev/runsApi';
+import { readRange, watermarks } from '../kafka/readRange';
 import { ensureTopics, tenantTopicSpecs } from '../kafka/topics';
 import type { ServiceName } from '../stack/services';
 
@@ -267,38 +268,48 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
   );
   const bad = records.filter((r) => r.kind === 'malformed');
 
-  // DLQ records are read as they arrive, by a consumer of our own that commits nothing.
-  const dlqSeen: {
+  // The DLQ is read once the faults are over, whole, by a throwaway group that commits nothing: a consumer
+  // left running through broker kills would restart itself in the background, past the end of the soak.
+  type SeenDlq = {
     id: string;
     key: string;
     type: string;
     error: string;
     payload: string;
     dispatchKey: string | null;
-  }[] = [];
-  const dlqConsumer: Consumer = kafka.consumer({
-    groupId: `chaos-dlq-reader-${run}`,
-    retry: { retries: 100 },
-  });
-  await dlqConsumer.connect();
-  await dlqConsumer.subscribe({ topic: topics.dlq(tenant), fromBeginning: true });
-  await dlqConsumer.run({
-    autoCommit: false,
-    eachMessage: async ({ message }: { message: Message }) => {
-      const rec = parseDlqRecord(message.value);
-      const payload = rec?.payload_base64
-        ? Buffer.from(rec.payload_base64, 'base64').toString('latin1')
-        : (rec?.payload ?? '');
-      dlqSeen.push({
-        id: rec?.id ?? '',
-        key: message.key?.toString('utf8') ?? '',
-        type: rec?.type ?? 'unparseable',
-        error: rec?.error ?? '',
-        payload,
-        dispatchKey: rec?.dispatch_key ?? null,
+  };
+  let dlqSeen: SeenDlq[] = [];
+  const readDlq = async (): Promise<SeenDlq[]> => {
+    const seen: SeenDlq[] = [];
+    const a = kafka.admin();
+    await a.connect();
+    try {
+      const marks = await watermarks(a, topics.dlq(tenant));
+      await readRange(kafka, a, {
+        topic: topics.dlq(tenant),
+        groupId: `chaos-dlq-reader-${run}-${crypto.randomUUID()}`,
+        ranges: [...marks].map(([partition, { low, high }]) => ({ partition, start: low, end: high })),
+        commit: false,
+        onMessage: async (_partition, message) => {
+          const rec = parseDlqRecord(message.value);
+          const payload = rec?.payload_base64
+            ? Buffer.from(rec.payload_base64, 'base64').toString('latin1')
+            : (rec?.payload ?? '');
+          seen.push({
+            id: rec?.id ?? '',
+            key: message.key?.toString('utf8') ?? '',
+            type: rec?.type ?? 'unparseable',
+            error: rec?.error ?? '',
+            payload,
+            dispatchKey: rec?.dispatch_key ?? null,
+          });
+        },
       });
-    },
-  });
+    } finally {
+      await a.disconnect();
+    }
+    return seen;
+  };
 
   const kills: SoakResult['kills'] = { ingester: 0, worker: 0, kafka: 0, temporal: 0, total: 0 };
   let lastFaultEndMs = Date.now();
@@ -411,6 +422,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
     const deadline = Date.now() + opts.drainTimeoutMs;
     while (Date.now() < deadline) {
       const runsDone = [...validKeys].every((k) => api.runs.has(k));
+      if (runsDone) dlqSeen = await readDlq().catch(() => dlqSeen);
       if (runsDone && matched() === bad.length) {
         const [r, lag] = await Promise.all([running().catch(() => -1), lagOf().catch(() => -1)]);
         if (r === 0 && lag === 0) {
@@ -424,6 +436,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
     if (!drained) drainedAtMs = Date.now();
 
     // The final account, from the API's wire, Kafka and Temporal.
+    if (!drained) dlqSeen = await readDlq().catch(() => dlqSeen);
     const created = new Map<string, number>();
     let unavailable503 = 0;
     let dropped = 0;
@@ -492,7 +505,6 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
   } finally {
     await connection?.close().catch(() => undefined);
     await producer.disconnect().catch(() => undefined);
-    await dlqConsumer.disconnect().catch(() => undefined);
     await Promise.all(Object.values(relay).map((p) => p?.stop()));
     await api.close();
   }
