@@ -10,6 +10,13 @@ export const WORKFLOW_TYPE = 'dispatch';
 export const DEFAULT_TASK_QUEUE = 'poimen-dispatch';
 export const DLQ_REPLAY_GROUP = 'poimen-relay-dlq';
 export const DLQ_RETENTION_MS = 1_209_600_000;
+/**
+ * `max.message.bytes` of the DLQ topics the relay creates. A dead letter carries the record it refuses as JSON
+ * text, which escaping grows up to 6× (a control character becomes `\u0001`), so the broker's 1 MB default
+ * would refuse the dead letter of a record that was itself accepted. 8 MiB holds any record within the default
+ * DISPATCH_MAX_BYTES (1 MiB); what still does not fit is dead-lettered without its payload (`withoutPayload`).
+ */
+export const DLQ_MAX_MESSAGE_BYTES = 8 * 1024 * 1024;
 
 /** Keyword search attributes the relay sets on every dispatch execution (SPEC §4). */
 export const SEARCH_ATTRIBUTE_NAMES = ['TenantId', 'DispatchKey', 'WorkflowRef', 'GoalId'] as const;
@@ -63,12 +70,39 @@ export function dispatchRecordKey(tenant: string, dispatchKey: string): string {
   return `${tenant}:${dispatchKey}`;
 }
 
-/** The four fields sent verbatim as the body of `POST /v1/runs` (SPEC §5). */
+/**
+ * A validated dispatch as the relay carries it: the four fields of the `POST /v1/runs` body (SPEC §5), with
+ * `input` kept as the record's own JSON text. Why text, not the parsed value: a parsed input lives in the
+ * workflow sandbox as objects, 10–20× its size (a 1 MB array of `{}` is ~300,000 objects), and a few such
+ * records at once exhausted the worker's heap; as text it costs its size once. It also reaches the API exactly
+ * as the producer wrote it: no number is re-formatted or rounded (integers beyond 2^53 keep every digit).
+ */
 export interface Dispatch {
+  workflow_ref: string;
+  /** The `input` value's JSON text, verbatim from the record (whitespace included). */
+  input_json: string;
+  goal_id: string | null;
+  dispatch_key: string;
+}
+
+/** How executions started before `input_json` carry the dispatch: `input` as a parsed value. */
+export interface LegacyDispatch {
   workflow_ref: string;
   input: unknown;
   goal_id: string | null;
   dispatch_key: string;
+}
+
+/**
+ * The exact `POST /v1/runs` body: the four fields in SPEC order, `input` spliced in as its JSON text. Also the
+ * text of a dispatch_failure dead letter's payload, so a replay publishes what the API would have received.
+ */
+export function runsApiBody(d: Dispatch | LegacyDispatch): string {
+  const inputJson = 'input_json' in d ? d.input_json : JSON.stringify(d.input ?? null);
+  return (
+    `{"workflow_ref":${JSON.stringify(d.workflow_ref)},"input":${inputJson},` +
+    `"goal_id":${JSON.stringify(d.goal_id)},"dispatch_key":${JSON.stringify(d.dispatch_key)}}`
+  );
 }
 
 export const WORKFLOW_REF_MAX_CHARS = 512;
@@ -102,10 +136,9 @@ const FIELD_OK: FieldCheck = { ok: true };
  * Applies every rule of SPEC §3 to a raw record value; the first broken rule is reported with a reason an
  * operator can act on without opening the payload.
  *
- * `input` is the JSON.parse result as-is. Known limitation: numbers beyond 2^53 (or with more digits than a
- * double holds) lose precision in JSON.parse, so such values do not reach the API digit-for-digit; producers
- * that need exact big numbers must send them as strings. A number beyond the double range (1e400) would become
- * Infinity and reach the API as null, so it is rejected rather than silently re-typed. Never throws.
+ * `input` is carried as its JSON text, cut from the record, so numbers reach the API digit-for-digit. A number
+ * beyond the double range (1e400) is still rejected: most JSON readers (JavaScript's among them) turn it into
+ * Infinity or null, so the API would not see the value the producer meant. Never throws.
  */
 export function validateDispatch(
   value: Uint8Array | null,
@@ -113,7 +146,7 @@ export function validateDispatch(
 ): DispatchValidation {
   const parsed = parseRecordValue(value, opts.maxBytes);
   if (!parsed.ok) return malformed(parsed.reason);
-  const obj = parsed.value;
+  const { value: obj, inputJson } = parsed;
 
   const key = checkDispatchKey(obj);
   const dispatchKey = key.ok ? (obj['dispatch_key'] as string) : undefined;
@@ -134,7 +167,8 @@ export function validateDispatch(
     ok: true,
     dispatch: {
       workflow_ref: obj['workflow_ref'] as string,
-      input: obj['input'],
+      // checkInput passed, so the scan found the value's text.
+      input_json: inputJson!,
       goal_id: (Object.hasOwn(obj, 'goal_id') ? obj['goal_id'] : null) as string | null,
       dispatch_key: obj['dispatch_key'] as string,
     },
@@ -152,7 +186,7 @@ function withKey(dispatchKey: string | undefined): { dispatchKey?: string } {
 function parseRecordValue(
   value: Uint8Array | null,
   maxBytes: number,
-): { ok: true; value: JsonObject } | { ok: false; reason: string } {
+): { ok: true; value: JsonObject; inputJson: string | undefined } | { ok: false; reason: string } {
   if (value === null) return { ok: false, reason: 'tombstone: record value is null' };
   // Size first: a 100 MB record must not be decoded and parsed just to be rejected.
   if (value.byteLength > maxBytes) {
@@ -174,8 +208,8 @@ function parseRecordValue(
   if (!isJsonObject(json))
     return { ok: false, reason: `value is not a JSON object (got ${jsonTypeName(json)})` };
   const scanned = scanTopLevel(text);
-  if (scanned !== undefined) return { ok: false, reason: scanned };
-  return { ok: true, value: json };
+  if ('error' in scanned) return { ok: false, reason: scanned.error };
+  return { ok: true, value: json, inputJson: scanned.inputJson };
 }
 
 function jsonErrorDetail(text: string, err: unknown): string {
@@ -191,19 +225,27 @@ function jsonErrorDetail(text: string, err: unknown): string {
   return `${message} (near ${JSON.stringify(near)}${near.length === 16 ? '…' : ''})`;
 }
 
+const JSON_WHITESPACE = new Set([' ', '\t', '\n', '\r']);
+
 /**
  * One iterative pass over text already known to be a JSON object (so no recursion, whatever the depth): the
  * first governed field named twice, `input` nesting deeper than INPUT_MAX_DEPTH, or a number in `input` beyond
- * the double range. Undefined when none.
+ * the double range; else the text of the `input` value (undefined when there is no such field).
  */
-function scanTopLevel(text: string): string | undefined {
+function scanTopLevel(text: string): { error: string } | { inputJson: string | undefined } {
   const seen = new Set<string>();
   let depth = 0;
   let expectKey = false;
   let field: string | undefined;
+  // Where the top-level `input` value starts (just after its colon) and ends (its closing `,` or `}`).
+  let inputStart = -1;
+  let inputEnd = -1;
   for (let i = 0; i < text.length; i++) {
     const c = text.charAt(i);
-    if (c === '"') {
+    if (depth === 1 && inputStart >= 0 && inputEnd < 0 && (c === ',' || c === '}')) inputEnd = i;
+    if (c === ':' && depth === 1 && field === 'input' && inputStart < 0) {
+      inputStart = i + 1;
+    } else if (c === '"') {
       let end = i + 1;
       while (text.charAt(end) !== '"') end += text.charAt(end) === '\\' ? 2 : 1;
       if (depth === 1 && expectKey) {
@@ -211,7 +253,7 @@ function scanTopLevel(text: string): string | undefined {
         field = raw.includes('\\') ? (JSON.parse(raw) as string) : raw.slice(1, -1);
         expectKey = false;
         if (GOVERNED_FIELDS.has(field)) {
-          if (seen.has(field)) return `field ${field} appears more than once (ambiguous record)`;
+          if (seen.has(field)) return { error: `field ${field} appears more than once (ambiguous record)` };
           seen.add(field);
         }
       }
@@ -220,7 +262,7 @@ function scanTopLevel(text: string): string | undefined {
       depth++;
       if (depth === 1) expectKey = true;
       else if (field === 'input' && depth - 1 > INPUT_MAX_DEPTH) {
-        return `field input nests arrays/objects more than ${INPUT_MAX_DEPTH} levels deep`;
+        return { error: `field input nests arrays/objects more than ${INPUT_MAX_DEPTH} levels deep` };
       }
     } else if (c === '}' || c === ']') {
       depth--;
@@ -231,12 +273,18 @@ function scanTopLevel(text: string): string | undefined {
       while (end < text.length && /[0-9eE+\-.]/.test(text.charAt(end))) end++;
       const literal = text.slice(i, end);
       if (field === 'input' && !Number.isFinite(Number(literal))) {
-        return `field input has the number ${truncate(literal, 40)}, beyond the range of a double (it would reach the API as null)`;
+        return {
+          error: `field input has the number ${truncate(literal, 40)}, beyond the range of a double (most JSON readers, the API's included, would read Infinity or null)`,
+        };
       }
       i = end - 1;
     }
   }
-  return undefined;
+  if (inputStart < 0 || inputEnd < 0) return { inputJson: undefined };
+  // JSON.parse accepted the text, so the span holds exactly one value, possibly with whitespace around it.
+  while (JSON_WHITESPACE.has(text.charAt(inputStart))) inputStart++;
+  while (JSON_WHITESPACE.has(text.charAt(inputEnd - 1))) inputEnd--;
+  return { inputJson: text.slice(inputStart, inputEnd) };
 }
 
 /** Where and how bytes that TextDecoder refused break UTF-8 (RFC 3629), for a reason an operator can act on. */
@@ -448,6 +496,23 @@ export function buildDlqRecord(input: DlqRecordInput): DlqRecord {
     target_url: input.targetUrl == null ? null : withoutUserinfo(input.targetUrl),
     source: { ...input.source },
     ...dlqPayload(input.value),
+  };
+}
+
+/**
+ * The same dead letter without the record's value, for a DLQ topic that refuses the whole as too large (one
+ * created by hand with a smaller max.message.bytes, or a DISPATCH_MAX_BYTES raised past DLQ_MAX_MESSAGE_BYTES):
+ * the reason and the source coordinates still reach the DLQ, and the error says where the value is.
+ */
+export function withoutPayload(record: DlqRecord, encodedBytes: number): DlqRecord {
+  const { payload_base64: _dropped, ...rest } = record;
+  const s = record.source;
+  return {
+    ...rest,
+    payload: null,
+    error:
+      `${record.error} [payload omitted: the dead letter was ${encodedBytes} bytes, more than ${record.topic} ` +
+      `accepts; the original record is ${s.topic} partition ${s.partition} offset ${s.offset}]`,
   };
 }
 

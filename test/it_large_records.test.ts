@@ -1,11 +1,20 @@
 /**
  * Records at the size limit, under the processes' heap limits (RELAY_HEAP): ~0.9 MB dispatches whose JSON
- * expands twenty-fold once parsed (hundreds of thousands of empty objects) are relayed without crashing the
- * ingester or the worker, and a record whose input would encode beyond Temporal's payload limit (number
- * formatting grows `1e20` to 21 digits) is dead-lettered with its reason instead of stalling its partition.
+ * expands twenty-fold once parsed (hundreds of thousands of empty objects), all in flight at once, are relayed
+ * without crashing the ingester or the worker (whose workflow sandbox once ran out of heap on them: the input
+ * now travels as text), and a record whose input would encode beyond Temporal's payload limit (its escaped
+ * quotes are escaped again inside the workflow input) is dead-lettered with its reason instead of stalling its
+ * partition.
  */
-import { topics } from '../src/contract';
+import crypto from 'node:crypto';
+import { Kafka, logLevel } from 'kafkajs';
+import { buildDlqRecord, parseDlqRecord, topics } from '../src/contract';
+import { DlqPublisher } from '../src/kafka/dlqPublisher';
+import { createLogger } from '../src/logger';
+import { createMetrics } from '../src/metrics';
+import { uniqueName } from './support/names';
 import { type Harness, createHarness } from './support/relayHarness';
+import { testServices } from './support/testEnv';
 import { waitFor } from './support/wait';
 
 const RECORD_BYTES = 900_000;
@@ -17,12 +26,14 @@ function expanding(key: string, bytes: number): Buffer {
   return Buffer.from(`${head}${Array.from({ length: n }, () => '{}').join(',')}]}`);
 }
 
-/** A valid dispatch within DISPATCH_MAX_BYTES whose input encodes to about 4.4× its size. */
-function numberBomb(key: string, bytes: number): Buffer {
-  const head = `{"workflow_ref":"big@v1","goal_id":null,"dispatch_key":"${key}","input":[`;
-  const n = Math.floor((bytes - head.length - 2) / 5);
-  return Buffer.from(`${head}${Array.from({ length: n }, () => '1e20').join(',')}]}`);
+/** A valid dispatch within DISPATCH_MAX_BYTES whose input, a string of escaped quotes, encodes to 2× its size. */
+function quoteBomb(key: string, bytes: number): Buffer {
+  const head = `{"workflow_ref":"big@v1","goal_id":null,"dispatch_key":"${key}","input":"`;
+  const n = Math.floor((bytes - head.length - 2) / 2);
+  return Buffer.from(`${head}${'\\"'.repeat(n)}"}`);
 }
+/** Over half of Temporal's limit (2 MiB less the relay's 64 KiB headroom), under DISPATCH_MAX_BYTES (1 MiB). */
+const BOMB_BYTES = 1_030_000;
 
 describe('records at the size limit, under the heap limits', () => {
   let h: Harness;
@@ -52,9 +63,17 @@ describe('records at the size limit, under the heap limits', () => {
       await h.producer.send({
         topic: topics.dispatch(h.tenant),
         acks: -1,
-        messages: [{ partition: i, value: numberBomb(key, RECORD_BYTES) }],
+        messages: [{ partition: i, value: quoteBomb(key, BOMB_BYTES) }],
       });
     }
+    // Not UTF-8, so its dead letter carries it as base64 (4/3 of its size): more than the broker's 1 MB default.
+    const binary = crypto.randomBytes(1_040_000);
+    binary[0] = 0xff;
+    await h.producer.send({
+      topic: topics.dispatch(h.tenant),
+      acks: -1,
+      messages: [{ partition: 3, value: binary }],
+    });
     await h.producer.send({
       topic: topics.dispatch(h.tenant),
       acks: -1,
@@ -66,12 +85,18 @@ describe('records at the size limit, under the heap limits', () => {
       240_000,
       'every big and small dispatch to have a run',
     );
-    const dlq = await h.readDlq(2, 120_000);
-    expect(dlq.map((r) => r.dispatch_key).sort()).toEqual(bombs);
-    for (const r of dlq) {
+    const dlq = await h.readDlq(3, 120_000);
+    expect(dlq.map((r) => r.dispatch_key ?? 'binary').sort()).toEqual(['binary', ...bombs]);
+    for (const key of bombs) {
+      const r = dlq.find((d) => d.dispatch_key === key)!;
       expect(r.type).toBe('malformed_dispatch');
       expect(r.error).toMatch(/^workflow input encodes to \d+ bytes, over the \d+ Temporal accepts/);
+      // Whole, though its dead letter (the escaped quotes escaped once more) is twice the broker's default limit.
+      expect(r.payload).toBe(quoteBomb(key, BOMB_BYTES).toString('utf8'));
     }
+    const binaryDlq = dlq.find((d) => d.dispatch_key === null)!;
+    expect(binaryDlq.error).toMatch(/^value is not valid UTF-8/);
+    expect(Buffer.from(binaryDlq.payload_base64 ?? '', 'base64').equals(binary)).toBe(true);
     // The big inputs reached the API whole.
     const published = JSON.parse(expanding('big-0', RECORD_BYTES).toString('utf8')) as { input: unknown[] };
     const sent = h.api.requestsFor('big-0')[0]?.json as { input: unknown[] } | undefined;
@@ -88,4 +113,63 @@ describe('records at the size limit, under the heap limits', () => {
       what: 'worker healthy',
     });
   }, 600_000);
+
+  it('a DLQ topic made by hand with a smaller max.message.bytes still gets the dead letter, without its payload', async () => {
+    const tenant = uniqueName('tsmall').replaceAll('-', '').slice(0, 30);
+    const kafka = new Kafka({ brokers: testServices().kafkaBrokers, logLevel: logLevel.NOTHING });
+    const admin = kafka.admin();
+    await admin.connect();
+    const dlq = new DlqPublisher(kafka, createMetrics(), createLogger('test', 'silent'));
+    try {
+      await admin.createTopics({
+        topics: [
+          {
+            topic: topics.dlq(tenant),
+            numPartitions: 1,
+            configEntries: [{ name: 'max.message.bytes', value: '100000' }],
+          },
+        ],
+        waitForLeaders: true,
+      });
+      const source = {
+        topic: topics.dispatch(tenant),
+        partition: 2,
+        offset: '41',
+        timestamp: '1700000000000',
+      };
+      const record = buildDlqRecord({
+        id: crypto.randomUUID(),
+        timestamp: Date.now(),
+        type: 'malformed_dispatch',
+        tenant,
+        dispatchKey: 'too-big',
+        error: 'value is not valid JSON',
+        source,
+        value: Buffer.from('x'.repeat(200_000)),
+      });
+      await dlq.publish(record, `${tenant}:too-big`);
+      const consumer = kafka.consumer({ groupId: uniqueName('it-dlq-small') });
+      const got: unknown[] = [];
+      await consumer.connect();
+      await consumer.subscribe({ topic: topics.dlq(tenant), fromBeginning: true });
+      await consumer.run({
+        eachMessage: async ({ message }) => void got.push(parseDlqRecord(message.value)),
+      });
+      await waitFor(() => got.length >= 1, { what: 'the dead letter' });
+      await consumer.disconnect();
+      expect(got[0]).toMatchObject({
+        id: record.id,
+        type: 'malformed_dispatch',
+        dispatch_key: 'too-big',
+        payload: null,
+      });
+      expect((got[0] as { error: string }).error).toMatch(
+        /^value is not valid JSON \[payload omitted: the dead letter was \d+ bytes, more than \S+ accepts; the original record is \S+ partition 2 offset 41\]$/,
+      );
+    } finally {
+      await dlq.close();
+      await admin.deleteTopics({ topics: [topics.dlq(tenant)] }).catch(() => undefined);
+      await admin.disconnect();
+    }
+  });
 });

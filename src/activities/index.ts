@@ -9,7 +9,7 @@
 import { StringDecoder } from 'node:string_decoder';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { type Dispatcher, errors as undiciErrors, request } from 'undici';
-import { buildDlqRecord, dispatchRecordKey, withoutUserinfo } from '../contract';
+import { buildDlqRecord, dispatchRecordKey, runsApiBody, withoutUserinfo } from '../contract';
 import { dlqRecordId } from '../dlqId';
 import type { DlqPublisher } from '../kafka/dlqPublisher';
 import type { Logger } from '../logger';
@@ -116,7 +116,7 @@ export function createActivities(deps: ActivityDeps) {
   async function postRun(input: PostRunInput): Promise<DispatchResult> {
     const ctx = Context.current();
     const attempt = ctx.info.attempt;
-    const { workflow_ref, input: runInput, goal_id, dispatch_key } = input.dispatch;
+    const { dispatch_key } = input.dispatch;
     const headers: Record<string, string> = {
       'content-type': 'application/json',
       'x-tenant-id': input.tenant,
@@ -136,7 +136,7 @@ export function createActivities(deps: ActivityDeps) {
         method: 'POST',
         headers,
         // Exactly the four fields, values as received (SPEC §5).
-        body: JSON.stringify({ workflow_ref, input: runInput, goal_id, dispatch_key }),
+        body: runsApiBody(input.dispatch),
         signal,
       });
       const body = await readRedacted(res.body, deps.runsApi.token);
@@ -206,12 +206,7 @@ export function createActivities(deps: ActivityDeps) {
       targetUrl: target,
       source: input.source,
       // The dispatch as the API would have received it: the four fields, replayable as-is.
-      value: JSON.stringify({
-        workflow_ref: dispatch.workflow_ref,
-        input: dispatch.input,
-        goal_id: dispatch.goal_id,
-        dispatch_key: dispatch.dispatch_key,
-      }),
+      value: runsApiBody(dispatch),
     });
     await deps.dlq.publish(record, dispatchRecordKey(input.tenant, dispatch.dispatch_key));
   }

@@ -124,7 +124,7 @@ export async function ceiling(t: BenchTarget, n: number, concurrency: number, wo
           tenant: 'benchceiling',
           dispatch: {
             workflow_ref: 'bench@v1',
-            input: { sent_at: Date.now() },
+            input_json: JSON.stringify({ sent_at: Date.now() }),
             goal_id: null,
             dispatch_key: key,
           },

@@ -132,7 +132,7 @@ export class RunsApiDouble {
     );
   }
 
-  /** Resolves once `predicate` holds, re-checked after every request; rejects after timeoutMs. */
+  /** Resolves once `predicate` holds, re-checked when each request arrives and when it is answered; rejects after timeoutMs. */
   async waitFor(predicate: (api: this) => boolean, timeoutMs = 60_000, what = 'condition'): Promise<void> {
     if (predicate(this)) return;
     await new Promise<void>((resolve, reject) => {
@@ -191,6 +191,9 @@ export class RunsApiDouble {
       answer: 0,
     };
     this.requests.push(rec);
+    // Waiters see a request when it arrives, not only when it is answered: a test that acts "while the call is
+    // at the API" (e.g. kills the worker during a scripted delay) must not wake after the answer went out.
+    this.notify();
     const answer = (status: number, payload: unknown, headers: Record<string, string> = {}) => {
       rec.answer = status;
       res.writeHead(status, { 'content-type': 'application/json', ...headers });

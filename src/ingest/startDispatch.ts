@@ -76,8 +76,11 @@ export function dispatchStartOptions(taskQueue: string, input: DispatchInput) {
   };
 }
 
-/** The most a JSON number grows when re-encoded: `9e20` (4 bytes) is written as 21 digits. */
-const MAX_REENCODE_GROWTH = 5.25;
+/**
+ * The most the input's JSON text grows when encoded as a JSON string inside the workflow input: each `"`, `\\`
+ * and whitespace escape (`\n`) doubles; nothing grows more.
+ */
+const MAX_REENCODE_GROWTH = 2;
 /** The input's own fields beside the dispatch: tenant, source coordinates, retry policy, traceparent. */
 const INPUT_OVERHEAD_BYTES = 4096;
 
@@ -144,9 +147,9 @@ export async function handleRecord(
   };
   // Temporal refuses a payload over its blob size limit (2 MiB by default) with INVALID_ARGUMENT, every time;
   // retried as an outage that would stall the partition. A record within DISPATCH_MAX_BYTES can still encode
-  // larger (number formatting: `1e20` becomes 21 digits), so the encoded size is what is checked.
-  // Re-encoding parsed JSON grows it at most ~5.25× (`9e20` → 21 digits), so only records that could pass the
-  // limit pay for the extra encoding.
+  // larger (its input's text is escaped once more as a JSON string: `\"` becomes `\\\"`), so the encoded size
+  // is what is checked. Encoding grows a record at most 2×, so only records that could pass the limit pay for
+  // the extra encoding.
   let encodedBytes = 0;
   try {
     const raw = message.value?.length ?? 0;

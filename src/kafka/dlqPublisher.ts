@@ -3,12 +3,11 @@
  * every caller. The DLQ topic is declared on first use when missing, with the SPEC's 14-day retention, so a
  * tenant whose topics were created by hand still gets its dead letters; `topics apply` is the normal path.
  */
-import type { Admin, Kafka, Producer } from 'kafkajs';
-import type { DlqRecord } from '../contract';
+import { type Admin, type Kafka, KafkaJSProtocolError, type Producer } from 'kafkajs';
+import { type DlqRecord, withoutPayload } from '../contract';
 import type { Logger } from '../logger';
 import type { RelayMetrics } from '../metrics';
-import { ensureTopics } from './topics';
-import { DLQ_RETENTION_MS } from '../contract';
+import { DLQ_TOPIC_CONFIG, ensureTopics } from './topics';
 
 export class DlqPublisher {
   private producer: Producer | undefined;
@@ -51,16 +50,30 @@ export class DlqPublisher {
     await this.connect();
     if (!this.knownTopics.has(record.topic)) {
       const created = await ensureTopics(this.admin!, [
-        { topic: record.topic, configEntries: [{ name: 'retention.ms', value: String(DLQ_RETENTION_MS) }] },
+        { topic: record.topic, configEntries: DLQ_TOPIC_CONFIG },
       ]);
       if (created.length > 0) this.logger.warn({ topic: record.topic }, 'declared missing DLQ topic');
       this.knownTopics.add(record.topic);
     }
-    await this.producer!.send({
-      topic: record.topic,
-      acks: -1,
-      messages: [{ key, value: JSON.stringify(record), headers: { 'dlq-type': record.type } }],
-    });
+    const send = (r: DlqRecord, value: string) =>
+      this.producer!.send({
+        topic: r.topic,
+        acks: -1,
+        messages: [{ key, value, headers: { 'dlq-type': r.type } }],
+      });
+    const value = JSON.stringify(record);
+    try {
+      await send(record, value);
+    } catch (err) {
+      // The broker refuses this record for its size, every time: retrying would stall the caller for good.
+      if (!(err instanceof KafkaJSProtocolError && err.type === 'MESSAGE_TOO_LARGE')) throw err;
+      const bytes = Buffer.byteLength(value);
+      this.logger.warn(
+        { topic: record.topic, dispatch_key: record.dispatch_key, bytes },
+        'dead letter too large for its topic; publishing it without the payload',
+      );
+      await send(record, JSON.stringify(withoutPayload(record, bytes)));
+    }
     this.metrics.dlqSent.inc({ topic: record.topic });
     this.logger.info(
       { topic: record.topic, type: record.type, dispatch_key: record.dispatch_key, error: record.error },

@@ -1,12 +1,18 @@
 import { type Admin, type ITopicConfig, KafkaJSError } from 'kafkajs';
-import { DLQ_RETENTION_MS, topics } from '../contract';
+import { DLQ_MAX_MESSAGE_BYTES, DLQ_RETENTION_MS, topics } from '../contract';
 
 export interface TenantTopicOptions {
   partitions?: number;
   replicationFactor?: number;
 }
 
-/** The three topics of a tenant (SPEC §2). `.dispatch.dlq` keeps dead letters for 14 days. */
+/** Settings of a `.dispatch.dlq` topic: 14 days of dead letters, each as large as a refused record can make it. */
+export const DLQ_TOPIC_CONFIG = [
+  { name: 'retention.ms', value: String(DLQ_RETENTION_MS) },
+  { name: 'max.message.bytes', value: String(DLQ_MAX_MESSAGE_BYTES) },
+];
+
+/** The three topics of a tenant (SPEC §2). */
 export function tenantTopicSpecs(tenant: string, opts: TenantTopicOptions = {}): ITopicConfig[] {
   const base = { numPartitions: opts.partitions ?? 3, replicationFactor: opts.replicationFactor ?? 1 };
   return [
@@ -15,7 +21,7 @@ export function tenantTopicSpecs(tenant: string, opts: TenantTopicOptions = {}):
     {
       topic: topics.dlq(tenant),
       ...base,
-      configEntries: [{ name: 'retention.ms', value: String(DLQ_RETENTION_MS) }],
+      configEntries: DLQ_TOPIC_CONFIG,
     },
   ];
 }

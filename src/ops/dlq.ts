@@ -190,6 +190,8 @@ function decide(
   // A malformed or mismatched record would only be dead-lettered again: replayed only on explicit request.
   if (record.type !== 'dispatch_failure' && !(opts.force && opts.type === record.type))
     return 'not_replayable';
+  // Nothing to re-publish: a tombstone, or a dead letter that had to go without its payload.
+  if (record.payload === null && record.payload_base64 === undefined) return 'not_replayable';
   return { record };
 }
 

@@ -1,5 +1,5 @@
 /** Shapes shared by the ingester, the workflow and its activities. Pure: imported by workflow code. */
-import type { Dispatch, DlqSource } from '../contract';
+import type { Dispatch, DlqSource, LegacyDispatch } from '../contract';
 
 /** Retry and timeout settings for the `postRun` activity (SPEC §5 defaults). */
 export interface DispatchPolicy {
@@ -24,7 +24,8 @@ export const DEFAULT_DISPATCH_POLICY: DispatchPolicy = {
  */
 export interface DispatchInput {
   tenant: string;
-  dispatch: Dispatch;
+  /** Executions started by an earlier ingester carry the legacy shape until they finish. */
+  dispatch: Dispatch | LegacyDispatch;
   source: DlqSource;
   traceparent?: string;
   policy?: Partial<DispatchPolicy>;
@@ -37,7 +38,7 @@ export interface DispatchResult {
 
 export interface PostRunInput {
   tenant: string;
-  dispatch: Dispatch;
+  dispatch: Dispatch | LegacyDispatch;
   traceparent?: string;
   attemptTimeoutMs: number;
   /** Kafka record timestamp (ms since epoch) for the record → API latency histogram. */
@@ -52,7 +53,7 @@ export interface PostRunFailureDetails {
 
 export interface DeadLetterInput {
   tenant: string;
-  dispatch: Dispatch;
+  dispatch: Dispatch | LegacyDispatch;
   source: DlqSource;
   error: string;
   httpStatus: number | null;

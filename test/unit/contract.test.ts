@@ -6,6 +6,7 @@ import {
   dispatchRecordKey,
   dlqRecordPayload,
   parseDlqRecord,
+  runsApiBody,
   tenantFromTopic,
   validateDispatch,
   workflowId,
@@ -19,6 +20,13 @@ const bytes = (text: string): Uint8Array => new TextEncoder().encode(text);
 const validate = (value: unknown, o = opts): DispatchValidation =>
   validateDispatch(bytes(JSON.stringify(value)), o);
 const base = { workflow_ref: 'onboarding@v3', input: { user: 42 }, goal_id: 'g-17', dispatch_key: 'd-0001' };
+/** `base` as the relay carries it: input as its JSON text. */
+const carried = {
+  workflow_ref: 'onboarding@v3',
+  input_json: '{"user":42}',
+  goal_id: 'g-17',
+  dispatch_key: 'd-0001',
+};
 
 function expectMalformed(result: DispatchValidation, reason: string | RegExp): void {
   expect(result.ok).toBe(false);
@@ -66,14 +74,14 @@ describe('SPEC §4 workflow id and §2 record key', () => {
 
 describe('SPEC §3 dispatch message: accepted records', () => {
   it('accepts the SPEC example and returns exactly the four fields', () => {
-    expect(validate(base)).toEqual({ ok: true, dispatch: base });
+    expect(validate(base)).toEqual({ ok: true, dispatch: carried });
   });
 
   it('accepts a minimal message (goal_id absent means null)', () => {
     const result = validate({ workflow_ref: 'w', input: null, dispatch_key: 'k' });
     expect(result).toEqual({
       ok: true,
-      dispatch: { workflow_ref: 'w', input: null, goal_id: null, dispatch_key: 'k' },
+      dispatch: { workflow_ref: 'w', input_json: 'null', goal_id: null, dispatch_key: 'k' },
     });
   });
 
@@ -84,19 +92,51 @@ describe('SPEC §3 dispatch message: accepted records', () => {
 
   it('ignores other fields', () => {
     const result = validate({ ...base, extra: 1, nested: { a: [1] } });
-    expect(result).toEqual({ ok: true, dispatch: base });
+    expect(result).toEqual({ ok: true, dispatch: carried });
   });
 
   it('passes input through as any JSON value', () => {
     for (const input of [0, 'text', [1, { a: null }], true, { deep: { x: [1.5, 'y'] } }]) {
       const result = validate({ ...base, input });
-      expect(result.ok && result.dispatch.input).toEqual(input);
+      expect(result.ok && JSON.parse(result.dispatch.input_json)).toEqual(input);
     }
   });
 
+  it('keeps input as the text the producer wrote: big integers keep every digit, number forms and spacing stay', () => {
+    const text =
+      '{ "workflow_ref": "w@1",\n  "input" :  {"id": 12345678901234567890123, "f": 1.0, "e": 1E2, "s": "a,b}\\"c"} ,\n' +
+      '  "dispatch_key": "k" }';
+    const result = validateDispatch(bytes(text), opts);
+    expect(result.ok && result.dispatch.input_json).toBe(
+      '{"id": 12345678901234567890123, "f": 1.0, "e": 1E2, "s": "a,b}\\"c"}',
+    );
+    for (const [input, json] of [
+      ['"last", "x": 1', '"last"'],
+      ['[1, [2, {"a": [3]}]]', '[1, [2, {"a": [3]}]]'],
+      ['\t-0.5e-3\r\n', '-0.5e-3'],
+    ] as const) {
+      const r = validateDispatch(bytes(`{"dispatch_key":"k","workflow_ref":"w","input":${input}}`), opts);
+      expect(r.ok && r.dispatch.input_json).toBe(json);
+    }
+  });
+
+  it('builds the runs API body from the carried text, and from the parsed input of executions started earlier', () => {
+    const result = validate(base);
+    if (!result.ok) throw new Error(result.reason);
+    expect(runsApiBody(result.dispatch)).toBe(JSON.stringify(base));
+    expect(runsApiBody(base)).toBe(JSON.stringify(base));
+    const big = validateDispatch(
+      bytes('{"workflow_ref":"w","input":[9007199254740993],"dispatch_key":"k"}'),
+      opts,
+    );
+    expect(big.ok && runsApiBody(big.dispatch)).toBe(
+      '{"workflow_ref":"w","input":[9007199254740993],"goal_id":null,"dispatch_key":"k"}',
+    );
+  });
+
   it('accepts tenant_id equal to the topic tenant, and a null tenant_id', () => {
-    expect(validate({ ...base, tenant_id: 'acme' })).toEqual({ ok: true, dispatch: base });
-    expect(validate({ ...base, tenant_id: null })).toEqual({ ok: true, dispatch: base });
+    expect(validate({ ...base, tenant_id: 'acme' })).toEqual({ ok: true, dispatch: carried });
+    expect(validate({ ...base, tenant_id: null })).toEqual({ ok: true, dispatch: carried });
   });
 
   it('accepts a value of exactly DISPATCH_MAX_BYTES and rejects one byte more', () => {
@@ -114,7 +154,7 @@ describe('SPEC §3 dispatch message: accepted records', () => {
 
   it('accepts a UTF-8 BOM before the JSON', () => {
     const withBom = new Uint8Array([0xef, 0xbb, 0xbf, ...bytes(JSON.stringify(base))]);
-    expect(validateDispatch(withBom, opts)).toEqual({ ok: true, dispatch: base });
+    expect(validateDispatch(withBom, opts)).toEqual({ ok: true, dispatch: carried });
   });
 
   it('accepts dispatch_key using every allowed character class', () => {

@@ -10,6 +10,7 @@ import {
   buildDlqRecord,
   dlqRecordPayload,
   parseDlqRecord,
+  runsApiBody,
   validTraceparent,
   validateDispatch,
   type DispatchValidation,
@@ -240,7 +241,7 @@ describe('validateDispatch properties (fast-check)', () => {
     );
   });
 
-  it('accepted records round-trip the four fields (input unchanged in meaning)', () => {
+  it('accepted records round-trip the four fields (input unchanged in meaning, however the record is spaced)', () => {
     fc.assert(
       fc.property(
         fc.record({ workflow_ref: validRef, input: anyJson, goal_id: validGoal, dispatch_key: validKey }),
@@ -253,17 +254,25 @@ describe('validateDispatch properties (fast-check)', () => {
             ),
           anyJson,
         ),
-        (dispatch, extra) => {
-          const v = validateDispatch(encode({ ...extra, ...dispatch }), opts);
+        fc.constantFrom(undefined, 2, '\t', ' \r\n '),
+        (dispatch, extra, space) => {
+          const text = JSON.stringify({ ...extra, ...dispatch }, null, space);
+          const v = validateDispatch(new TextEncoder().encode(text), opts);
           expect(v.ok).toBe(true);
           if (!v.ok) return;
           expect(Object.keys(v.dispatch).sort()).toEqual([
             'dispatch_key',
             'goal_id',
-            'input',
+            'input_json',
             'workflow_ref',
           ]);
-          expect(JSON.stringify(v.dispatch.input)).toBe(JSON.stringify(dispatch.input));
+          // The carried text is the record's own, and means the same value.
+          expect(text).toContain(v.dispatch.input_json);
+          expect(JSON.stringify(JSON.parse(v.dispatch.input_json))).toBe(JSON.stringify(dispatch.input));
+          const { workflow_ref, input, goal_id, dispatch_key } = dispatch;
+          expect(JSON.stringify(JSON.parse(runsApiBody(v.dispatch)))).toBe(
+            JSON.stringify({ workflow_ref, input, goal_id, dispatch_key }),
+          );
           expect(v.dispatch).toMatchObject({
             workflow_ref: dispatch.workflow_ref,
             goal_id: dispatch.goal_id,
