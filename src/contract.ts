@@ -85,6 +85,9 @@ export interface Dispatch {
   dispatch_key: string;
 }
 
+/** A dispatch without its input: what a `dispatch` execution keeps once its call is scheduled. */
+export type DispatchHead = Omit<Dispatch, 'input_json'>;
+
 /** How executions started before `input_json` carry the dispatch: `input` as a parsed value. */
 export interface LegacyDispatch {
   workflow_ref: string;
@@ -98,11 +101,16 @@ export interface LegacyDispatch {
  * text of a dispatch_failure dead letter's payload, so a replay publishes what the API would have received.
  */
 export function runsApiBody(d: Dispatch | LegacyDispatch): string {
-  const inputJson = 'input_json' in d ? d.input_json : JSON.stringify(d.input ?? null);
-  return (
-    `{"workflow_ref":${JSON.stringify(d.workflow_ref)},"input":${inputJson},` +
-    `"goal_id":${JSON.stringify(d.goal_id)},"dispatch_key":${JSON.stringify(d.dispatch_key)}}`
-  );
+  const [before, after] = runsApiBodyAround(d);
+  return `${before}${'input_json' in d ? d.input_json : JSON.stringify(d.input ?? null)}${after}`;
+}
+
+/** The body's text before and after the `input` value, for a caller that holds the input as bytes. */
+export function runsApiBodyAround(d: DispatchHead): [string, string] {
+  return [
+    `{"workflow_ref":${JSON.stringify(d.workflow_ref)},"input":`,
+    `,"goal_id":${JSON.stringify(d.goal_id)},"dispatch_key":${JSON.stringify(d.dispatch_key)}}`,
+  ];
 }
 
 export const WORKFLOW_REF_MAX_CHARS = 512;

@@ -8,6 +8,7 @@
  */
 import crypto from 'node:crypto';
 import { Kafka, logLevel } from 'kafkajs';
+import { peakRssMiB } from '../src/bench/measure';
 import { buildDlqRecord, parseDlqRecord, topics } from '../src/contract';
 import { DlqPublisher } from '../src/kafka/dlqPublisher';
 import { createLogger } from '../src/logger';
@@ -24,6 +25,12 @@ function expanding(key: string, bytes: number): Buffer {
   const head = `{"workflow_ref":"big@v1","goal_id":null,"dispatch_key":"${key}","input":[`;
   const n = Math.floor((bytes - head.length - 2) / 3);
   return Buffer.from(`${head}${Array.from({ length: n }, () => '{}').join(',')}]}`);
+}
+
+/** A valid dispatch whose input is one string, padded to about `bytes`. */
+function stringInput(key: string, bytes: number): Buffer {
+  const head = `{"workflow_ref":"big@v1","goal_id":null,"dispatch_key":"${key}","input":"`;
+  return Buffer.from(`${head}${'x'.repeat(bytes - head.length - 2)}"}`);
 }
 
 /** A valid dispatch within DISPATCH_MAX_BYTES whose input, a string of escaped quotes, encodes to 2× its size. */
@@ -112,6 +119,57 @@ describe('records at the size limit, under the heap limits', () => {
     await waitFor(async () => (await fetch(`http://127.0.0.1:${worker.metricsPort}/healthz`)).ok, {
       what: 'worker healthy',
     });
+  }, 600_000);
+
+  it('150 large dispatches in flight at once, the API answering each after 10 s: none crashes the worker, each gets its run, and a refused one is dead-lettered whole', async () => {
+    // The workflow drops the input once its call is scheduled and the activity holds it as bytes, off the
+    // JavaScript heap: before, the worker (128 MiB heap) ran out of memory with 41 such calls in flight.
+    const t = await createHarness({ partitions: 4, env: { RUNS_API_TIMEOUT_MS: '30000' } });
+    try {
+      const n = 150;
+      const keys = Array.from({ length: n }, (_, i) => `inflight-${i}`);
+      t.api.always({ kind: 'delay', ms: 10_000 });
+      t.api.scriptFor('refused-big', { kind: 'status', status: 422, body: 'unknown workflow_ref' });
+      const worker = await t.startWorker();
+      await t.startIngester();
+      const refused = expanding('refused-big', RECORD_BYTES);
+      await t.producer.send({
+        topic: topics.dispatch(t.tenant),
+        acks: -1,
+        messages: [{ partition: 0, value: refused }],
+      });
+      for (const [i, key] of keys.entries()) {
+        await t.producer.send({
+          topic: topics.dispatch(t.tenant),
+          acks: -1,
+          messages: [{ partition: i % 4, value: stringInput(key, RECORD_BYTES) }],
+        });
+      }
+      await t.api.waitFor(
+        (api) => keys.every((k) => api.runs.has(k)) || worker.child.exitCode !== null,
+        300_000,
+        'every large dispatch to have a run',
+      );
+      expect(worker.child.exitCode).toBeNull();
+      expect(keys.filter((k) => t.api.requestsFor(k).length !== 1)).toEqual([]);
+      const sent = t.api.requestsFor('inflight-7')[0]!.json as { input: string };
+      expect(sent.input).toHaveLength(
+        JSON.parse(stringInput('inflight-7', RECORD_BYTES).toString('utf8')).input.length,
+      );
+      // The dead letter's payload comes from the execution's start event: the four fields, the input whole.
+      const [dead] = await t.readDlq(1, 120_000);
+      expect(dead).toMatchObject({ type: 'dispatch_failure', dispatch_key: 'refused-big', http_status: 422 });
+      const record = JSON.parse(refused.toString('utf8')) as Record<string, unknown>;
+      expect(JSON.parse(dead!.payload!)).toEqual({
+        workflow_ref: record.workflow_ref,
+        input: record.input,
+        goal_id: null,
+        dispatch_key: 'refused-big',
+      });
+      process.stderr.write(`[large in flight] worker peak RSS ${peakRssMiB(worker.child.pid)} MiB\n`);
+    } finally {
+      await t.cleanup();
+    }
   }, 600_000);
 
   it('a DLQ topic made by hand with a smaller max.message.bytes still gets the dead letter, without its payload', async () => {

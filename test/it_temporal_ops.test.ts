@@ -10,6 +10,9 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { type Browser, chromium } from 'playwright-core';
+import { WORKFLOW_TYPE } from '../src/contract';
+import { dispatchStartOptions } from '../src/ingest/startDispatch';
+import type { DispatchInput } from '../src/workflows/types';
 import { REPO_ROOT } from './support/cli';
 import { historyJson, recordingHistories, writeHistoryFixture } from './support/recordHistories';
 import { dispatchWorkflowId, historyFromJson } from './support/histories';
@@ -263,6 +266,60 @@ describe('operating dispatches with Temporal tools', () => {
     const answers = h.api.requestsFor(key).map((r) => r.answer);
     expect(answers).toEqual([...Array<number>(callsWhenPaused).fill(503), 201]);
     expect(h.api.runs.size).toBe(1);
+  });
+
+  test('executions started by the previous version (input parsed, not text) complete on this worker, and a refused one is dead-lettered with its input', async () => {
+    const h = await createHarness();
+    try {
+      await h.startWorker();
+      h.api.scriptFor('legacy-refused', { kind: 'status', status: 422, body: 'unknown workflow_ref' });
+      const legacy = (key: string): DispatchInput => ({
+        tenant: h.tenant,
+        dispatch: {
+          workflow_ref: 'onboarding@v3',
+          input: { user: 42, big: [1, 2.5] },
+          goal_id: 'g-1',
+          dispatch_key: key,
+        },
+        source: {
+          topic: `poimen.${h.tenant}.dispatch`,
+          partition: 0,
+          offset: '0',
+          timestamp: String(Date.now()),
+        },
+        policy: { maxAttempts: 4, initialIntervalMs: 200, maxIntervalMs: 1000, attemptTimeoutMs: 3000 },
+      });
+      const done = await h.client.workflow.start(
+        WORKFLOW_TYPE,
+        dispatchStartOptions(h.taskQueue, legacy('legacy-ok')),
+      );
+      expect(await done.result()).toEqual({ run_id: h.api.runs.get('legacy-ok'), admission: 'created' });
+      expect(h.api.requestsFor('legacy-ok')[0]!.json).toEqual({
+        workflow_ref: 'onboarding@v3',
+        input: { user: 42, big: [1, 2.5] },
+        goal_id: 'g-1',
+        dispatch_key: 'legacy-ok',
+      });
+      const refused = await h.client.workflow.start(
+        WORKFLOW_TYPE,
+        dispatchStartOptions(h.taskQueue, legacy('legacy-refused')),
+      );
+      await expect(refused.result()).rejects.toBeInstanceOf(WorkflowFailedError);
+      const [dead] = await h.readDlq(1);
+      expect(dead).toMatchObject({
+        type: 'dispatch_failure',
+        dispatch_key: 'legacy-refused',
+        http_status: 422,
+      });
+      expect(JSON.parse(dead!.payload!)).toEqual({
+        workflow_ref: 'onboarding@v3',
+        input: { user: 42, big: [1, 2.5] },
+        goal_id: 'g-1',
+        dispatch_key: 'legacy-refused',
+      });
+    } finally {
+      await h.cleanup();
+    }
   });
 
   test('histories of every dispatch outcome replay against the current workflow code without a determinism error (POIMEN_RECORD_HISTORIES=1 re-records test/fixtures/histories)', async () => {

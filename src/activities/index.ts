@@ -9,13 +9,22 @@
 import { StringDecoder } from 'node:string_decoder';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { type Dispatcher, errors as undiciErrors, request } from 'undici';
-import { buildDlqRecord, dispatchRecordKey, runsApiBody, withoutUserinfo } from '../contract';
+import {
+  type Dispatch,
+  type LegacyDispatch,
+  buildDlqRecord,
+  dispatchRecordKey,
+  runsApiBody,
+  runsApiBodyAround,
+  withoutUserinfo,
+} from '../contract';
 import { dlqRecordId } from '../dlqId';
 import type { DlqPublisher } from '../kafka/dlqPublisher';
 import type { Logger } from '../logger';
 import type { RelayMetrics } from '../metrics';
 import {
   type DeadLetterInput,
+  type DispatchInput,
   type DispatchResult,
   type PostRunFailureDetails,
   type PostRunInput,
@@ -31,6 +40,8 @@ export interface ActivityDeps {
   dlq: DlqPublisher;
   metrics: RelayMetrics;
   logger: Logger;
+  /** The argument an execution was started with (read from its history), for a dead letter's payload. */
+  startInput(workflowId: string, runId: string): Promise<DispatchInput>;
 }
 
 /** Bodies can be large; only an excerpt is kept for failures. */
@@ -113,7 +124,26 @@ export function createActivities(deps: ActivityDeps) {
   const shownTarget = withoutUserinfo(target);
   const redact = secretRedactor(deps.runsApi.token);
 
-  async function postRun(input: PostRunInput): Promise<DispatchResult> {
+  /** The request body: from the input's bytes when the execution sent them, else from the carried dispatch. */
+  function bodyOf(input: PostRunInput, inputText: Uint8Array | undefined): Buffer | string {
+    const { dispatch } = input;
+    if (inputText) {
+      const [before, after] = runsApiBodyAround(dispatch);
+      return Buffer.concat([Buffer.from(before), inputText, Buffer.from(after)]);
+    }
+    if ('input_json' in dispatch || 'input' in dispatch) return runsApiBody(dispatch);
+    // Not made by any version of the workflow: sending would post `"input":null` in the producer's name.
+    throw ApplicationFailure.create({
+      type: RUNS_API_REJECTED,
+      message: 'postRun was scheduled without the dispatch input',
+      nonRetryable: true,
+      details: [
+        { httpStatus: null, attempt: Context.current().info.attempt } satisfies PostRunFailureDetails,
+      ],
+    });
+  }
+
+  async function postRun(input: PostRunInput, inputText?: Uint8Array): Promise<DispatchResult> {
     const ctx = Context.current();
     const attempt = ctx.info.attempt;
     const { dispatch_key } = input.dispatch;
@@ -136,7 +166,7 @@ export function createActivities(deps: ActivityDeps) {
         method: 'POST',
         headers,
         // Exactly the four fields, values as received (SPEC §5).
-        body: runsApiBody(input.dispatch),
+        body: bodyOf(input, inputText),
         signal,
       });
       const body = await readRedacted(res.body, deps.runsApi.token);
@@ -190,7 +220,8 @@ export function createActivities(deps: ActivityDeps) {
   }
 
   async function deadLetter(input: DeadLetterInput): Promise<void> {
-    const { dispatch } = input;
+    const dispatch: Dispatch | LegacyDispatch =
+      input.dispatch ?? (await deps.startInput(input.workflowId, input.workflowRunId)).dispatch;
     const record = buildDlqRecord({
       // Derived from the execution, so a retried `deadLetter` activity writes the same id again.
       id: dlqRecordId(`${input.workflowId}/${input.workflowRunId}`),

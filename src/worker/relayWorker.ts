@@ -13,6 +13,7 @@ import type { Closeable } from '../lifecycle';
 import type { Logger } from '../logger';
 import type { RelayMetrics } from '../metrics';
 import { checkTemporalTls, createNativeConnection } from '../temporal/connection';
+import { startInputReader } from '../temporal/history';
 import { VERSION } from '../version';
 import { workflowSource } from './workflowBundle';
 
@@ -60,6 +61,7 @@ export async function startRelayWorker(
       dlq,
       metrics,
       logger: logger.child({ component: 'activities' }),
+      startInput: startInputReader(connection, cfg.temporal.namespace),
     }),
     maxConcurrentActivityTaskExecutions: cfg.worker.maxConcurrentActivities,
     maxConcurrentWorkflowTaskExecutions: cfg.worker.maxConcurrentWorkflowTasks,

@@ -25,6 +25,8 @@ const { deadLetter } = proxyActivities<RelayActivities>({
 
 export async function dispatch(input: DispatchInput): Promise<DispatchResult> {
   const policy = { ...DEFAULT_DISPATCH_POLICY, ...input.policy };
+  const { tenant, source } = input;
+  const dispatchKey = input.dispatch.dispatch_key;
   const { postRun } = proxyActivities<RelayActivities>({
     // The HTTP timeout inside the activity fires first; this bound only catches a worker that died mid-call.
     startToCloseTimeout: policy.attemptTimeoutMs + 5_000,
@@ -37,14 +39,13 @@ export async function dispatch(input: DispatchInput): Promise<DispatchResult> {
     },
   });
 
+  // Scheduling encodes the activity's arguments at once; after that the execution, cached between its
+  // workflow tasks for as long as the call is retried, needs none of the input (a dead letter reads it back
+  // from the start event). Dropped from the argument object itself, which the SDK also references.
+  const call = scheduleCall(postRun, input, policy.attemptTimeoutMs);
+  (input as { dispatch?: unknown }).dispatch = undefined;
   try {
-    return await postRun({
-      tenant: input.tenant,
-      dispatch: input.dispatch,
-      ...(input.traceparent ? { traceparent: input.traceparent } : {}),
-      attemptTimeoutMs: policy.attemptTimeoutMs,
-      recordTimestampMs: Number(input.source.timestamp),
-    });
+    return await call;
   } catch (err) {
     if (!(err instanceof ActivityFailure)) throw err;
     const cause = err.cause;
@@ -55,9 +56,9 @@ export async function dispatch(input: DispatchInput): Promise<DispatchResult> {
     // A timed-out final attempt carries no details; it still used every attempt it was allowed.
     const retryCount = details?.attempt ?? policy.maxAttempts;
     await deadLetter({
-      tenant: input.tenant,
-      dispatch: input.dispatch,
-      source: input.source,
+      tenant,
+      dispatchKey,
+      source,
       error,
       httpStatus,
       retryCount,
@@ -73,4 +74,29 @@ export async function dispatch(input: DispatchInput): Promise<DispatchResult> {
       cause,
     });
   }
+}
+
+/**
+ * Schedules `postRun` with the input's text as bytes (a binary payload: off the JavaScript heap in the activity,
+ * where up to POIMEN_WORKER_MAX_ACTIVITIES calls hold theirs at once). Executions started before `input_json`
+ * pass their parsed input as they always did.
+ */
+function scheduleCall(
+  postRun: RelayActivities['postRun'],
+  input: DispatchInput,
+  attemptTimeoutMs: number,
+): Promise<DispatchResult> {
+  const { dispatch } = input;
+  const common = {
+    tenant: input.tenant,
+    ...(input.traceparent ? { traceparent: input.traceparent } : {}),
+    attemptTimeoutMs,
+    recordTimestampMs: Number(input.source.timestamp),
+  };
+  if (!('input_json' in dispatch)) return postRun({ ...common, dispatch });
+  const { workflow_ref, goal_id, dispatch_key } = dispatch;
+  const encoded = new TextEncoder().encode(dispatch.input_json);
+  // The sandbox's own Uint8Array: the payload converter recognises binary data by `instanceof`.
+  const bytes = new Uint8Array(encoded.buffer, encoded.byteOffset, encoded.byteLength);
+  return postRun({ ...common, dispatch: { workflow_ref, goal_id, dispatch_key } }, bytes);
 }

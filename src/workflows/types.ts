@@ -1,5 +1,5 @@
 /** Shapes shared by the ingester, the workflow and its activities. Pure: imported by workflow code. */
-import type { Dispatch, DlqSource, LegacyDispatch } from '../contract';
+import type { Dispatch, DispatchHead, DlqSource, LegacyDispatch } from '../contract';
 
 /** Retry and timeout settings for the `postRun` activity (SPEC §5 defaults). */
 export interface DispatchPolicy {
@@ -36,9 +36,14 @@ export interface DispatchResult {
   admission: 'created' | 'existing';
 }
 
+/**
+ * The `postRun` activity's first argument. The input's text is its second argument, as bytes (a binary payload),
+ * so neither the cached execution nor the running activity keeps it on the JavaScript heap; executions started
+ * before that carry the whole dispatch here and no second argument.
+ */
 export interface PostRunInput {
   tenant: string;
-  dispatch: Dispatch | LegacyDispatch;
+  dispatch: DispatchHead | Dispatch | LegacyDispatch;
   traceparent?: string;
   attemptTimeoutMs: number;
   /** Kafka record timestamp (ms since epoch) for the record → API latency histogram. */
@@ -51,9 +56,15 @@ export interface PostRunFailureDetails {
   attempt: number;
 }
 
+/**
+ * The `deadLetter` activity's argument. Without `dispatch` (the usual case) the activity reads the dispatch
+ * from the execution's start event, so the execution need not keep it while its call is retried.
+ */
 export interface DeadLetterInput {
   tenant: string;
-  dispatch: Dispatch | LegacyDispatch;
+  /** Absent only in activities scheduled by executions started earlier, which carry `dispatch`. */
+  dispatchKey?: string;
+  dispatch?: Dispatch | LegacyDispatch;
   source: DlqSource;
   error: string;
   httpStatus: number | null;

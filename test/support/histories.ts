@@ -80,15 +80,26 @@ export function dispatchWorkflowId(history: unknown): string {
   return workflowId(input.tenant, input.dispatch.dispatch_key);
 }
 
+/**
+ * The fixtures in `dir` and its subdirectories, named `<name>` or `<subdirectory>/<name>`. A subdirectory keeps
+ * histories made by an earlier version of the relay (e.g. `input-parsed/`: before the input travelled as text),
+ * which executions still running at a deploy have, so they must go on replaying.
+ */
 export function loadHistoryFixtures(dir: string = HISTORIES_DIR): HistoryFixture[] {
-  return fs
-    .readdirSync(dir)
+  const entries = fs.readdirSync(dir, { withFileTypes: true });
+  const files = [
+    ...entries.filter((e) => e.isFile()).map((e) => e.name),
+    ...entries
+      .filter((e) => e.isDirectory())
+      .flatMap((d) => fs.readdirSync(path.join(dir, d.name)).map((f) => `${d.name}/${f}`)),
+  ];
+  return files
     .filter((f) => f.endsWith('.json'))
     .sort()
     .map((f) => {
       const json: unknown = JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8'));
       return {
-        name: path.basename(f, '.json'),
+        name: f.slice(0, -'.json'.length),
         workflowId: dispatchWorkflowId(json),
         json,
         history: historyFromJson(json),
