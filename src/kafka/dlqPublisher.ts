@@ -55,15 +55,15 @@ export class DlqPublisher {
       if (created.length > 0) this.logger.warn({ topic: record.topic }, 'declared missing DLQ topic');
       this.knownTopics.add(record.topic);
     }
-    const send = (r: DlqRecord, value: string) =>
+    const send = (value: string) =>
       this.producer!.send({
-        topic: r.topic,
+        topic: record.topic,
         acks: -1,
-        messages: [{ key, value, headers: { 'dlq-type': r.type } }],
+        messages: [{ key, value, headers: { 'dlq-type': record.type } }],
       });
     const value = JSON.stringify(record);
     try {
-      await send(record, value);
+      await send(value);
     } catch (err) {
       // The broker refuses this record for its size, every time: retrying would stall the caller for good.
       if (!(err instanceof KafkaJSProtocolError && err.type === 'MESSAGE_TOO_LARGE')) throw err;
@@ -72,7 +72,7 @@ export class DlqPublisher {
         { topic: record.topic, dispatch_key: record.dispatch_key, bytes },
         'dead letter too large for its topic; publishing it without the payload',
       );
-      await send(record, JSON.stringify(withoutPayload(record, bytes)));
+      await send(JSON.stringify(withoutPayload(record, bytes)));
     }
     this.metrics.dlqSent.inc({ topic: record.topic });
     this.logger.info(
