@@ -361,7 +361,8 @@ describe('inbox relay (T10.7)', () => {
   });
 
   test('Retry-After: 2 is respected (measured gap between attempts)', async () => {
-    h = await createHarness();
+    // Within the maximum interval: a Retry-After beyond it is capped (it_retry_after).
+    h = await createHarness({ env: { RETRY_MAX_INTERVAL_MS: '5000' } });
     await h.startWorker();
     await h.startIngester();
     h.api.scriptFor('slow-down', { kind: 'status', status: 429, retryAfter: '2' });
