@@ -268,7 +268,7 @@ describe('inbox relay (T10.7)', () => {
       const history = await h.client.workflow.getHandle(h.wfId(key)).fetchHistory();
       const scheduled = (history.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes);
       expect(scheduled.map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name)).toEqual([
-        'postRun',
+        'postRunWithInputBytes',
       ]);
       expect(await result(key)).toEqual({ run_id: req.runId, admission: 'created' });
     }

@@ -178,3 +178,63 @@ describe('ingester when kafkajs gives up on its consumer', () => {
     await waitFor(async () => (await readyz(ingester)).status === 200, { what: '/readyz ready again' });
   });
 });
+
+describe('several ingesters in one group', () => {
+  test('two ingesters, a third joins mid-stream and one is SIGKILLed: every dispatch relayed once, one execution each, offsets at the log end', async () => {
+    h = await createHarness({
+      tenants: 3,
+      partitions: 4,
+      api: { tenantScoped: true },
+      // A killed member's partitions move after this, not after the 30 s default.
+      env: { POIMEN_KAFKA_SESSION_TIMEOUT_MS: '6000' },
+    });
+    await h.startWorker();
+    const first = await h.startIngester('ingest-1');
+    await h.startIngester('ingest-2');
+    const perTenant = 80;
+    const keys = Array.from({ length: perTenant }, (_, i) => `m-${i}`);
+    const publishSlice = async (from: number, to: number) => {
+      for (const t of h.tenants) {
+        await h.producer.send({
+          topic: topics.dispatch(t),
+          acks: -1,
+          messages: keys.slice(from, to).map((k) => ({ key: k, value: h.dispatchValue(k) })),
+        });
+      }
+    };
+    await publishSlice(0, 30);
+    const third = h.startIngester('ingest-3');
+    await publishSlice(30, 55);
+    await third;
+    // A crash mid-stream: its uncommitted records are redelivered to the others.
+    await first.kill();
+    await publishSlice(55, perTenant);
+
+    await completed(new Map(h.tenants.map((t) => [t, keys])), 180_000);
+    await h.expectCommittedAtLogEnd(60_000);
+    for (const t of h.tenants) {
+      const calls = h.api.requests.filter((r) => r.headers['x-tenant-id'] === t);
+      const perKey = new Map<string, number>();
+      for (const c of calls) {
+        const k = (c.json as { dispatch_key: string }).dispatch_key;
+        perKey.set(k, (perKey.get(k) ?? 0) + 1);
+      }
+      expect([...perKey.keys()].sort()).toEqual([...keys].sort());
+      // No fault reached the API, so a second call for a key could only be a second execution's.
+      expect([...perKey.values()].every((n) => n === 1)).toBe(true);
+      // Visibility trails the executions by a moment: wait until it lists them all.
+      const executions = await waitFor(
+        async () => {
+          const seen = new Map<string, number>();
+          for await (const wf of h.client.workflow.list({ query: `TenantId = '${t}'` })) {
+            seen.set(wf.workflowId, (seen.get(wf.workflowId) ?? 0) + 1);
+          }
+          return seen.size >= perTenant ? seen : undefined;
+        },
+        { what: `visibility to list ${perTenant} executions of ${t}` },
+      );
+      expect(executions.size).toBe(perTenant);
+      expect([...executions.values()].every((n) => n === 1)).toBe(true);
+    }
+  });
+});
