@@ -6,9 +6,10 @@
  *   tenant topic created later needs a fresh subscription, which the watcher does by restarting the consumer.
  * - Records of a batch run concurrently under one process-wide bound; the committed offset is always the end
  *   of the contiguous completed prefix, so nothing is skipped and nothing is committed early.
- * - An infrastructure failure (Temporal or Kafka down) is retried in place with backoff while heartbeating;
- *   the record's partition is paused meanwhile and resumed by that record's own success (pausedPartitions.ts).
- *   One record's failure never escapes the handler, so kafkajs never restarts the consumer into a crash loop.
+ * - An infrastructure failure (Temporal or Kafka down) pauses the record's partition and ends its batch with the
+ *   record unresolved; after a backoff the partition is resumed and the record fetched again
+ *   (pausedPartitions.ts). No handler waits out an outage, so no partition holds up the others of its broker's
+ *   fetch; no error escapes the handler, so kafkajs never restarts the consumer into a crash loop.
  * - A consumer that crashes for good (kafkajs gives up on a non-retriable error, e.g. a revoked ACL) is
  *   restarted here with backoff; until it runs again the process is not ready and says why.
  */
@@ -238,15 +239,24 @@ export class Ingester {
     };
     const beat = setInterval(() => void heartbeat().catch(() => undefined), 3000);
     const tasks: Promise<void>[] = [];
+    // A failed record ends the batch: what follows it is fetched again once the partition is resumed.
+    let failed = false;
     try {
       for (let i = 0; i < batch.messages.length; i++) {
-        if (!isRunning() || isStale() || this.stopping) break;
+        if (!isRunning() || isStale() || this.stopping || failed) break;
         const message = batch.messages[i]!;
         const weight = await this.semaphore.acquire(message.value?.length ?? 0);
+        if (failed) {
+          this.semaphore.release(weight);
+          break;
+        }
         tasks.push(
-          this.processWithRetry(consumer, tenant, batch.topic, batch.partition, message, log)
+          this.process(consumer, tenant, batch.topic, batch.partition, message, log)
             .then((ok) => {
-              if (!ok) return;
+              if (!ok) {
+                failed = true;
+                return;
+              }
               done[i] = true;
               const before = contiguous;
               while (contiguous + 1 < done.length && done[contiguous + 1]) contiguous++;
@@ -264,8 +274,11 @@ export class Ingester {
     }
   }
 
-  /** True when the record's outcome is durable; false when abandoned because the ingester is stopping. */
-  private async processWithRetry(
+  /**
+   * True when the record's outcome is durable. False when it failed (its partition is then paused and resumed
+   * after a backoff, and the record fetched again: pausedPartitions.ts) or the ingester is stopping.
+   */
+  private async process(
     consumer: Consumer,
     tenant: string,
     topic: string,
@@ -273,33 +286,27 @@ export class Ingester {
     message: KafkaMessage,
     log: Logger,
   ): Promise<boolean> {
-    let delayMs = 250;
-    let failures = 0;
-    for (;;) {
-      try {
-        const outcome = await handleRecord(this.startCtx, tenant, topic, partition, message);
-        this.metrics.dispatchRecords.inc({ tenant, outcome });
-        if (consumer === this.consumer && this.paused.resume(consumer, topic, partition)) {
-          log.info('infrastructure back; resumed the partition');
-        }
-        return true;
-      } catch (err) {
-        if (this.stopping) return false;
-        failures++;
-        // A consumer replaced meanwhile (topic change, crash restart) holds no pauses of ours.
-        if (consumer === this.consumer) {
-          this.paused.pause(consumer, topic, partition, err instanceof Error ? err.message : String(err));
-        }
-        // Log the first failure and then every tenth, not every retry of a long outage.
-        if (failures === 1 || failures % 10 === 0) {
-          log.warn(
-            { err, offset: message.offset, failures },
-            'could not start or dead-letter record; retrying (consumption paused)',
-          );
-        }
-        await new Promise((r) => setTimeout(r, delayMs));
-        delayMs = Math.min(delayMs * 2, 10_000);
+    try {
+      const outcome = await handleRecord(this.startCtx, tenant, topic, partition, message);
+      this.metrics.dispatchRecords.inc({ tenant, outcome });
+      if (consumer === this.consumer && this.paused.succeeded(consumer, topic, partition)) {
+        log.info('infrastructure back; the partition flows again');
       }
+      return true;
+    } catch (err) {
+      if (this.stopping) return false;
+      // A consumer replaced meanwhile (topic change, crash restart) holds no pauses of ours and refetches anyway.
+      if (consumer !== this.consumer) return false;
+      const reason = err instanceof Error ? err.message : String(err);
+      const failures = this.paused.failed(consumer, topic, partition, reason);
+      // Log the first failure and then every tenth, not every retry of a long outage.
+      if (failures === 1 || failures % 10 === 0) {
+        log.warn(
+          { err, offset: message.offset, failures },
+          'could not start or dead-letter record; partition paused, retrying after a backoff',
+        );
+      }
+      return false;
     }
   }
 

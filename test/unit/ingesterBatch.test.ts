@@ -112,7 +112,7 @@ test('records that complete while a commit is in flight are committed by the bat
   expect(consumer.commits.at(-1)!.offset).toBe('13');
 });
 
-test('a failure pauses only its own partition, and that record’s success resumes it', async () => {
+test('a failure pauses only its own partition, ends its batch at once, and its record’s success on the refetch ends the outage', async () => {
   let failA = true;
   handle.mockImplementation(async (_ctx, _t, topic) => {
     if (topic === 'poimen.a.dispatch' && failA) throw new Error('Temporal unreachable');
@@ -120,29 +120,37 @@ test('a failure pauses only its own partition, and that record’s success resum
   });
   const { ing, metrics } = ingester({ maxInFlight: 8 });
   const consumer = stubConsumer();
+  consumer.hold = false;
   (ing as unknown as { consumer: unknown }).consumer = consumer;
   const each = (
     ing as unknown as { eachBatch(c: unknown, p: EachBatchPayload): Promise<void> }
   ).eachBatch.bind(ing);
   const gauge = async () =>
     (await metrics.pausedPartitions.get()).values.find((v) => v.labels.topic === 'poimen.a.dispatch')?.value;
-  const a = each(consumer, batchPayload('poimen.a.dispatch', 0, [0]).payload);
-  try {
-    const bDone = each(consumer, batchPayload('poimen.b.dispatch', 3, [0]).payload);
-    consumer.hold = false;
-    await bDone;
-    await waitFor(() => consumer.calls.length > 0, { timeoutMs: 5000, intervalMs: 5 });
-    expect(consumer.calls).toEqual(['pause poimen.a.dispatch/0']);
-    expect(ing.ready()).toBe(false);
-    expect(ing.readinessDetail()).toMatch(
-      /paused: 1 partition\(s\); oldest poimen\.a\.dispatch\/0 .*Temporal unreachable/,
-    );
-    expect(await gauge()).toBe(1);
-  } finally {
-    // Whatever failed above, the retry loop must end with the test.
-    failA = false;
-    await a;
-  }
-  expect(consumer.calls).toEqual(['pause poimen.a.dispatch/0', 'resume poimen.a.dispatch/0']);
+
+  const a = batchPayload('poimen.a.dispatch', 0, [0, 1]);
+  const b = batchPayload('poimen.b.dispatch', 3, [0]);
+  // The failing batch returns instead of waiting out the outage, so it holds up no other partition's fetch.
+  await Promise.all([each(consumer, a.payload), each(consumer, b.payload)]);
+  expect(a.resolved).toEqual([]);
+  expect(b.resolved).toEqual(['0']);
+  expect(consumer.commits.map((c) => c.offset)).toEqual(['1']);
+  expect(consumer.calls).toEqual(['pause poimen.a.dispatch/0']);
+  expect(ing.ready()).toBe(false);
+  expect(ing.readinessDetail()).toMatch(
+    /paused: 1 partition\(s\); oldest poimen\.a\.dispatch\/0 .*Temporal unreachable/,
+  );
+  expect(await gauge()).toBe(1);
+
+  // After the backoff the partition is resumed, and kafkajs fetches the unresolved records again.
+  await waitFor(() => consumer.calls.includes('resume poimen.a.dispatch/0'), {
+    timeoutMs: 5000,
+    intervalMs: 10,
+  });
+  expect(await gauge()).toBe(1);
+  failA = false;
+  await each(consumer, batchPayload('poimen.a.dispatch', 0, [0, 1]).payload);
   expect(await gauge()).toBe(0);
+  expect(ing.ready()).toBe(true);
+  expect(consumer.commits.map((c) => c.offset)).toEqual(['1', '2']);
 });
