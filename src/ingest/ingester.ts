@@ -15,12 +15,12 @@
  */
 import type { Consumer, EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
 import type { RelayConfig } from '../config';
-import { tenantFromTopic, topics } from '../contract';
+import { tenantFromTopic } from '../contract';
 import { ConfigError } from '../errors';
 import { kafkaAccessProblem } from '../kafka/client';
-import { dlqBacklog } from '../ops/dlq';
 import type { Logger } from '../logger';
 import type { RelayMetrics } from '../metrics';
+import { IngestMonitor } from './monitor';
 import { PausedPartitions } from './pausedPartitions';
 import { Semaphore } from './semaphore';
 import { type StartContext, handleRecord } from './startDispatch';
@@ -53,8 +53,7 @@ export class Ingester {
   private crashRestarts = 0;
   private readonly semaphore: Semaphore;
   private watcher: NodeJS.Timeout | undefined;
-  private lagTimer: NodeJS.Timeout | undefined;
-  private dlqTimer: NodeJS.Timeout | undefined;
+  private readonly monitor: IngestMonitor;
   private restarting: Promise<void> = Promise.resolve();
 
   constructor(
@@ -68,6 +67,14 @@ export class Ingester {
     this.admin = kafka.admin();
     this.semaphore = new Semaphore(opts.maxInFlight, opts.maxInFlightBytes);
     this.paused = new PausedPartitions(metrics.pausedPartitions);
+    this.monitor = new IngestMonitor(
+      this.admin,
+      cfg.kafka.groupId,
+      metrics,
+      logger,
+      opts,
+      () => this.subscribed,
+    );
   }
 
   async start(): Promise<void> {
@@ -95,13 +102,7 @@ export class Ingester {
           this.logger.warn({ err }, 'topic refresh failed; will retry');
         });
     }, this.opts.topicRefreshMs);
-    this.lagTimer = setInterval(() => void this.refreshLag(), this.opts.lagRefreshMs);
-    let dlqRunning = false;
-    this.dlqTimer = setInterval(() => {
-      if (dlqRunning) return;
-      dlqRunning = true;
-      void this.refreshDlqBacklog().finally(() => (dlqRunning = false));
-    }, this.opts.dlqRefreshMs);
+    this.monitor.start();
   }
 
   /** Ready when consuming (or waiting for a first matching topic) with no partition held paused. */
@@ -310,58 +311,17 @@ export class Ingester {
     }
   }
 
-  private async refreshLag(): Promise<void> {
-    const topics = this.subscribed;
-    if (topics.length === 0) return;
-    try {
-      const committed = await this.admin.fetchOffsets({ groupId: this.cfg.kafka.groupId, topics });
-      for (const t of committed) {
-        const watermarks = await this.admin.fetchTopicOffsets(t.topic);
-        for (const p of t.partitions) {
-          const w = watermarks.find((x) => x.partition === p.partition);
-          if (!w) continue;
-          const high = BigInt(w.high);
-          const base = BigInt(p.offset) >= 0n ? BigInt(p.offset) : BigInt(w.low);
-          this.metrics.inboxLag.set(
-            { topic: t.topic, partition: String(p.partition) },
-            Number(high > base ? high - base : 0n),
-          );
-        }
-      }
-    } catch (err) {
-      this.logger.debug({ err }, 'lag refresh failed');
-    }
-  }
-
-  /** DLQ backlog of each tenant this ingester serves: records not yet processed by `dlq replay`, and the oldest's age. */
-  private async refreshDlqBacklog(): Promise<void> {
-    for (const topic of this.subscribed) {
-      const tenant = tenantFromTopic(topic);
-      if (tenant === undefined) continue;
-      const dlqTopic = topics.dlq(tenant);
-      try {
-        const { lag, oldestAgeSeconds } = await dlqBacklog(this.admin, dlqTopic, Date.now());
-        this.metrics.dlqConsumerLag.set({ topic: dlqTopic }, lag);
-        this.metrics.dlqOldestAge.set({ topic: dlqTopic }, oldestAgeSeconds);
-      } catch (err) {
-        // A tenant without a DLQ topic yet has no backlog; anything else is retried next round.
-        this.logger.debug({ err, topic: dlqTopic }, 'DLQ backlog refresh failed');
-      }
-    }
-  }
-
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     this.stopping = true;
     if (this.watcher) clearInterval(this.watcher);
-    if (this.lagTimer) clearInterval(this.lagTimer);
-    if (this.dlqTimer) clearInterval(this.dlqTimer);
+    this.monitor.stop();
     await this.restarting.catch(() => undefined);
     await this.stopConsumer().catch((err: unknown) =>
       this.logger.warn({ err }, 'consumer disconnect failed'),
     );
-    await this.refreshLag();
+    await this.monitor.refreshLag();
     await this.admin.disconnect().catch(() => undefined);
   }
 }
