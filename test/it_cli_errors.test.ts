@@ -12,8 +12,11 @@ import { testServices } from './support/testEnv';
 
 jest.setTimeout(120_000);
 
-/** Well past what a CLI connect may take, well short of kafkajs' and the Temporal SDK's own retry budgets. */
-const BOUND_MS = 9_000;
+/**
+ * The CLI's connect timeout (POIMEN_CLI_CONNECT_TIMEOUT_MS, default 5 s) plus starting node on a loaded 2-core
+ * box; before the fix these commands took 10–23 s, and a silent Temporal held `dispatch status` for ever.
+ */
+const BOUND_MS = 10_000;
 
 function env(extra: Record<string, string>): NodeJS.ProcessEnv {
   const s = testServices();
