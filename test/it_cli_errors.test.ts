@@ -130,6 +130,8 @@ describe('usage and not found', () => {
       ['topics', 'lst'],
       ['dlq', 'replay'],
       ['dlq', 'list', '--tenant', tenant, '--bogus'],
+      // Discarding needs to be told which records: never all of them by default.
+      ['dlq', 'discard', '--tenant', tenant],
     ]) {
       const res = await timed(args, env({}));
       const lines = res.stderr
