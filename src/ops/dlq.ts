@@ -212,29 +212,35 @@ export async function replayDlq(kafka: Kafka, admin: Admin, opts: ReplayOptions)
           opts.onRecord?.('deferred', entry);
           return;
         }
-        if (publishes && verdict.record) {
-          const wait = lastSend + minGapMs - Date.now();
-          if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-          lastSend = Date.now();
-          await producer.send({
-            topic: topics.dispatch(opts.tenant),
-            acks: -1,
-            messages: [
-              {
-                key:
-                  verdict.record.dispatch_key !== null
-                    ? dispatchRecordKey(opts.tenant, verdict.record.dispatch_key)
-                    : null,
-                value: toBuffer(dlqRecordPayload(verdict.record)),
-                headers: { 'poimen-replay-of': verdict.record.id },
-              },
-            ],
-          });
+        const handled = (): RangeCommit => {
+          p.mark(offset);
+          return { offset: p.position, metadata: p.metadata() };
+        };
+        if (!publishes || !verdict.record) {
+          summary.discarded++;
+          opts.onRecord?.('discarded', entry);
+          return handled();
         }
-        p.mark(offset);
-        summary[publishes ? 'replayed' : 'discarded']++;
-        opts.onRecord?.(publishes ? 'replayed' : 'discarded', entry);
-        return { offset: p.position, metadata: p.metadata() };
+        const wait = lastSend + minGapMs - Date.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        lastSend = Date.now();
+        await producer.send({
+          topic: topics.dispatch(opts.tenant),
+          acks: -1,
+          messages: [
+            {
+              key:
+                verdict.record.dispatch_key !== null
+                  ? dispatchRecordKey(opts.tenant, verdict.record.dispatch_key)
+                  : null,
+              value: toBuffer(dlqRecordPayload(verdict.record)),
+              headers: { 'poimen-replay-of': verdict.record.id },
+            },
+          ],
+        });
+        summary.replayed++;
+        opts.onRecord?.('replayed', entry);
+        return handled();
       },
     });
   } finally {
