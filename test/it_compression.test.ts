@@ -7,7 +7,10 @@
 import fs from 'node:fs';
 import { ConfigResourceTypes } from 'kafkajs';
 import { topics } from '../src/contract';
+import { findUndecodableBatches } from '../src/kafka/decodeProbe';
 import { ensureTopics, tenantTopicSpecs } from '../src/kafka/topics';
+import { createKafka } from '../src/kafka/client';
+import { createLogger } from '../src/logger';
 import { KAFKA_CODECS, produceWithJava, type JavaRecord } from './support/javaProducer';
 import { uniqueTenant } from './support/names';
 import { sendUndecodableBatch } from './support/poisonBatch';
@@ -89,6 +92,53 @@ describe('compressed records (issue 10.1)', () => {
 });
 
 describe('a record batch that cannot be decoded (issue 10.1, isolation)', () => {
+  test('the decode probe names exactly the partition and offset of the batch that cannot be decoded', async () => {
+    const a = uniqueTenant();
+    const b = uniqueTenant();
+    h = await createHarness({ tenant: a, partitions: 2 });
+    const admin = h.kafka.admin();
+    await admin.connect();
+    await ensureTopics(admin, tenantTopicSpecs(b, { partitions: 2 }));
+    await admin.disconnect();
+    for (const t of [a, b]) {
+      for (const partition of [0, 1]) {
+        await h.producer.send({
+          topic: topics.dispatch(t),
+          acks: -1,
+          messages: [0, 1, 2].map((i) => ({ partition, value: h.dispatchValue(`${t}-${partition}-${i}`) })),
+        });
+      }
+    }
+    const poisonOffset = await sendUndecodableBatch(h.producer, topics.dispatch(a), 1, [
+      { key: `${a}:poison`, value: h.dispatchValue('poison') },
+    ]);
+    await h.producer.send({
+      topic: topics.dispatch(a),
+      acks: -1,
+      messages: [{ partition: 1, value: h.dispatchValue('after') }],
+    });
+
+    // The relay's own client (codecs registered), from the start of every partition of both tenants.
+    const kafka = createKafka(
+      { brokers: testServices().kafkaBrokers, clientId: 'it-decode-probe', groupId: 'unused', ssl: false },
+      createLogger('it-decode-probe', 'error'),
+    );
+    const targets = [a, b].flatMap((t) =>
+      [0, 1].map((partition) => ({ topic: topics.dispatch(t), partition, offset: '0' })),
+    );
+    const found = await findUndecodableBatches(kafka, targets);
+    expect(found).toEqual([
+      {
+        topic: topics.dispatch(a),
+        partition: 1,
+        offset: poisonOffset,
+        codec: 'gzip',
+        reason: expect.stringContaining('header'),
+      },
+    ]);
+    expect(poisonOffset).toBe('3');
+  });
+
   test("one tenant's undecodable batch stops neither another tenant nor its topic's other partition; it is not skipped, and logs and metrics name it", async () => {
     const a = uniqueTenant();
     const b = uniqueTenant();

@@ -107,7 +107,9 @@ export function kafkaCodec(name: CodecName): KafkaCodec {
       try {
         return await impl.decode(buffer);
       } catch (err) {
-        throw new KafkaCodecError(name, buffer.length, err instanceof Error ? err.message : String(err));
+        // Duck-typed: errors from another realm (a test sandbox) are not `instanceof Error`.
+        const reason = (err as { message?: unknown } | null)?.message;
+        throw new KafkaCodecError(name, buffer.length, typeof reason === 'string' ? reason : String(err));
       }
     },
   };
