@@ -209,7 +209,12 @@ describe('a record batch that cannot be decoded (issue 10.1, isolation)', () => 
       { timeoutMs: 30_000, what: 'poimen_ingest_undecodable_partitions naming the partition' },
     );
     const log = fs.readFileSync(ingester.logFile, 'utf8');
-    const line = log.split('\n').find((l) => l.includes('KafkaCodecError') && l.includes(topics.dispatch(a)));
+    const line = log
+      .split('\n')
+      .find(
+        (l) =>
+          l.includes('could not decode a gzip-compressed record batch') && l.includes(topics.dispatch(a)),
+      );
     expect(line).toBeDefined();
     expect(line).toContain('"partition":0');
   });
