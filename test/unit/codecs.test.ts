@@ -6,6 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { CompressionCodecs, CompressionTypes, KafkaJSNonRetriableError } from 'kafkajs';
+import { codecDecodeBench } from '../../src/bench/codecs';
 import {
   CODEC_TYPES,
   type CodecName,
@@ -95,6 +96,19 @@ describe('Kafka codecs', () => {
     for (const name of CODECS) {
       const codec = CompressionCodecs[CODEC_TYPES[name]]() as ReturnType<typeof kafkaCodec>;
       expect((await codec.decompress(fixture(`java-${name}.bin`))).equals(plaintext())).toBe(true);
+    }
+  });
+
+  test('the decode bench measures every codec at 16 KiB and 1 MiB, on bodies that decode to their records', async () => {
+    const figures = await codecDecodeBench(35);
+    expect(figures.map((f) => [f.codec, f.batch_bytes])).toEqual(
+      [16 * 1024, 1024 * 1024].flatMap((bytes) => CODECS.map((c) => [c, bytes])),
+    );
+    for (const f of figures) {
+      expect(f.ratio).toBeGreaterThan(2);
+      expect(f.us_per_batch).toBeGreaterThan(0);
+      // MB/s is bytes per µs: the two figures describe the same rounds.
+      expect(Math.abs((f.mb_per_s * f.us_per_batch) / f.batch_bytes - 1)).toBeLessThan(0.01);
     }
   });
 });
