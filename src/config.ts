@@ -398,6 +398,8 @@ export interface StackConfig {
   startTimeoutMs: number;
   /** Temporal without a database file (the benchmark compares it with SQLite WAL). */
   temporalInMemory: boolean;
+  /** Extra dynamic config of the dev server, `key=value` each (e.g. a lowered blob size limit in a test). */
+  temporalDynamicConfig: string[];
 }
 
 export function loadStackConfig(env: Env = process.env): StackConfig {
@@ -426,6 +428,15 @@ export function loadStackConfig(env: Env = process.env): StackConfig {
     namespace: read(env, 'TEMPORAL_NAMESPACE', nonEmpty, 'default'),
     startTimeoutMs: read(env, 'POIMEN_STACK_START_TIMEOUT_MS', intIn(1000, 600_000), 60_000),
     temporalInMemory: read(env, 'POIMEN_STACK_TEMPORAL_IN_MEMORY', bool, false),
+    temporalDynamicConfig: read(
+      env,
+      'POIMEN_STACK_TEMPORAL_DYNAMIC_CONFIG',
+      z
+        .string()
+        .transform((v) => v.split(/\s+/).filter(Boolean))
+        .pipe(z.array(z.string().regex(/^[A-Za-z0-9_.]+=\S+$/, 'must be space-separated key=value pairs'))),
+      [],
+    ),
   };
 }
 

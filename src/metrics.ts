@@ -14,6 +14,7 @@ export interface RelayMetrics {
   runsApiRequests: Counter<'code'>;
   runsApiDuration: Histogram;
   dispatchLatency: Histogram;
+  pausedPartitions: Gauge<'topic'>;
 }
 
 export type DispatchOutcome = 'started' | 'duplicate' | 'dead_lettered';
@@ -70,6 +71,12 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): RelayMet
       name: 'poimen_dispatch_latency_seconds',
       help: 'Kafka record timestamp to successful POST /v1/runs',
       buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900],
+      registers,
+    }),
+    pausedPartitions: new Gauge({
+      name: 'poimen_ingest_paused_partitions',
+      help: 'Dispatch partitions the ingester holds paused because a record of theirs cannot be started or dead-lettered yet (outage)',
+      labelNames: ['topic'],
       registers,
     }),
   };

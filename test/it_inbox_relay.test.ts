@@ -268,7 +268,7 @@ describe('inbox relay (T10.7)', () => {
       const history = await h.client.workflow.getHandle(h.wfId(key)).fetchHistory();
       const scheduled = (history.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes);
       expect(scheduled.map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name)).toEqual([
-        'postRun',
+        'postRunWithInputBytes',
       ]);
       expect(await result(key)).toEqual({ run_id: req.runId, admission: 'created' });
     }
@@ -361,7 +361,8 @@ describe('inbox relay (T10.7)', () => {
   });
 
   test('Retry-After: 2 is respected (measured gap between attempts)', async () => {
-    h = await createHarness();
+    // Within the maximum interval: a Retry-After beyond it is capped (it_retry_after).
+    h = await createHarness({ env: { RETRY_MAX_INTERVAL_MS: '5000' } });
     await h.startWorker();
     await h.startIngester();
     h.api.scriptFor('slow-down', { kind: 'status', status: 429, retryAfter: '2' });

@@ -27,6 +27,7 @@ import {
   type DispatchInput,
   type DispatchResult,
   type PostRunFailureDetails,
+  type PostRunHeadInput,
   type PostRunInput,
   RUNS_API_REJECTED,
   RUNS_API_UNAVAILABLE,
@@ -118,6 +119,26 @@ export async function readRedacted(
   return redactedHead(text, maxBytes, token, more);
 }
 
+/** Used only if an attempt arrives without its retry policy: SPEC §5's default maximum interval. */
+const FALLBACK_MAX_INTERVAL_MS = 5 * 60_000;
+
+/**
+ * The delay a `Retry-After` asks for, capped at the retry policy's maximum interval (SPEC §5): Temporal does not
+ * cap `nextRetryDelay` itself, so a proxy's `Retry-After: 86400` would park the dispatch for a day per attempt,
+ * and a value past what a Duration holds would fail the attempt's completion. Undefined leaves the delay to the
+ * policy: a zero delay (Retry-After: 0 or a past date) means "retry now", but Temporal reads a zero
+ * nextRetryDelay as "no retry" and would fail the activity at once.
+ */
+export function retryDelayMs(
+  retryAfterMs: number | undefined,
+  maxIntervalMs: number | string | undefined,
+): number | undefined {
+  if (retryAfterMs === undefined || !(retryAfterMs > 0)) return undefined;
+  const cap =
+    typeof maxIntervalMs === 'number' && maxIntervalMs > 0 ? maxIntervalMs : FALLBACK_MAX_INTERVAL_MS;
+  return Math.min(retryAfterMs, cap);
+}
+
 export function createActivities(deps: ActivityDeps) {
   const target = `${deps.runsApi.url}/v1/runs`;
   // What failure messages name: the URL without any user:password@ part.
@@ -207,15 +228,12 @@ export function createActivities(deps: ActivityDeps) {
       { reason: message, retry_after_ms: verdict.retryAfterMs },
       'runs API attempt failed; Temporal will retry',
     );
+    const delayMs = retryDelayMs(verdict.retryAfterMs, ctx.info.retryPolicy?.maximumInterval);
     throw ApplicationFailure.create({
       type: RUNS_API_UNAVAILABLE,
       message,
       details: [details],
-      // A zero delay (Retry-After: 0 or a past date) means "retry now", but Temporal reads a zero
-      // nextRetryDelay as "no retry" and fails the activity at once: leave the delay to the policy then.
-      ...(verdict.retryAfterMs !== undefined && verdict.retryAfterMs > 0
-        ? { nextRetryDelay: verdict.retryAfterMs }
-        : {}),
+      ...(delayMs !== undefined ? { nextRetryDelay: delayMs } : {}),
     });
   }
 
@@ -242,7 +260,19 @@ export function createActivities(deps: ActivityDeps) {
     await deps.dlq.publish(record, dispatchRecordKey(input.tenant, dispatch.dispatch_key));
   }
 
-  return { postRun, deadLetter };
+  /**
+   * `postRun` for a dispatch whose input's text travels as bytes. A name of its own: `postRun` once took the whole
+   * dispatch in one argument, and a worker of that version handed `(head, bytes)` posts `"input": null`. Such a
+   * worker does not know this name, so its attempt fails and a current worker takes the retry.
+   */
+  async function postRunWithInputBytes(
+    input: PostRunHeadInput,
+    inputText: Uint8Array,
+  ): Promise<DispatchResult> {
+    return postRun(input, inputText);
+  }
+
+  return { postRun, postRunWithInputBytes, deadLetter };
 }
 
 export type RelayActivities = ReturnType<typeof createActivities>;

@@ -55,17 +55,23 @@ export async function startRelayProcess(opts: {
   metricsPort: number;
   logFile: string;
   readyTimeoutMs?: number;
+  /** Another build of the relay (an earlier version, for rolling-deploy tests); default this package. */
+  packageRoot?: string;
 }): Promise<RelayProcess> {
   fs.mkdirSync(path.dirname(opts.logFile), { recursive: true });
   const out = fs.openSync(opts.logFile, 'a');
-  const child = spawn(process.execPath, [path.join(PACKAGE_ROOT, 'bin', 'poimen-relay.js'), opts.role], {
-    env: {
-      ...opts.env,
-      METRICS_PORT: String(opts.metricsPort),
-      NODE_OPTIONS: relayNodeOptions(opts.role, opts.env.NODE_OPTIONS),
+  const child = spawn(
+    process.execPath,
+    [path.join(opts.packageRoot ?? PACKAGE_ROOT, 'bin', 'poimen-relay.js'), opts.role],
+    {
+      env: {
+        ...opts.env,
+        METRICS_PORT: String(opts.metricsPort),
+        NODE_OPTIONS: relayNodeOptions(opts.role, opts.env.NODE_OPTIONS),
+      },
+      stdio: ['ignore', out, out],
     },
-    stdio: ['ignore', out, out],
-  });
+  );
   fs.closeSync(out);
   let gone = false;
   const exited = new Promise<number | null>((resolve) =>

@@ -6,9 +6,12 @@
  *   tenant topic created later needs a fresh subscription, which the watcher does by restarting the consumer.
  * - Records of a batch run concurrently under one process-wide bound; the committed offset is always the end
  *   of the contiguous completed prefix, so nothing is skipped and nothing is committed early.
- * - An infrastructure failure (Temporal or Kafka down) is retried in place with backoff while heartbeating;
- *   the topic is paused meanwhile and resumed on the first success. One record's failure never escapes the
- *   handler, so kafkajs never restarts the consumer into a crash loop.
+ * - An infrastructure failure (Temporal or Kafka down) pauses the record's partition and ends its batch with the
+ *   record unresolved; after a backoff the partition is resumed and the record fetched again
+ *   (pausedPartitions.ts). No handler waits out an outage, so no partition holds up the others of its broker's
+ *   fetch; no error escapes the handler, so kafkajs never restarts the consumer into a crash loop.
+ * - A consumer that crashes for good (kafkajs gives up on a non-retriable error, e.g. a revoked ACL) is
+ *   restarted here with backoff; until it runs again the process is not ready and says why.
  */
 import type { Consumer, EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
 import type { RelayConfig } from '../config';
@@ -18,6 +21,7 @@ import { kafkaAccessProblem } from '../kafka/client';
 import { dlqBacklog } from '../ops/dlq';
 import type { Logger } from '../logger';
 import type { RelayMetrics } from '../metrics';
+import { PausedPartitions } from './pausedPartitions';
 import { Semaphore } from './semaphore';
 import { type StartContext, handleRecord } from './startDispatch';
 
@@ -43,7 +47,10 @@ export class Ingester {
   private stopping = false;
   private closed = false;
   private joined = false;
-  private outage: string | undefined;
+  /** Why the ingester cannot consume at all yet (Kafka unreachable at start, consumer crashed). */
+  private problem: string | undefined;
+  private readonly paused: PausedPartitions;
+  private crashRestarts = 0;
   private readonly semaphore: Semaphore;
   private watcher: NodeJS.Timeout | undefined;
   private lagTimer: NodeJS.Timeout | undefined;
@@ -60,6 +67,7 @@ export class Ingester {
   ) {
     this.admin = kafka.admin();
     this.semaphore = new Semaphore(opts.maxInFlight, opts.maxInFlightBytes);
+    this.paused = new PausedPartitions(metrics.pausedPartitions);
   }
 
   async start(): Promise<void> {
@@ -74,12 +82,12 @@ export class Ingester {
         // Refused credentials or certificates are not an outage: stop with one line naming the variables.
         const refused = kafkaAccessProblem(err, this.cfg.kafka);
         if (refused) throw new ConfigError(refused.variable, refused.reason);
-        this.outage = `Kafka: ${err instanceof Error ? err.message : String(err)}`;
+        this.problem = `Kafka: ${err instanceof Error ? err.message : String(err)}`;
         this.logger.warn({ err }, 'cannot list topics yet; retrying');
         await new Promise((r) => setTimeout(r, delayMs));
       }
     }
-    this.outage = undefined;
+    this.problem = undefined;
     this.watcher = setInterval(() => {
       this.restarting = this.restarting
         .then(() => this.refreshTopics())
@@ -96,15 +104,20 @@ export class Ingester {
     }, this.opts.dlqRefreshMs);
   }
 
-  /** Ready when consuming (or waiting for a first matching topic) and Temporal accepts starts. */
+  /** Ready when consuming (or waiting for a first matching topic) with no partition held paused. */
   ready(): boolean {
-    return !this.stopping && this.outage === undefined && (this.joined || this.subscribed.length === 0);
+    return (
+      !this.stopping &&
+      this.problem === undefined &&
+      this.paused.size === 0 &&
+      (this.joined || this.subscribed.length === 0)
+    );
   }
 
   readinessDetail(): string {
     if (this.stopping) return 'stopping';
-    if (this.outage) return `paused: ${this.outage}`;
-    return this.joined ? 'ok' : 'joining consumer group';
+    if (this.problem) return this.problem;
+    return this.paused.summary() ?? (this.joined ? 'ok' : 'joining consumer group');
   }
 
   private matchingTopics(all: string[]): string[] {
@@ -150,10 +163,13 @@ export class Ingester {
     });
     consumer.on(consumer.events.GROUP_JOIN, () => {
       this.joined = true;
+      this.crashRestarts = 0;
     });
     consumer.on(consumer.events.CRASH, (e) => {
       this.joined = false;
       this.logger.error({ err: e.payload.error, restart: e.payload.restart }, 'consumer crashed');
+      // kafkajs restarts the consumer itself after a retriable error; after any other it leaves it stopped.
+      if (!e.payload.restart && consumer === this.consumer) this.restartAfterCrash(e.payload.error);
     });
     this.consumer = consumer;
     await consumer.connect();
@@ -166,10 +182,34 @@ export class Ingester {
     });
   }
 
+  /**
+   * Restarts a consumer kafkajs gave up on, with backoff: the cause (an ACL revoked, a topic deleted and made
+   * anew) is often fixed by an operator without touching the relay, and a replica that silently stops consuming
+   * while its liveness probe stays green is the worst outcome.
+   */
+  private restartAfterCrash(err: Error): void {
+    const delayMs = Math.min(1000 * 2 ** this.crashRestarts, 30_000);
+    this.crashRestarts++;
+    this.problem = `consumer crashed (${err.name}: ${err.message}); restarting in ${delayMs} ms`;
+    this.restarting = this.restarting
+      .then(() => new Promise((r) => setTimeout(r, delayMs)))
+      .then(async () => {
+        if (this.stopping) return;
+        await this.stopConsumer();
+        this.problem = undefined;
+        if (this.subscribed.length > 0) await this.startConsumer(this.subscribed);
+      })
+      .catch((e: unknown) => {
+        this.logger.warn({ err: e }, 'consumer restart failed; retrying');
+        this.restartAfterCrash(e instanceof Error ? e : new Error(String(e)));
+      });
+  }
+
   private async stopConsumer(): Promise<void> {
     const consumer = this.consumer;
     this.consumer = undefined;
     this.joined = false;
+    this.paused.clear();
     // disconnect() waits for the batch in progress, which finishes its in-flight starts and commits.
     await consumer?.disconnect();
   }
@@ -184,11 +224,13 @@ export class Ingester {
     let committedIdx = -1; // index of the last message whose offset is committed
     let contiguous = -1; // index of the last message of the completed prefix
     const commit = async () => {
-      if (contiguous <= committedIdx || isStale()) return;
-      const next = (BigInt(batch.messages[contiguous]!.offset) + 1n).toString();
+      // The prefix keeps growing while the commit is in flight: only what this commit covers counts as committed.
+      const upTo = contiguous;
+      if (upTo <= committedIdx || isStale()) return;
+      const next = (BigInt(batch.messages[upTo]!.offset) + 1n).toString();
       try {
         await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: next }]);
-        committedIdx = contiguous;
+        committedIdx = Math.max(committedIdx, upTo);
       } catch (err) {
         // Commits are cumulative: a failed one is covered by the next; at worst records are redelivered,
         // which Temporal absorbs. Letting it escape would restart the consumer for nothing.
@@ -197,15 +239,24 @@ export class Ingester {
     };
     const beat = setInterval(() => void heartbeat().catch(() => undefined), 3000);
     const tasks: Promise<void>[] = [];
+    // A failed record ends the batch: what follows it is fetched again once the partition is resumed.
+    let failed = false;
     try {
       for (let i = 0; i < batch.messages.length; i++) {
-        if (!isRunning() || isStale() || this.stopping) break;
+        if (!isRunning() || isStale() || this.stopping || failed) break;
         const message = batch.messages[i]!;
         const weight = await this.semaphore.acquire(message.value?.length ?? 0);
+        if (failed) {
+          this.semaphore.release(weight);
+          break;
+        }
         tasks.push(
-          this.processWithRetry(consumer, tenant, batch.topic, batch.partition, message, log)
+          this.process(consumer, tenant, batch.topic, batch.partition, message, log)
             .then((ok) => {
-              if (!ok) return;
+              if (!ok) {
+                failed = true;
+                return;
+              }
               done[i] = true;
               const before = contiguous;
               while (contiguous + 1 < done.length && done[contiguous + 1]) contiguous++;
@@ -223,8 +274,11 @@ export class Ingester {
     }
   }
 
-  /** True when the record's outcome is durable; false when abandoned because the ingester is stopping. */
-  private async processWithRetry(
+  /**
+   * True when the record's outcome is durable. False when it failed (its partition is then paused and resumed
+   * after a backoff, and the record fetched again: pausedPartitions.ts) or the ingester is stopping.
+   */
+  private async process(
     consumer: Consumer,
     tenant: string,
     topic: string,
@@ -232,35 +286,27 @@ export class Ingester {
     message: KafkaMessage,
     log: Logger,
   ): Promise<boolean> {
-    let delayMs = 250;
-    let failures = 0;
-    for (;;) {
-      try {
-        const outcome = await handleRecord(this.startCtx, tenant, topic, partition, message);
-        this.metrics.dispatchRecords.inc({ tenant, outcome });
-        if (this.outage !== undefined) {
-          this.outage = undefined;
-          consumer.resume([{ topic }]);
-          log.info('infrastructure back; resumed consumption');
-        }
-        return true;
-      } catch (err) {
-        if (this.stopping) return false;
-        failures++;
-        if (this.outage === undefined) {
-          this.outage = err instanceof Error ? err.message : String(err);
-          consumer.pause([{ topic }]);
-        }
-        // Log the first failure and then every tenth, not every retry of a long outage.
-        if (failures === 1 || failures % 10 === 0) {
-          log.warn(
-            { err, offset: message.offset, failures },
-            'could not start or dead-letter record; retrying (consumption paused)',
-          );
-        }
-        await new Promise((r) => setTimeout(r, delayMs));
-        delayMs = Math.min(delayMs * 2, 10_000);
+    try {
+      const outcome = await handleRecord(this.startCtx, tenant, topic, partition, message);
+      this.metrics.dispatchRecords.inc({ tenant, outcome });
+      if (consumer === this.consumer && this.paused.succeeded(consumer, topic, partition)) {
+        log.info('infrastructure back; the partition flows again');
       }
+      return true;
+    } catch (err) {
+      if (this.stopping) return false;
+      // A consumer replaced meanwhile (topic change, crash restart) holds no pauses of ours and refetches anyway.
+      if (consumer !== this.consumer) return false;
+      const reason = err instanceof Error ? err.message : String(err);
+      const failures = this.paused.failed(consumer, topic, partition, reason);
+      // Log the first failure and then every tenth, not every retry of a long outage.
+      if (failures === 1 || failures % 10 === 0) {
+        log.warn(
+          { err, offset: message.offset, failures },
+          'could not start or dead-letter record; partition paused, retrying after a backoff',
+        );
+      }
+      return false;
     }
   }
 

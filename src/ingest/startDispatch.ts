@@ -1,7 +1,8 @@
 /**
  * Turns one Kafka record into its outcome: a started (or attached-to) `dispatch` workflow, a duplicate of a
  * dispatch already completed, or a dead letter. Throws only for infrastructure failures (Temporal or Kafka
- * unreachable), which the ingester retries in place without committing.
+ * unreachable), which the ingester retries in place without committing; a start Temporal refuses for this record
+ * alone (temporal/startRefusal.ts) is dead-lettered.
  */
 import { type Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import {
@@ -22,6 +23,7 @@ import {
 } from '../contract';
 import { dlqRecordId } from '../dlqId';
 import type { DlqPublisher } from '../kafka/dlqPublisher';
+import { startRefusal } from '../temporal/startRefusal';
 import type { DispatchOutcome } from '../metrics';
 import type { DispatchInput, DispatchPolicy } from '../workflows/types';
 
@@ -181,6 +183,14 @@ export async function handleRecord(
     return 'started';
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) return 'duplicate';
+    const refusal = startRefusal(err);
+    if (refusal) {
+      return deadLetter(
+        'malformed_dispatch',
+        `Temporal refused the start (${refusal.code}): ${refusal.details}`,
+        dispatch.dispatch_key,
+      );
+    }
     // The SDK could not encode the input: deterministic for this record, so retrying would stall the
     // partition. (A RangeError here could also be memory pressure, which must not dead-letter a valid record.)
     if (err instanceof ValueError) {

@@ -80,6 +80,10 @@ export function kafkaService(cfg: StackConfig, extra?: KafkaListenerOptions): Se
       'share.coordinator.state.topic.min.isr=1',
       'group.initial.rebalance.delay.ms=0',
       'log.cleaner.dedupe.buffer.size=2097152',
+      // ACLs as production has them, open to everyone until an ACL names a resource: a test can revoke the
+      // relay's access to one group or topic (a consumer crash kafkajs does not recover from) and give it back.
+      'authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer',
+      'allow.everyone.if.no.acl.found=true',
       // Topics are declared explicitly (topics apply / admin createTopics); auto-creation would hide typos.
       'auto.create.topics.enable=false',
       // Tests create many uuid-named topics; keep segments small so the state folder stays small.
@@ -207,6 +211,7 @@ export function temporalService(cfg: StackConfig): Service {
             ]),
         '--dynamic-config-value',
         'frontend.enableServerVersionCheck=false',
+        ...cfg.temporalDynamicConfig.flatMap((kv) => ['--dynamic-config-value', kv]),
         '--log-level',
         'warn',
         ...SEARCH_ATTRIBUTE_NAMES.flatMap((name) => ['--search-attribute', `${name}=Keyword`]),

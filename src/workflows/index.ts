@@ -4,12 +4,19 @@
  * so it shows as Failed in the Web UI (and can be replayed: the id reuse policy allows a new run after a
  * failure only).
  */
-import { ActivityFailure, ApplicationFailure, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  patched,
+  proxyActivities,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { RelayActivities } from '../activities';
 import {
   DEFAULT_DISPATCH_POLICY,
   DISPATCH_FAILED,
   type DispatchInput,
+  POST_RUN_BY_SHAPE_PATCH,
   type DispatchResult,
   type PostRunFailureDetails,
   RUNS_API_REJECTED,
@@ -27,7 +34,7 @@ export async function dispatch(input: DispatchInput): Promise<DispatchResult> {
   const policy = { ...DEFAULT_DISPATCH_POLICY, ...input.policy };
   const { tenant, source } = input;
   const dispatchKey = input.dispatch.dispatch_key;
-  const { postRun } = proxyActivities<RelayActivities>({
+  const activities = proxyActivities<RelayActivities>({
     // The HTTP timeout inside the activity fires first; this bound only catches a worker that died mid-call.
     startToCloseTimeout: policy.attemptTimeoutMs + 5_000,
     retry: {
@@ -42,7 +49,7 @@ export async function dispatch(input: DispatchInput): Promise<DispatchResult> {
   // Scheduling encodes the activity's arguments at once; after that the execution, cached between its
   // workflow tasks for as long as the call is retried, needs none of the input (a dead letter reads it back
   // from the start event). Dropped from the argument object itself, which the SDK also references.
-  const call = scheduleCall(postRun, input, policy.attemptTimeoutMs);
+  const call = scheduleCall(activities, input, policy.attemptTimeoutMs);
   (input as { dispatch?: unknown }).dispatch = undefined;
   try {
     return await call;
@@ -82,7 +89,7 @@ export async function dispatch(input: DispatchInput): Promise<DispatchResult> {
  * pass their parsed input as they always did.
  */
 function scheduleCall(
-  postRun: RelayActivities['postRun'],
+  { postRun, postRunWithInputBytes }: Pick<RelayActivities, 'postRun' | 'postRunWithInputBytes'>,
   input: DispatchInput,
   attemptTimeoutMs: number,
 ): Promise<DispatchResult> {
@@ -98,5 +105,8 @@ function scheduleCall(
   const encoded = new TextEncoder().encode(dispatch.input_json);
   // The sandbox's own Uint8Array: the payload converter recognises binary data by `instanceof`.
   const bytes = new Uint8Array(encoded.buffer, encoded.byteOffset, encoded.byteLength);
-  return postRun({ ...common, dispatch: { workflow_ref, goal_id, dispatch_key } }, bytes);
+  const head = { ...common, dispatch: { workflow_ref, goal_id, dispatch_key } };
+  // Executions recorded before the patch scheduled `postRun(head, bytes)` and must replay as they ran.
+  if (patched(POST_RUN_BY_SHAPE_PATCH)) return postRunWithInputBytes(head, bytes);
+  return postRun(head, bytes);
 }

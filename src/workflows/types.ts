@@ -50,6 +50,19 @@ export interface PostRunInput {
   recordTimestampMs: number;
 }
 
+/** The first argument of `postRunWithInputBytes`: the dispatch without its input, whose text is the second. */
+export interface PostRunHeadInput extends Omit<PostRunInput, 'dispatch'> {
+  dispatch: DispatchHead;
+}
+
+/**
+ * Executions that record this patch schedule `postRunWithInputBytes(head, bytes)`; those that do not (recorded
+ * before it) schedule `postRun` as they always did. Activity names are fixed per argument shape
+ * (test/unit/signatures.test.ts): an older worker polling the same queue during a rolling deploy must never
+ * receive a shape it reads differently.
+ */
+export const POST_RUN_BY_SHAPE_PATCH = 'postRun-named-by-shape';
+
 /** Details carried by a failed `postRun` attempt, for the dead letter and the Web UI. */
 export interface PostRunFailureDetails {
   httpStatus: number | null;

@@ -46,12 +46,14 @@ export async function startRelayProcess(
   role: 'ingest' | 'worker',
   env: NodeJS.ProcessEnv,
   label: string = role,
+  packageRoot?: string,
 ): Promise<RelayProcess> {
   const metricsPort = await freePort();
   return start({
     role,
     env,
     metricsPort,
+    ...(packageRoot ? { packageRoot } : {}),
     logFile: path.join(ARTIFACTS, `${label}-${Date.now()}-${metricsPort}.log`),
   });
 }

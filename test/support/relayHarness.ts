@@ -15,6 +15,8 @@ import { waitFor } from './wait';
 
 export interface Harness {
   tenant: string;
+  /** Every tenant of this harness (the first is `tenant`); the ingester's pattern matches all of them. */
+  tenants: string[];
   api: RunsApiDouble;
   kafka: Kafka;
   client: Client;
@@ -22,7 +24,8 @@ export interface Harness {
   taskQueue: string;
   groupId: string;
   producer: Producer;
-  startWorker(label?: string): Promise<RelayProcess>;
+  /** `packageRoot`: run another build of the relay (an earlier version) instead of this one. */
+  startWorker(label?: string, packageRoot?: string): Promise<RelayProcess>;
   startIngester(label?: string): Promise<RelayProcess>;
   publish(
     value: string | Buffer | null,
@@ -32,15 +35,32 @@ export interface Harness {
   readDlq(expected: number, timeoutMs?: number): Promise<DlqRecord[]>;
   wfId(key: string): string;
   /** The group's committed offsets and the topic's end offsets, per partition of the tenant's .dispatch. */
-  offsets(): Promise<{ partition: number; committed: number; high: number }[]>;
+  offsets(tenant?: string): Promise<{ partition: number; committed: number; high: number }[]>;
+  /**
+   * Waits until the group's committed offset equals the log end on every partition of every tenant's .dispatch
+   * topic: the shared end-of-drain assertion (an uncommitted tail is redelivered on every rebalance).
+   */
+  expectCommittedAtLogEnd(timeoutMs?: number): Promise<void>;
   cleanup(): Promise<void>;
 }
 
 export async function createHarness(
-  opts: { partitions?: number; env?: Record<string, string>; tenant?: string; api?: RunsApiOptions } = {},
+  opts: {
+    partitions?: number;
+    env?: Record<string, string>;
+    tenant?: string;
+    api?: RunsApiOptions;
+    /** How many tenants (default 1); they share a name prefix so one pattern matches exactly them. */
+    tenants?: number;
+    /** Another Temporal server than the stack's (e.g. one started with other dynamic config). */
+    temporalAddress?: string;
+  } = {},
 ): Promise<Harness> {
   const services = testServices();
-  const tenant = opts.tenant ?? uniqueTenant();
+  const count = opts.tenants ?? 1;
+  const prefix = uniqueTenant();
+  const tenant = opts.tenant ?? (count > 1 ? `${prefix}x0` : prefix);
+  const tenants = [tenant, ...Array.from({ length: count - 1 }, (_, i) => `${prefix}x${i + 1}`)];
   const kafka = new Kafka({
     clientId: 'it-harness',
     brokers: services.kafkaBrokers,
@@ -48,10 +68,13 @@ export async function createHarness(
   });
   const admin = kafka.admin();
   await admin.connect();
-  await ensureTopics(admin, tenantTopicSpecs(tenant, { partitions: opts.partitions ?? 1 }));
+  for (const t of tenants) {
+    await ensureTopics(admin, tenantTopicSpecs(t, { partitions: opts.partitions ?? 1 }));
+  }
   await admin.disconnect();
   const api = await RunsApiDouble.start(opts.api);
-  const connection = await Connection.connect({ address: services.temporalAddress });
+  const temporalAddress = opts.temporalAddress ?? services.temporalAddress;
+  const connection = await Connection.connect({ address: temporalAddress });
   const client = new Client({ connection, namespace: services.namespace });
   const producer = kafka.producer({
     allowAutoTopicCreation: false,
@@ -61,17 +84,18 @@ export async function createHarness(
   const taskQueue = uniqueName('it-tq');
   const groupId = uniqueName('it-group');
   const env = relayEnv({
-    tenantPattern: `^poimen\\.${tenant}\\.dispatch$`,
+    tenantPattern: count > 1 ? `^poimen\\.${prefix}x[0-9]+\\.dispatch$` : `^poimen\\.${tenant}\\.dispatch$`,
     groupId,
     taskQueue,
     runsApiUrl: api.url,
-    ...(opts.env ? { extra: opts.env } : {}),
+    extra: { ...(opts.temporalAddress ? { TEMPORAL_ADDRESS: temporalAddress } : {}), ...opts.env },
   });
   const processes: RelayProcess[] = [];
   const dlqConsumers: { disconnect(): Promise<void> }[] = [];
 
   const h: Harness = {
     tenant,
+    tenants,
     api,
     kafka,
     client,
@@ -79,8 +103,8 @@ export async function createHarness(
     taskQueue,
     groupId,
     producer,
-    async startWorker(label = 'worker') {
-      const p = await startRelayProcess('worker', env, `${tenant}-${label}`);
+    async startWorker(label = 'worker', packageRoot?: string) {
+      const p = await startRelayProcess('worker', env, `${tenant}-${label}`, packageRoot);
       processes.push(p);
       return p;
     },
@@ -122,12 +146,12 @@ export async function createHarness(
       return records;
     },
     wfId: (key) => workflowId(tenant, key),
-    async offsets() {
+    async offsets(t = tenant) {
       const admin = kafka.admin();
       await admin.connect();
       try {
-        const [committed] = await admin.fetchOffsets({ groupId, topics: [topics.dispatch(tenant)] });
-        const high = await admin.fetchTopicOffsets(topics.dispatch(tenant));
+        const [committed] = await admin.fetchOffsets({ groupId, topics: [topics.dispatch(t)] });
+        const high = await admin.fetchTopicOffsets(topics.dispatch(t));
         return high.map((p) => ({
           partition: p.partition,
           committed: Number(committed?.partitions.find((c) => c.partition === p.partition)?.offset ?? -1),
@@ -136,6 +160,26 @@ export async function createHarness(
       } finally {
         await admin.disconnect();
       }
+    },
+    async expectCommittedAtLogEnd(timeoutMs = 30_000) {
+      let last = '';
+      await waitFor(
+        async () => {
+          const behind: string[] = [];
+          for (const t of tenants) {
+            for (const p of await h.offsets(t)) {
+              // A partition nothing was ever written to has nothing to commit.
+              if (p.high > 0 && p.committed !== p.high)
+                behind.push(`${t}/${p.partition}: ${p.committed}/${p.high}`);
+            }
+          }
+          last = behind.join(', ');
+          return behind.length === 0;
+        },
+        { timeoutMs, intervalMs: 250, what: 'committed offsets at the log end' },
+      ).catch((err: unknown) => {
+        throw new Error(`${(err as Error).message}; behind (committed/end): ${last}`);
+      });
     },
     async cleanup() {
       await Promise.all(processes.map((p) => p.kill()));

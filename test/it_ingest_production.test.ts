@@ -1,0 +1,240 @@
+/**
+ * The ingester in the shape production runs it: many tenant topics in one consumer, outages longer than the
+ * start deadline, commits racing the records they cover. Real Kafka, real Temporal, the relay's processes.
+ */
+import fs from 'node:fs';
+import { AclOperationTypes, AclPermissionTypes, AclResourceTypes, ResourcePatternTypes } from 'kafkajs';
+import { topics } from '../src/contract';
+import { startService, stopService } from './support/faults';
+import { metricValue, type RelayProcess } from './support/relay';
+import { type Harness, createHarness } from './support/relayHarness';
+import { waitFor } from './support/wait';
+
+jest.setTimeout(300_000);
+
+let h: Harness;
+afterEach(async () => {
+  await h?.cleanup();
+});
+
+async function completed(keysByTenant: Map<string, string[]>, timeoutMs: number): Promise<void> {
+  for (const [tenant, keys] of keysByTenant) {
+    for (const key of keys) {
+      const handle = h.client.workflow.getHandle(`dispatch:${tenant}:${key}`);
+      await waitFor(() => handle.describe().then((d) => d.status.name === 'COMPLETED'), {
+        timeoutMs,
+        what: `dispatch ${tenant}:${key} to complete`,
+      });
+    }
+  }
+}
+
+/** Topics for which the ingester has logged a failed start (pino JSON lines in its log file). */
+function topicsWithFailedStarts(ingester: RelayProcess): Set<string> {
+  const seen = new Set<string>();
+  for (const line of fs.readFileSync(ingester.logFile, 'utf8').split('\n')) {
+    if (!line.includes('could not start or dead-letter record')) continue;
+    try {
+      const { topic } = JSON.parse(line) as { topic?: string };
+      if (topic) seen.add(topic);
+    } catch {
+      // a partial last line
+    }
+  }
+  return seen;
+}
+
+async function readyz(ingester: RelayProcess): Promise<{ status: number; text: string }> {
+  const res = await fetch(`http://127.0.0.1:${ingester.metricsPort}/readyz`);
+  return { status: res.status, text: await res.text() };
+}
+
+describe('ingester under production conditions', () => {
+  test('six tenant topics, Temporal down longer than the start deadline: every topic resumes, drains to its end and relays fresh records', async () => {
+    h = await createHarness({
+      tenants: 6,
+      api: { tenantScoped: true },
+      env: {
+        POIMEN_TEMPORAL_START_TIMEOUT_MS: '1000',
+        // Every tenant's batch is in the handler at once, as when one fetch brings records of all of them.
+        POIMEN_INGEST_PARTITIONS_CONCURRENTLY: '8',
+      },
+    });
+    await h.startWorker();
+    const ingester = await h.startIngester();
+    const warm = new Map(h.tenants.map((t) => [t, ['warm']]));
+    for (const t of h.tenants) await h.publish(h.dispatchValue('warm'), { topic: topics.dispatch(t) });
+    await completed(warm, 60_000);
+
+    const during = new Map(h.tenants.map((t) => [t, ['out-1', 'out-2', 'out-3']]));
+    await stopService('temporal');
+    try {
+      for (const [t, keys] of during) {
+        for (const k of keys) await h.publish(h.dispatchValue(k), { topic: topics.dispatch(t) });
+      }
+      // Past the start deadline on every topic: each tenant's first record has failed at least once.
+      await waitFor(() => topicsWithFailedStarts(ingester).size === h.tenants.length, {
+        timeoutMs: 60_000,
+        what: 'a failed start on every tenant topic',
+      });
+      const r = await readyz(ingester);
+      expect(r.status).toBe(503);
+      expect(r.text).toMatch(/paused/);
+      // What is paused is visible: one gauge sample per paused topic.
+      const text = await ingester.metrics();
+      const paused = h.tenants.map(
+        (t) => metricValue(text, 'poimen_ingest_paused_partitions', { topic: topics.dispatch(t) }) ?? 0,
+      );
+      expect(paused.every((n) => n >= 1)).toBe(true);
+    } finally {
+      await startService('temporal');
+    }
+
+    await completed(during, 120_000);
+    await h.expectCommittedAtLogEnd(60_000);
+    // Nothing stays paused, and the process says so.
+    await waitFor(async () => (await readyz(ingester)).status === 200, { what: '/readyz ready again' });
+    const after = await ingester.metrics();
+    for (const t of h.tenants) {
+      expect(metricValue(after, 'poimen_ingest_paused_partitions', { topic: topics.dispatch(t) }) ?? 0).toBe(
+        0,
+      );
+    }
+    // Fresh records on every tenant are relayed without a rebalance.
+    const fresh = new Map(h.tenants.map((t) => [t, ['fresh']]));
+    for (const t of h.tenants) await h.publish(h.dispatchValue('fresh'), { topic: topics.dispatch(t) });
+    await completed(fresh, 60_000);
+    await h.expectCommittedAtLogEnd();
+    for (const t of h.tenants) {
+      for (const k of ['warm', 'out-1', 'out-2', 'out-3', 'fresh']) {
+        const calls = h.api.requests.filter(
+          (r) => r.headers['x-tenant-id'] === t && (r.json as { dispatch_key?: string }).dispatch_key === k,
+        );
+        expect(calls).toHaveLength(1);
+      }
+    }
+  });
+
+  test('a batch whose records complete while an offset commit is in flight is committed to its end', async () => {
+    // A commit after every record makes commits overlap the completions of later records of the same batch.
+    h = await createHarness({ env: { POIMEN_INGEST_COMMIT_EVERY: '1', POIMEN_INGEST_MAX_IN_FLIGHT: '64' } });
+    await h.startWorker();
+    await h.startIngester();
+    const keys = Array.from({ length: 60 }, (_, i) => `tail-${i}`);
+    await h.producer.send({
+      topic: topics.dispatch(h.tenant),
+      acks: -1,
+      messages: keys.map((k) => ({ key: null, value: h.dispatchValue(k) })),
+    });
+    await completed(new Map([[h.tenant, keys]]), 120_000);
+    // No further record arrives to carry a later commit: the batch's own last commit must cover its end.
+    await h.expectCommittedAtLogEnd(20_000);
+  });
+});
+
+describe('ingester when kafkajs gives up on its consumer', () => {
+  test('access to the group revoked (a non-retriable crash) and given back: the consumer is restarted and relays again', async () => {
+    h = await createHarness();
+    await h.startWorker();
+    const ingester = await h.startIngester();
+    await h.publish(h.dispatchValue('before'));
+    await completed(new Map([[h.tenant, ['before']]]), 60_000);
+
+    const admin = h.kafka.admin();
+    await admin.connect();
+    const deny = {
+      resourceType: AclResourceTypes.GROUP,
+      resourceName: h.groupId,
+      resourcePatternType: ResourcePatternTypes.LITERAL,
+      principal: 'User:ANONYMOUS',
+      host: '*',
+      operation: AclOperationTypes.ALL,
+      permissionType: AclPermissionTypes.DENY,
+    };
+    try {
+      await admin.createAcls({ acl: [deny] });
+      // kafkajs reports the crash with restart: false and would leave the consumer stopped for good.
+      await waitFor(
+        () =>
+          /consumer crashed[^\n]*"restart":false|"restart":false[^\n]*consumer crashed/.test(
+            fs.readFileSync(ingester.logFile, 'utf8'),
+          ),
+        {
+          timeoutMs: 90_000,
+          what: 'the consumer to crash without a kafkajs restart',
+        },
+      );
+      const r = await readyz(ingester);
+      expect(r.status).toBe(503);
+      expect(r.text).toMatch(/consumer crashed/);
+      await h.publish(h.dispatchValue('during'));
+    } finally {
+      await admin.deleteAcls({ filters: [deny] });
+      await admin.disconnect();
+    }
+    await h.publish(h.dispatchValue('after'));
+    await completed(new Map([[h.tenant, ['during', 'after']]]), 120_000);
+    await h.expectCommittedAtLogEnd();
+    await waitFor(async () => (await readyz(ingester)).status === 200, { what: '/readyz ready again' });
+  });
+});
+
+describe('several ingesters in one group', () => {
+  test('two ingesters, a third joins mid-stream and one is SIGKILLed: every dispatch relayed once, one execution each, offsets at the log end', async () => {
+    h = await createHarness({
+      tenants: 3,
+      partitions: 4,
+      api: { tenantScoped: true },
+      // A killed member's partitions move after this, not after the 30 s default.
+      env: { POIMEN_KAFKA_SESSION_TIMEOUT_MS: '6000' },
+    });
+    await h.startWorker();
+    const first = await h.startIngester('ingest-1');
+    await h.startIngester('ingest-2');
+    const perTenant = 80;
+    const keys = Array.from({ length: perTenant }, (_, i) => `m-${i}`);
+    const publishSlice = async (from: number, to: number) => {
+      for (const t of h.tenants) {
+        await h.producer.send({
+          topic: topics.dispatch(t),
+          acks: -1,
+          messages: keys.slice(from, to).map((k) => ({ key: k, value: h.dispatchValue(k) })),
+        });
+      }
+    };
+    await publishSlice(0, 30);
+    const third = h.startIngester('ingest-3');
+    await publishSlice(30, 55);
+    await third;
+    // A crash mid-stream: its uncommitted records are redelivered to the others.
+    await first.kill();
+    await publishSlice(55, perTenant);
+
+    await completed(new Map(h.tenants.map((t) => [t, keys])), 180_000);
+    await h.expectCommittedAtLogEnd(60_000);
+    for (const t of h.tenants) {
+      const calls = h.api.requests.filter((r) => r.headers['x-tenant-id'] === t);
+      const perKey = new Map<string, number>();
+      for (const c of calls) {
+        const k = (c.json as { dispatch_key: string }).dispatch_key;
+        perKey.set(k, (perKey.get(k) ?? 0) + 1);
+      }
+      expect([...perKey.keys()].sort()).toEqual([...keys].sort());
+      // No fault reached the API, so a second call for a key could only be a second execution's.
+      expect([...perKey.values()].every((n) => n === 1)).toBe(true);
+      // Visibility trails the executions by a moment: wait until it lists them all.
+      const executions = await waitFor(
+        async () => {
+          const seen = new Map<string, number>();
+          for await (const wf of h.client.workflow.list({ query: `TenantId = '${t}'` })) {
+            seen.set(wf.workflowId, (seen.get(wf.workflowId) ?? 0) + 1);
+          }
+          return seen.size >= perTenant ? seen : undefined;
+        },
+        { what: `visibility to list ${perTenant} executions of ${t}` },
+      );
+      expect(executions.size).toBe(perTenant);
+      expect([...executions.values()].every((n) => n === 1)).toBe(true);
+    }
+  });
+});

@@ -1,0 +1,29 @@
+/**
+ * A build of an earlier commit of this repository, for tests that run two versions side by side (a rolling
+ * deploy). Taken from git (`git archive`, so the checkout is untouched), compiled with this checkout's
+ * node_modules (the commits used share the dependency set), and cached outside the repo by commit.
+ */
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { loadStackConfig } from '../../src/config';
+import { REPO_ROOT } from './cli';
+
+export function earlierBuild(commit: string): string {
+  const dir = path.join(loadStackConfig().cacheDir, 'earlier-builds', commit);
+  if (fs.existsSync(path.join(dir, 'dist', 'workflow-bundle.js'))) return dir;
+  const tmp = `${dir}.tmp-${process.pid}`;
+  fs.rmSync(tmp, { recursive: true, force: true });
+  fs.mkdirSync(tmp, { recursive: true });
+  const archive = execFileSync('git', ['-C', REPO_ROOT, 'archive', '--format=tar', commit], {
+    maxBuffer: 256 * 1024 * 1024,
+  });
+  execFileSync('tar', ['-x', '-C', tmp], { input: archive });
+  fs.symlinkSync(path.join(REPO_ROOT, 'node_modules'), path.join(tmp, 'node_modules'));
+  const run = (args: string[]) => execFileSync(process.execPath, args, { cwd: tmp, stdio: 'pipe' });
+  run([path.join(REPO_ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json']);
+  run(['dist/worker/workflowBundle.js']);
+  fs.rmSync(dir, { recursive: true, force: true });
+  fs.renameSync(tmp, dir);
+  return dir;
+}

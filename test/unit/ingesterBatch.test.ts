@@ -1,0 +1,156 @@
+/**
+ * The ingester's batch bookkeeping at unit level: which offsets it commits and resolves, and which partitions it
+ * pauses and resumes, when records, commits and failures interleave in orders the integration suites cannot
+ * force. The consumer is a recording stub; `handleRecord` (the Temporal start) is replaced by deferreds the test
+ * resolves one by one. Real Kafka and Temporal are exercised by it_ingest_production.
+ */
+import type { EachBatchPayload, KafkaMessage } from 'kafkajs';
+import { loadRelayConfig } from '../../src/config';
+import { Ingester } from '../../src/ingest/ingester';
+import { handleRecord } from '../../src/ingest/startDispatch';
+import { createLogger } from '../../src/logger';
+import { createMetrics } from '../../src/metrics';
+import { waitFor } from '../support/wait';
+
+jest.mock('../../src/ingest/startDispatch', () => ({ handleRecord: jest.fn() }));
+const handle = handleRecord as jest.MockedFunction<typeof handleRecord>;
+
+interface Deferred<T> {
+  promise: Promise<T>;
+  resolve(v: T): void;
+  reject(e: unknown): void;
+}
+function deferred<T>(): Deferred<T> {
+  let resolve!: (v: T) => void;
+  let reject!: (e: unknown) => void;
+  const promise = new Promise<T>((res, rej) => ((resolve = res), (reject = rej)));
+  return { promise, resolve, reject };
+}
+const tick = () => new Promise((r) => setImmediate(r));
+
+function stubConsumer() {
+  const commits: { offset: string; done: Deferred<void> }[] = [];
+  const calls: string[] = [];
+  const stub = {
+    commits,
+    calls,
+    /** While true, each commit stays in flight until the test resolves it. */
+    hold: true,
+    commitOffsets: jest.fn((offsets: { offset: string }[]) => {
+      const done = deferred<void>();
+      commits.push({ offset: offsets[0]!.offset, done });
+      if (!stub.hold) done.resolve();
+      return done.promise;
+    }),
+    pause: jest.fn((t: { topic: string; partitions?: number[] }[]) =>
+      calls.push(`pause ${t[0]!.topic}/${t[0]!.partitions}`),
+    ),
+    resume: jest.fn((t: { topic: string; partitions?: number[] }[]) =>
+      calls.push(`resume ${t[0]!.topic}/${t[0]!.partitions}`),
+    ),
+  };
+  return stub;
+}
+
+function ingester(overrides: Partial<Record<string, number>> = {}) {
+  const cfg = loadRelayConfig('ingester', {});
+  const metrics = createMetrics({ defaultMetrics: false });
+  const kafka = { admin: () => ({}) } as never;
+  const ing = new Ingester(cfg, kafka, {} as never, metrics, createLogger('test', 'silent'), {
+    ...cfg.ingest,
+    maxInFlight: 2,
+    commitEveryRecords: 1,
+    ...overrides,
+  });
+  return { ing, metrics };
+}
+
+function batchPayload(topic: string, partition: number, offsets: number[]) {
+  const resolved: string[] = [];
+  const payload = {
+    batch: {
+      topic,
+      partition,
+      messages: offsets.map(
+        (o) => ({ offset: String(o), value: Buffer.from('{}'), key: null }) as unknown as KafkaMessage,
+      ),
+    },
+    heartbeat: async () => undefined,
+    isRunning: () => true,
+    isStale: () => false,
+    resolveOffset: (o: string) => resolved.push(o),
+  } as unknown as EachBatchPayload;
+  return { payload, resolved };
+}
+
+beforeEach(() => handle.mockReset());
+
+test('records that complete while a commit is in flight are committed by the batch’s last commit', async () => {
+  const starts = [deferred<'started'>(), deferred<'started'>(), deferred<'started'>()];
+  handle.mockImplementation((_ctx, _t, _topic, _p, m) => starts[Number(m.offset) - 10]!.promise);
+  const { ing } = ingester();
+  const consumer = stubConsumer();
+  (ing as unknown as { consumer: unknown }).consumer = consumer;
+  const { payload } = batchPayload('poimen.acme.dispatch', 0, [10, 11, 12]);
+  const run = (ing as unknown as { eachBatch(c: unknown, p: EachBatchPayload): Promise<void> }).eachBatch(
+    consumer,
+    payload,
+  );
+
+  await tick();
+  starts[0]!.resolve('started'); // frees a slot: record 12 is taken and a commit of offset 11 goes out
+  await tick();
+  await tick();
+  expect(consumer.commits.map((c) => c.offset)).toEqual(['11']);
+  starts[1]!.resolve('started'); // both finish while that commit is still in flight
+  starts[2]!.resolve('started');
+  await tick();
+  consumer.hold = false;
+  consumer.commits[0]!.done.resolve();
+  await run;
+  // The batch ends committed at its last record + 1: no tail left for a rebalance to redeliver.
+  expect(consumer.commits.at(-1)!.offset).toBe('13');
+});
+
+test('a failure pauses only its own partition, ends its batch at once, and its record’s success on the refetch ends the outage', async () => {
+  let failA = true;
+  handle.mockImplementation(async (_ctx, _t, topic) => {
+    if (topic === 'poimen.a.dispatch' && failA) throw new Error('Temporal unreachable');
+    return 'started';
+  });
+  const { ing, metrics } = ingester({ maxInFlight: 8 });
+  const consumer = stubConsumer();
+  consumer.hold = false;
+  (ing as unknown as { consumer: unknown }).consumer = consumer;
+  const each = (
+    ing as unknown as { eachBatch(c: unknown, p: EachBatchPayload): Promise<void> }
+  ).eachBatch.bind(ing);
+  const gauge = async () =>
+    (await metrics.pausedPartitions.get()).values.find((v) => v.labels.topic === 'poimen.a.dispatch')?.value;
+
+  const a = batchPayload('poimen.a.dispatch', 0, [0, 1]);
+  const b = batchPayload('poimen.b.dispatch', 3, [0]);
+  // The failing batch returns instead of waiting out the outage, so it holds up no other partition's fetch.
+  await Promise.all([each(consumer, a.payload), each(consumer, b.payload)]);
+  expect(a.resolved).toEqual([]);
+  expect(b.resolved).toEqual(['0']);
+  expect(consumer.commits.map((c) => c.offset)).toEqual(['1']);
+  expect(consumer.calls).toEqual(['pause poimen.a.dispatch/0']);
+  expect(ing.ready()).toBe(false);
+  expect(ing.readinessDetail()).toMatch(
+    /paused: 1 partition\(s\); oldest poimen\.a\.dispatch\/0 .*Temporal unreachable/,
+  );
+  expect(await gauge()).toBe(1);
+
+  // After the backoff the partition is resumed, and kafkajs fetches the unresolved records again.
+  await waitFor(() => consumer.calls.includes('resume poimen.a.dispatch/0'), {
+    timeoutMs: 5000,
+    intervalMs: 10,
+  });
+  expect(await gauge()).toBe(1);
+  failA = false;
+  await each(consumer, batchPayload('poimen.a.dispatch', 0, [0, 1]).payload);
+  expect(await gauge()).toBe(0);
+  expect(ing.ready()).toBe(true);
+  expect(consumer.commits.map((c) => c.offset)).toEqual(['1', '2']);
+});
