@@ -79,6 +79,8 @@ export interface RelayConfig {
     shutdownGraceMs: number;
   };
   metricsPort: number;
+  /** One-shot commands: how long Kafka or Temporal may take to answer the first call before "unreachable". */
+  cliConnectTimeoutMs: number;
   logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent';
 }
 
@@ -368,6 +370,7 @@ export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig
       shutdownGraceMs: read(env, 'POIMEN_WORKER_SHUTDOWN_GRACE_MS', intIn(0, 3_600_000), 30_000),
     },
     metricsPort: read(env, 'METRICS_PORT', port, DEFAULT_METRICS_PORT[role]),
+    cliConnectTimeoutMs: read(env, 'POIMEN_CLI_CONNECT_TIMEOUT_MS', intIn(100, 600_000), 5_000),
     logLevel: read(
       env,
       'LOG_LEVEL',

@@ -14,7 +14,52 @@ export class StackError extends Error {
   override readonly name = 'StackError';
 }
 
+/** What a command was asked about does not exist (a tenant's DLQ topic, a namespace). */
+export class NotFoundError extends Error {
+  override readonly name = 'NotFoundError';
+}
+
+/** Kafka or Temporal did not answer in time; the message names the service and its address. */
+export class UnreachableError extends Error {
+  override readonly name = 'UnreachableError';
+}
+
+/** The service answered and refused this client: credentials, certificates, ACLs. */
+export class AccessRefusedError extends Error {
+  override readonly name = 'AccessRefusedError';
+}
+
+/**
+ * The CLI's exit codes, one per class of failure (docs/operations.md#exit-codes). 1 is "the answer is no"
+ * (not found, not ready), never a crash: a bug exits 70 (sysexits' EX_SOFTWARE) with its stack trace.
+ */
+export const EXIT = {
+  ok: 0,
+  notFound: 1,
+  usage: 2,
+  topicsDiffer: 3,
+  unreachable: 4,
+  accessRefused: 5,
+  internal: 70,
+} as const;
+
+type UserFacingError = ConfigError | StackError | NotFoundError | UnreachableError | AccessRefusedError;
+
 /** Errors a CLI prints as one line, without a stack trace. */
-export function isUserFacingError(err: unknown): err is ConfigError | StackError {
-  return err instanceof ConfigError || err instanceof StackError;
+export function isUserFacingError(err: unknown): err is UserFacingError {
+  return (
+    err instanceof ConfigError ||
+    err instanceof StackError ||
+    err instanceof NotFoundError ||
+    err instanceof UnreachableError ||
+    err instanceof AccessRefusedError
+  );
+}
+
+export function exitCodeOf(err: unknown): number {
+  if (err instanceof NotFoundError) return EXIT.notFound;
+  if (err instanceof UnreachableError) return EXIT.unreachable;
+  if (err instanceof AccessRefusedError) return EXIT.accessRefused;
+  if (err instanceof ConfigError || err instanceof StackError) return EXIT.usage;
+  return EXIT.internal;
 }

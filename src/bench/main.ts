@@ -13,6 +13,7 @@ import { freePort } from '../dev/ports';
 import { consoleProgress } from '../stack/progress';
 import { PACKAGE_ROOT } from '../stack/provision';
 import { LocalStack } from '../stack/stack';
+import { codecDecodeBench, codecTable } from './codecs';
 import { round } from './measure';
 import { type BenchTarget, baseline, ceiling, ingesterMemory, latency, relayDrain } from './phases';
 
@@ -34,8 +35,13 @@ const SIZES = {
 async function main(): Promise<void> {
   const opts = new Command('bench')
     .option('--quick', 'the ≤ 3-minute subset')
+    .option('--codecs', 'only the decode cost of each Kafka codec (seconds; no stack)')
     .parse(process.argv)
-    .opts<{ quick?: boolean }>();
+    .opts<{ quick?: boolean; codecs?: boolean }>();
+  if (opts.codecs) {
+    process.stdout.write(`\nKafka codec decode cost\n${codecTable(await codecDecodeBench())}`);
+    return;
+  }
   const mode = opts.quick ? 'quick' : 'full';
   const size = SIZES[mode];
   const progress = consoleProgress('bench');
@@ -120,6 +126,9 @@ async function main(): Promise<void> {
     ).per_s;
     scaling.sqlite_wal_persistence_per_s = scaling.workers_1_per_s!;
 
+    progress('codecs: decode cost of each Kafka compression codec');
+    const codecDecode = await codecDecodeBench();
+
     const relayCfg = loadRelayConfig('ingester', {});
     const result = {
       date: new Date().toISOString(),
@@ -143,6 +152,7 @@ async function main(): Promise<void> {
       ceiling_runs: ceilings,
       relay_runs: relays,
       scaling,
+      codec_decode: codecDecode,
       machine: {
         cores: os.cpus().length,
         cpu: os.cpus()[0]?.model,
@@ -191,6 +201,7 @@ async function main(): Promise<void> {
       `\npoimen-relay benchmark (${mode}, ${result.machine.cores} cores, ${result.duration_s} s)\n`,
     );
     for (const [k, v] of rows) process.stdout.write(`  ${k.padEnd(44)} ${v}\n`);
+    process.stdout.write(`\nKafka codec decode cost\n${codecTable(codecDecode)}`);
     const dir = path.join(PACKAGE_ROOT, 'bench', 'results');
     fs.mkdirSync(dir, { recursive: true });
     const file = path.join(dir, `${result.date.slice(0, 10)}${mode === 'quick' ? '-quick' : ''}.json`);

@@ -1,10 +1,10 @@
 /** `poimen-relay dispatch status`: wiring only. */
 import { Client } from '@temporalio/client';
 import { Command } from 'commander';
-import { loadRelayConfig } from '../config';
+import { EXIT } from '../errors';
 import { dispatchStatus } from '../ops/dispatchStatus';
 import { validateTenants } from '../ops/topics';
-import { createClientConnection } from '../temporal/connection';
+import { withTemporal } from './temporalConnection';
 
 export function dispatchCommand(): Command {
   const dispatch = new Command('dispatch').description('inspect one dispatch');
@@ -16,46 +16,41 @@ export function dispatchCommand(): Command {
     .option('--json', 'print JSON')
     .action(async (opts: { tenant: string; key: string; json?: boolean }) => {
       validateTenants([opts.tenant]);
-      const cfg = loadRelayConfig('cli');
-      const connection = createClientConnection(cfg.temporal);
-      try {
-        const client = new Client({ connection, namespace: cfg.temporal.namespace });
-        const s = await dispatchStatus(
-          client,
+      const s = await withTemporal((connection, cfg) =>
+        dispatchStatus(
+          new Client({ connection, namespace: cfg.temporal.namespace }),
           cfg.temporal.uiUrl,
           cfg.temporal.namespace,
           opts.tenant,
           opts.key,
+        ),
+      );
+      if (opts.json) process.stdout.write(`${JSON.stringify(s, null, 2)}\n`);
+      else if (!s.found)
+        process.stdout.write(
+          `${s.workflow_id}: no execution (not ingested yet, or past Temporal's retention)\n`,
         );
-        if (opts.json) process.stdout.write(`${JSON.stringify(s, null, 2)}\n`);
-        else if (!s.found)
-          process.stdout.write(
-            `${s.workflow_id}: no execution (not ingested yet, or past Temporal's retention)\n`,
-          );
-        else {
-          const rows: [string, string | number | null][] = [
-            ['workflow', `${s.workflow_id} (run ${s.run_id})`],
-            ['status', s.status],
-            ['started', s.started_at],
-            ['closed', s.closed_at],
-            [
-              'attempt',
-              s.attempt === null ? null : `${s.attempt}${s.max_attempts ? ` of ${s.max_attempts}` : ''}`,
-            ],
-            ['activity', s.activity_state],
-            ['last error', s.last_error],
-            ['http status', s.http_status],
-            ['next retry', s.next_retry_at],
-            ['result', s.result ? JSON.stringify(s.result) : null],
-            ['web ui', s.web_ui],
-          ];
-          for (const [k, v] of rows)
-            if (v !== null && v !== '') process.stdout.write(`${k.padEnd(12)} ${v}\n`);
-        }
-        if (!s.found) process.exitCode = 1;
-      } finally {
-        await connection.close();
+      else {
+        const rows: [string, string | number | null][] = [
+          ['workflow', `${s.workflow_id} (run ${s.run_id})`],
+          ['status', s.status],
+          ['started', s.started_at],
+          ['closed', s.closed_at],
+          [
+            'attempt',
+            s.attempt === null ? null : `${s.attempt}${s.max_attempts ? ` of ${s.max_attempts}` : ''}`,
+          ],
+          ['activity', s.activity_state],
+          ['last error', s.last_error],
+          ['http status', s.http_status],
+          ['next retry', s.next_retry_at],
+          ['result', s.result ? JSON.stringify(s.result) : null],
+          ['web ui', s.web_ui],
+        ];
+        for (const [k, v] of rows) if (v !== null && v !== '') process.stdout.write(`${k.padEnd(12)} ${v}\n`);
       }
+      // The answer is no: not an error line, a status code scripts can test.
+      if (!s.found) process.exitCode = EXIT.notFound;
     });
   return dispatch;
 }

@@ -3,7 +3,7 @@ import { SingleBar } from 'cli-progress';
 import { Command } from 'commander';
 import { ConfigError } from '../errors';
 import { withKafkaAdmin } from './kafkaAdmin';
-import { listDlq, parseDlqType, replayDlq } from '../ops/dlq';
+import { type ReplayOptions, listDlq, parseDlqType, replayDlq } from '../ops/dlq';
 import { validateTenants } from '../ops/topics';
 
 function positive(flag: string) {
@@ -92,59 +92,91 @@ export function dlqCommand(): Command {
       '--force',
       'with --type malformed_dispatch or tenant_mismatch: replay them too (they will be dead-lettered again)',
     )
-    .option('--from-beginning', 're-read every retained record, not only those past the recorded progress')
-    .option('--json', 'print the summary as JSON')
-    .action(
-      async (opts: {
-        tenant: string;
-        id?: string[];
-        type?: ReturnType<typeof parseDlqType>;
-        since?: number;
-        dryRun?: boolean;
-        rate?: number;
-        force?: boolean;
-        fromBeginning?: boolean;
-        json?: boolean;
-      }) => {
-        validateTenants([opts.tenant]);
-        const bar = new SingleBar({
-          stream: process.stderr,
-          format: 'replay [{bar}] {value}/{total} examined, {replayed} replayed',
-          noTTYOutput: true,
-          notTTYSchedule: 2000,
-        });
-        let replayed = 0;
-        const summary = await withKafkaAdmin((kafka, admin) =>
-          replayDlq(kafka, admin, {
-            tenant: opts.tenant,
-            ...(opts.id ? { ids: opts.id } : {}),
-            ...(opts.type ? { type: opts.type } : {}),
-            ...(opts.since !== undefined ? { sinceMs: opts.since } : {}),
-            ...(opts.rate ? { ratePerSec: opts.rate } : {}),
-            dryRun: Boolean(opts.dryRun),
-            force: Boolean(opts.force),
-            fromBeginning: Boolean(opts.fromBeginning),
-            onStart: (total) => bar.start(total, 0, { replayed: 0 }),
-            onRecord: (outcome, entry) => {
-              if (outcome === 'replayed') replayed++;
-              if (outcome === 'would_replay' && entry.record) {
-                process.stdout.write(
-                  `would replay ${entry.record.id} ${entry.record.type} key ${entry.record.dispatch_key}\n`,
-                );
-              }
-              bar.increment(1, { replayed });
-            },
-          }),
-        );
-        bar.stop();
-        if (opts.json) process.stdout.write(`${JSON.stringify(summary)}\n`);
-        else {
+    .option('--from-beginning', 're-read every retained record, not only those not yet replayed')
+    .option('--json', 'print the summary as JSON (the only thing on stdout)')
+    .action(async (opts: ReplayFlags & { rate?: number; force?: boolean; fromBeginning?: boolean }) => {
+      await run(opts, {
+        ...(opts.rate ? { ratePerSec: opts.rate } : {}),
+        force: Boolean(opts.force),
+        fromBeginning: Boolean(opts.fromBeginning),
+      });
+    });
+  dlq
+    .command('discard')
+    .description(
+      'take dead letters out of the backlog without re-publishing them (after dealing with them otherwise); they stay readable until they expire',
+    )
+    .requiredOption('--tenant <tenant>', 'tenant')
+    .option('--id <id...>', 'these DLQ record ids')
+    .option('--type <type>', 'records of this type', parseDlqType)
+    .option('--since <when>', 'records dead-lettered since (ISO-8601, or 30m / 12h / 7d)', parseSince)
+    .option('--all', 'every record not yet replayed, including ones that are not DLQ records')
+    .option('--dry-run', 'show what would be discarded; record nothing')
+    .option('--json', 'print the summary as JSON (the only thing on stdout)')
+    .action(async (opts: ReplayFlags & { all?: boolean }) => {
+      if (!opts.all && !opts.id && !opts.type && opts.since === undefined)
+        throw new ConfigError('--id, --type, --since or --all', 'is required: say which records to discard');
+      await run(opts, { discard: { all: Boolean(opts.all) } });
+    });
+  return dlq;
+}
+
+interface ReplayFlags {
+  tenant: string;
+  id?: string[];
+  type?: ReturnType<typeof parseDlqType>;
+  since?: number;
+  dryRun?: boolean;
+  json?: boolean;
+}
+
+/** Replay or discard: progress on stderr; on stdout the records of a dry run and the summary (JSON with --json). */
+async function run(opts: ReplayFlags, extra: Partial<ReplayOptions>): Promise<void> {
+  validateTenants([opts.tenant]);
+  const verb = extra.discard ? 'discard' : 'replay';
+  const bar = new SingleBar({
+    stream: process.stderr,
+    format: `${verb} [{bar}] {value}/{total} examined, {done} ${verb}ed`,
+    noTTYOutput: true,
+    notTTYSchedule: 2000,
+  });
+  let done = 0;
+  const summary = await withKafkaAdmin((kafka, admin) =>
+    replayDlq(kafka, admin, {
+      tenant: opts.tenant,
+      ...(opts.id ? { ids: opts.id } : {}),
+      ...(opts.type ? { type: opts.type } : {}),
+      ...(opts.since !== undefined ? { sinceMs: opts.since } : {}),
+      dryRun: Boolean(opts.dryRun),
+      ...extra,
+      onStart: (total) => bar.start(total, 0, { done: 0 }),
+      onRecord: (outcome, entry) => {
+        if (outcome === 'replayed' || outcome === 'discarded') done++;
+        const r = entry.record;
+        if ((outcome === 'would_replay' || outcome === 'would_discard') && !opts.json) {
           process.stdout.write(
-            `examined ${summary.examined}: ${opts.dryRun ? `would replay ${summary.wouldReplay}` : `replayed ${summary.replayed}`}, ` +
-              `filtered out ${summary.filtered}, not replayable without --force ${summary.notReplayable}, unreadable ${summary.unreadable}\n`,
+            `would ${verb} ${r ? `${r.id} ${r.type} key ${r.dispatch_key}` : `${entry.partition}/${entry.offset} (not a DLQ record)`}\n`,
           );
         }
+        bar.increment(1, { done });
       },
+    }),
+  );
+  bar.stop();
+  if (summary.deferred > 0) {
+    process.stderr.write(
+      `poimen-relay: ${summary.deferred} record(s) left for a later run: too many records not yet replayed lie between handled ones (docs/operations.md#replay-dead-letters); replay or discard the older ones first\n`,
     );
-  return dlq;
+  }
+  if (opts.json) {
+    process.stdout.write(`${JSON.stringify(summary)}\n`);
+    return;
+  }
+  const outcome = extra.discard
+    ? `${opts.dryRun ? 'would discard' : 'discarded'} ${summary.discarded}`
+    : `${opts.dryRun ? `would replay ${summary.wouldReplay}` : `replayed ${summary.replayed}`}, not replayable without --force ${summary.notReplayable}`;
+  process.stdout.write(
+    `examined ${summary.examined}: ${outcome}, filtered out ${summary.filtered}, unreadable ${summary.unreadable}` +
+      `${summary.alreadyHandled ? `; skipped ${summary.alreadyHandled} already handled` : ''}\n`,
+  );
 }

@@ -1,17 +1,71 @@
-import type { Admin, Kafka } from 'kafkajs';
-import { loadRelayConfig } from '../config';
+import { type Admin, type Kafka, type LogEntry, logLevel } from 'kafkajs';
+import { type KafkaConfig, loadRelayConfig } from '../config';
+import { UnreachableError } from '../errors';
 import { createKafka } from '../kafka/client';
-import { createLogger } from '../logger';
+import { type Logger, createLogger } from '../logger';
+import { classifyKafkaError, kafkaWhere } from './serviceErrors';
+import { within } from './reach';
 
-/** For one-shot commands: a Kafka client and a connected admin from the environment, released afterwards. */
+/**
+ * kafkajs logs every retry at ERROR; a one-shot command prints one line of its own instead, so its logs are
+ * debug (LOG_LEVEL=debug shows them).
+ */
+function quietKafka(cfg: KafkaConfig, logger: Logger, overrides: Parameters<typeof createKafka>[2] = {}) {
+  const kafkaLogger = logger.child({ component: 'kafkajs' });
+  return createKafka(cfg, logger, {
+    logLevel: logLevel.INFO,
+    logCreator:
+      () =>
+      ({ log }: LogEntry) => {
+        const { message, ...extra } = log;
+        kafkaLogger.debug(extra, message);
+      },
+    ...overrides,
+  });
+}
+
+/**
+ * First contact within the connect timeout, through a client that gives up by then (kafkajs' own budget is
+ * ~10 s of retries, and a broker that accepts and never answers holds a request for 30 s). Its error keeps
+ * the cause (socket code, SASL refusal) for the one line; the race is the backstop.
+ */
+async function probe(cfg: KafkaConfig, logger: Logger, timeoutMs: number): Promise<void> {
+  const kafka = quietKafka(cfg, logger, {
+    connectionTimeout: Math.min(3000, timeoutMs),
+    requestTimeout: timeoutMs,
+    retry: { retries: 4, initialRetryTime: 200, maxRetryTime: Math.max(200, timeoutMs / 5), factor: 0 },
+  });
+  const admin = kafka.admin();
+  try {
+    await within(
+      admin.connect(),
+      timeoutMs,
+      () => new UnreachableError(`${kafkaWhere(cfg)} is unreachable (no answer within ${timeoutMs} ms)`),
+    );
+  } finally {
+    void admin.disconnect().catch(() => undefined);
+  }
+}
+
+/**
+ * For one-shot commands: a Kafka client and a connected admin from the environment, released afterwards.
+ * Failures come out as one-line errors of the CLI's classes (unreachable, refused, not found).
+ */
 export async function withKafkaAdmin<T>(fn: (kafka: Kafka, admin: Admin) => Promise<T>): Promise<T> {
   const cfg = loadRelayConfig('cli');
-  const kafka = createKafka(cfg.kafka, createLogger('poimen-relay', cfg.logLevel));
-  const admin = kafka.admin();
-  await admin.connect();
+  const logger = createLogger('poimen-relay', cfg.logLevel);
+  let admin: Admin | undefined;
   try {
-    return await fn(kafka, admin);
-  } finally {
+    await probe(cfg.kafka, logger, cfg.cliConnectTimeoutMs);
+    const kafka = quietKafka(cfg.kafka, logger);
+    admin = kafka.admin();
+    await admin.connect();
+    const result = await fn(kafka, admin);
     await admin.disconnect();
+    return result;
+  } catch (err) {
+    // Not awaited: with the broker gone a disconnect can take as long as the retries the error ended.
+    void admin?.disconnect().catch(() => undefined);
+    throw classifyKafkaError(err, cfg.kafka);
   }
 }

@@ -1,9 +1,8 @@
 /** `poimen-relay temporal setup`: wiring only. */
 import { Command } from 'commander';
-import { loadRelayConfig } from '../config';
 import { SEARCH_ATTRIBUTE_NAMES } from '../contract';
-import { createClientConnection } from '../temporal/connection';
 import { ensureSearchAttributes } from '../temporal/searchAttributes';
+import { withTemporal } from './temporalConnection';
 
 export function temporalCommand(): Command {
   const temporal = new Command('temporal').description('Temporal namespace setup');
@@ -13,17 +12,14 @@ export function temporalCommand(): Command {
       `register the Keyword search attributes ${SEARCH_ATTRIBUTE_NAMES.join(', ')} on the namespace (idempotent)`,
     )
     .action(async () => {
-      const cfg = loadRelayConfig('cli');
-      const connection = createClientConnection(cfg.temporal);
-      try {
-        const added = await ensureSearchAttributes(connection, cfg.temporal.namespace);
-        const present = SEARCH_ATTRIBUTE_NAMES.filter((n) => !added.includes(n));
-        process.stdout.write(
-          `namespace ${cfg.temporal.namespace}: registered [${added.join(', ')}], already present [${present.join(', ')}]\n`,
-        );
-      } finally {
-        await connection.close();
-      }
+      const { namespace, added } = await withTemporal(async (connection, cfg) => ({
+        namespace: cfg.temporal.namespace,
+        added: await ensureSearchAttributes(connection, cfg.temporal.namespace),
+      }));
+      const present = SEARCH_ATTRIBUTE_NAMES.filter((n) => !added.includes(n));
+      process.stdout.write(
+        `namespace ${namespace}: registered [${added.join(', ')}], already present [${present.join(', ')}]\n`,
+      );
     });
   return temporal;
 }

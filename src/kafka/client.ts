@@ -3,6 +3,7 @@ import { Kafka, type KafkaConfig as KafkaJsConfig, logLevel, type LogEntry, type
 import type { KafkaConfig } from '../config';
 import type { Logger } from '../logger';
 import { handshakeFailure, tlsRefusal } from '../tlsErrors';
+import { registerKafkaCodecs } from './codecs';
 
 const LEVELS: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
   [logLevel.ERROR]: 'error',
@@ -11,8 +12,10 @@ const LEVELS: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
   [logLevel.DEBUG]: 'debug',
 };
 
-/** The one place a kafkajs client is built from configuration (brokers, TLS, SASL, logging). */
+/** The one place a kafkajs client is built from configuration (brokers, TLS, SASL, logging, codecs). */
 export function createKafka(cfg: KafkaConfig, logger: Logger, overrides: Partial<KafkaJsConfig> = {}): Kafka {
+  // Tenants' producers compress with snappy, lz4 or zstd; kafkajs alone reads only gzip.
+  registerKafkaCodecs();
   const kafkaLogger = logger.child({ component: 'kafkajs' });
   return new Kafka({
     clientId: cfg.clientId,

@@ -1,8 +1,9 @@
 /**
  * Reads a bounded slice of a topic (per partition: [start, end)) and then stops: the DLQ tools need "read what
- * is there now", which kafkajs (a streaming consumer) has no call for. With `commit`, each handled record's
- * offset is committed for the group as it goes (dlq replay); without, the group is a throwaway that is deleted
- * afterwards, so reading leaves no trace (dlq list).
+ * is there now", which kafkajs (a streaming consumer) has no call for. With `commit`, the group is real and
+ * `onMessage` decides what to commit after each record (dlq replay: its position and the metadata of what it
+ * handled past it); without, the group is a throwaway that is deleted afterwards, so reading leaves no trace
+ * (dlq list).
  */
 import type { Admin, Kafka, KafkaMessage } from 'kafkajs';
 
@@ -10,6 +11,12 @@ export interface PartitionRange {
   partition: number;
   start: bigint;
   end: bigint;
+}
+
+/** An offset (the next record to read) and its metadata, committed for the group. */
+export interface RangeCommit {
+  offset: bigint;
+  metadata: string;
 }
 
 export async function readRange(
@@ -20,7 +27,7 @@ export async function readRange(
     groupId: string;
     ranges: PartitionRange[];
     commit: boolean;
-    onMessage: (partition: number, message: KafkaMessage) => Promise<void>;
+    onMessage: (partition: number, message: KafkaMessage) => Promise<RangeCommit | void>;
   },
 ): Promise<void> {
   const remaining = new Map(opts.ranges.filter((r) => r.end > r.start).map((r) => [r.partition, r]));
@@ -36,6 +43,11 @@ export async function readRange(
     finish = resolve;
     fail = reject;
   });
+  // Settled before anyone awaits it (a crash while connecting) is not an unhandled rejection: awaited below.
+  finished.catch(() => undefined);
+  // A crash would otherwise be retried by kafkajs for ever, and `finished` would never settle: a one-shot read
+  // fails instead (a broker gone mid-way, a revoked ACL), and its caller reports it.
+  consumer.on(consumer.events.CRASH, ({ payload }) => fail(payload.error));
   await consumer.connect();
   try {
     await consumer.subscribe({ topic: opts.topic, fromBeginning: true });
@@ -52,13 +64,15 @@ export async function readRange(
           return;
         }
         try {
-          await opts.onMessage(partition, message);
+          const commit = await opts.onMessage(partition, message);
+          if (commit && opts.commit)
+            await consumer.commitOffsets([
+              { topic: opts.topic, partition, offset: commit.offset.toString(), metadata: commit.metadata },
+            ]);
         } catch (err) {
           fail(err);
           throw err;
         }
-        if (opts.commit)
-          await consumer.commitOffsets([{ topic: opts.topic, partition, offset: (offset + 1n).toString() }]);
         if (offset + 1n >= range.end) {
           remaining.delete(partition);
           if (remaining.size === 0) finish();

@@ -1,11 +1,15 @@
 /**
- * DLQ tools (SPEC §6, §8): list dead letters without consuming them, and replay the original dispatches to
- * `.dispatch`. Replay cannot make a duplicate run: the dispatch keeps its `dispatch_key`, so Temporal refuses
- * a second run of a completed dispatch and starts a failed one anew, and the API dedups by key as well.
+ * DLQ tools (SPEC §6, §8): list dead letters without consuming them, replay the original dispatches to
+ * `.dispatch`, and discard the ones an operator has dealt with. Replay cannot make a duplicate run: the
+ * dispatch keeps its `dispatch_key`, so Temporal refuses a second run of a completed dispatch and starts a
+ * failed one anew, and the API dedups by key as well.
  *
- * Progress lives in the consumer group `poimen-relay-dlq`: a replay reads from the group's position to the
- * end the DLQ had when it started, committing each record once handled (re-published, or passed over by a
- * filter). An interrupted replay resumes where it stopped; `--from-beginning` re-reads all retained records.
+ * Progress lives in the consumer group `poimen-relay-dlq`, like SQS redrive: a record leaves the backlog only
+ * when it is replayed (or discarded). Records a replay passes over (filters, not replayable) stay counted in
+ * `dlq_consumer_lag` and the oldest-age gauge, so the committed offset stops at the first of them and the
+ * records handled after it are kept in the commit's metadata (./dlqProgress.ts); a later replay skips those.
+ * An interrupted replay resumes where it stopped; `--from-beginning` re-reads (and re-publishes) every retained
+ * record.
  */
 import crypto from 'node:crypto';
 import type { Admin, Kafka } from 'kafkajs';
@@ -19,8 +23,11 @@ import {
   parseDlqRecord,
   topics,
 } from '../contract';
-import { ConfigError } from '../errors';
-import { type PartitionRange, readRange, watermarks } from '../kafka/readRange';
+import { ConfigError, NotFoundError } from '../errors';
+import { type PartitionRange, type RangeCommit, readRange, watermarks } from '../kafka/readRange';
+import { loadProgress } from './dlqProgress';
+
+export { dlqBacklog } from './dlqBacklog';
 
 export interface DlqEntry {
   partition: number;
@@ -37,7 +44,7 @@ export async function listDlq(
   limit: number,
 ): Promise<DlqEntry[]> {
   const topic = topics.dlq(tenant);
-  const marks = await watermarks(admin, topic);
+  const marks = await dlqWatermarks(admin, topic);
   // At most `limit` per partition, from the newest end; merged and cut to the newest `limit` overall.
   const ranges: PartitionRange[] = [...marks].map(([partition, { low, high }]) => ({
     partition,
@@ -73,19 +80,43 @@ export interface ReplayOptions {
   force?: boolean;
   ratePerSec?: number;
   fromBeginning?: boolean;
+  /** Mark the matching records handled without re-publishing them (`dlq discard`); `all` matches every record. */
+  discard?: { all: boolean };
   onStart?: (total: number) => void;
   onRecord?: (outcome: ReplayOutcome, entry: DlqEntry) => void;
 }
 
-export type ReplayOutcome = 'replayed' | 'would_replay' | 'filtered' | 'not_replayable' | 'unreadable';
+export type ReplayOutcome =
+  | 'replayed'
+  | 'would_replay'
+  | 'discarded'
+  | 'would_discard'
+  | 'filtered'
+  | 'not_replayable'
+  | 'unreadable'
+  | 'deferred';
 
 export interface ReplaySummary {
+  /** Records read that were not handled before. */
   examined: number;
   replayed: number;
   wouldReplay: number;
+  discarded: number;
   filtered: number;
   notReplayable: number;
   unreadable: number;
+  /** Handled by an earlier replay or discard (past a record still pending): skipped, not re-published. */
+  alreadyHandled: number;
+  /** Left for a later run: what this partition's progress can record is full (docs/operations.md). */
+  deferred: number;
+  /** With dryRun: the records that would be replayed or discarded. */
+  records?: {
+    id: string | null;
+    type: DlqType | null;
+    dispatch_key: string | null;
+    partition: number;
+    offset: string;
+  }[];
 }
 
 export function parseDlqType(value: string): DlqType {
@@ -103,31 +134,40 @@ export async function replayDlq(kafka: Kafka, admin: Admin, opts: ReplayOptions)
     );
   }
   const dlqTopic = topics.dlq(opts.tenant);
-  const marks = await watermarks(admin, dlqTopic);
-  const committed = opts.fromBeginning
-    ? []
-    : await admin.fetchOffsets({ groupId: DLQ_REPLAY_GROUP, topics: [dlqTopic] });
-  const position = new Map(committed[0]?.partitions.map((p) => [p.partition, BigInt(p.offset)]) ?? []);
-  const ranges: PartitionRange[] = [...marks].map(([partition, { low, high }]) => {
-    const pos = position.get(partition);
-    return { partition, start: pos !== undefined && pos >= low ? pos : low, end: high };
-  });
-  opts.onStart?.(ranges.reduce((n, r) => n + Number(r.end - r.start), 0));
+  const marks = await dlqWatermarks(admin, dlqTopic);
+  const progress = await loadProgress(admin, dlqTopic, marks);
+  const ranges: PartitionRange[] = [...marks].map(([partition, { low, high }]) => ({
+    partition,
+    start: opts.fromBeginning ? low : progress.get(partition)!.position,
+    end: high,
+  }));
+  opts.onStart?.(
+    ranges.reduce(
+      (n, r) =>
+        n + Number(opts.fromBeginning ? r.end - r.start : progress.get(r.partition)!.pending(r.start, r.end)),
+      0,
+    ),
+  );
 
   const summary: ReplaySummary = {
     examined: 0,
     replayed: 0,
     wouldReplay: 0,
+    discarded: 0,
     filtered: 0,
     notReplayable: 0,
     unreadable: 0,
+    alreadyHandled: 0,
+    deferred: 0,
+    ...(opts.dryRun ? { records: [] } : {}),
   };
+  const publishes = !opts.dryRun && !opts.discard;
   const producer = kafka.producer({
     idempotent: true,
     maxInFlightRequests: 1,
     allowAutoTopicCreation: false,
   });
-  await producer.connect();
+  if (publishes) await producer.connect();
   const minGapMs = opts.ratePerSec ? 1000 / opts.ratePerSec : 0;
   let lastSend = 0;
   try {
@@ -137,7 +177,13 @@ export async function replayDlq(kafka: Kafka, admin: Admin, opts: ReplayOptions)
       groupId: opts.dryRun ? `poimen-relay-dlq-dry-run-${crypto.randomUUID()}` : DLQ_REPLAY_GROUP,
       ranges,
       commit: !opts.dryRun,
-      onMessage: async (partition, message) => {
+      onMessage: async (partition, message): Promise<RangeCommit | void> => {
+        const offset = BigInt(message.offset);
+        const p = progress.get(partition)!;
+        if (!opts.fromBeginning && p.isHandled(offset)) {
+          summary.alreadyHandled++;
+          return;
+        }
         summary.examined++;
         const record = parseDlqRecord(message.value);
         const entry: DlqEntry = { partition, offset: message.offset, record };
@@ -148,9 +194,32 @@ export async function replayDlq(kafka: Kafka, admin: Admin, opts: ReplayOptions)
           return;
         }
         if (opts.dryRun) {
-          summary.wouldReplay++;
-          opts.onRecord?.('would_replay', entry);
+          summary[opts.discard ? 'discarded' : 'wouldReplay']++;
+          const r = verdict.record;
+          summary.records?.push({
+            id: r?.id ?? null,
+            type: r?.type ?? null,
+            dispatch_key: r?.dispatch_key ?? null,
+            partition,
+            offset: message.offset,
+          });
+          opts.onRecord?.(opts.discard ? 'would_discard' : 'would_replay', entry);
           return;
+        }
+        // Checked before publishing: a record re-published but not recorded would be re-published next time.
+        if (!p.canMark(offset)) {
+          summary.deferred++;
+          opts.onRecord?.('deferred', entry);
+          return;
+        }
+        const handled = (): RangeCommit => {
+          p.mark(offset);
+          return { offset: p.position, metadata: p.metadata() };
+        };
+        if (!publishes || !verdict.record) {
+          summary.discarded++;
+          opts.onRecord?.('discarded', entry);
+          return handled();
         }
         const wait = lastSend + minGapMs - Date.now();
         if (wait > 0) await new Promise((r) => setTimeout(r, wait));
@@ -171,10 +240,11 @@ export async function replayDlq(kafka: Kafka, admin: Admin, opts: ReplayOptions)
         });
         summary.replayed++;
         opts.onRecord?.('replayed', entry);
+        return handled();
       },
     });
   } finally {
-    await producer.disconnect();
+    if (publishes) await producer.disconnect();
   }
   return summary;
 }
@@ -182,11 +252,14 @@ export async function replayDlq(kafka: Kafka, admin: Admin, opts: ReplayOptions)
 function decide(
   record: DlqRecord | undefined,
   opts: ReplayOptions,
-): { record: DlqRecord } | 'filtered' | 'not_replayable' | 'unreadable' {
-  if (!record) return 'unreadable';
+): { record: DlqRecord | undefined } | 'filtered' | 'not_replayable' | 'unreadable' {
+  // Not a DLQ record (written by something else): only `dlq discard --all` takes it.
+  if (!record) return opts.discard?.all ? { record } : 'unreadable';
   if (opts.ids && opts.ids.length > 0 && !opts.ids.includes(record.id)) return 'filtered';
   if (opts.type !== undefined && record.type !== opts.type) return 'filtered';
   if (opts.sinceMs !== undefined && Date.parse(record.timestamp) < opts.sinceMs) return 'filtered';
+  // Discarding re-publishes nothing: whatever matches goes, replayable or not.
+  if (opts.discard) return { record };
   // A malformed or mismatched record would only be dead-lettered again: replayed only on explicit request.
   if (record.type !== 'dispatch_failure' && !(opts.force && opts.type === record.type))
     return 'not_replayable';
@@ -199,56 +272,10 @@ function toBuffer(bytes: Uint8Array | null | undefined): Buffer | null {
   return bytes ? Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) : null;
 }
 
-/**
- * DLQ backlog per topic for the metrics: records past the replay group's position, and the age of the oldest
- * of them. The age comes from the broker's time index (offsets for a timestamp), so no record is read.
- */
-export async function dlqBacklog(
-  admin: Admin,
-  dlqTopic: string,
-  nowMs: number,
-): Promise<{ lag: number; oldestAgeSeconds: number }> {
-  const marks = await watermarks(admin, dlqTopic);
-  const committed = await admin.fetchOffsets({ groupId: DLQ_REPLAY_GROUP, topics: [dlqTopic] });
-  const position = new Map(committed[0]?.partitions.map((p) => [p.partition, BigInt(p.offset)]) ?? []);
-  let lag = 0n;
-  let oldestMs: number | undefined;
-  for (const [partition, { low, high }] of marks) {
-    const raw = position.get(partition);
-    const pos = raw !== undefined && raw >= low ? raw : low;
-    if (high <= pos) continue;
-    lag += high - pos;
-    const ts = await timestampAt(admin, dlqTopic, partition, pos, nowMs);
-    if (ts !== undefined && (oldestMs === undefined || ts < oldestMs)) oldestMs = ts;
+/** Watermarks of a tenant's DLQ topic; a tenant without one is "not found", not a stack trace. */
+async function dlqWatermarks(admin: Admin, topic: string) {
+  if (!(await admin.listTopics()).includes(topic)) {
+    throw new NotFoundError(`topic ${topic} does not exist (declare it with: poimen-relay topics apply)`);
   }
-  return {
-    lag: Number(lag),
-    oldestAgeSeconds: oldestMs === undefined ? 0 : Math.max(0, (nowMs - oldestMs) / 1000),
-  };
-}
-
-/** The (second-resolution) timestamp of the record at `offset`: the latest t whose first offset at/after t is <= offset. */
-async function timestampAt(
-  admin: Admin,
-  topic: string,
-  partition: number,
-  offset: bigint,
-  nowMs: number,
-): Promise<number | undefined> {
-  const firstOffsetAt = async (ts: number) => {
-    const res = await admin.fetchTopicOffsetsByTimestamp(topic, ts);
-    const p = res.find((x) => x.partition === partition);
-    return p && BigInt(p.offset) >= 0n ? BigInt(p.offset) : undefined;
-  };
-  let lo = 0;
-  let hi = Math.floor(nowMs / 1000) + 1;
-  if ((await firstOffsetAt(lo * 1000)) === undefined) return undefined;
-  // Invariant: firstOffsetAt(lo) <= offset < firstOffsetAt(hi) (or none at hi).
-  while (hi - lo > 1) {
-    const mid = Math.floor((lo + hi) / 2);
-    const first = await firstOffsetAt(mid * 1000);
-    if (first !== undefined && first <= offset) lo = mid;
-    else hi = mid;
-  }
-  return lo * 1000;
+  return watermarks(admin, topic);
 }
