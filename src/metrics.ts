@@ -15,6 +15,7 @@ export interface RelayMetrics {
   runsApiDuration: Histogram;
   dispatchLatency: Histogram;
   pausedPartitions: Gauge<'topic'>;
+  undecodablePartitions: Gauge<'topic' | 'partition'>;
 }
 
 export type DispatchOutcome = 'started' | 'duplicate' | 'dead_lettered';
@@ -77,6 +78,12 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): RelayMet
       name: 'poimen_ingest_paused_partitions',
       help: 'Dispatch partitions the ingester holds paused because a record of theirs cannot be started or dead-lettered yet (outage)',
       labelNames: ['topic'],
+      registers,
+    }),
+    undecodablePartitions: new Gauge({
+      name: 'poimen_ingest_undecodable_partitions',
+      help: 'Dispatch partitions held at a record batch the ingester cannot decode (1 while held; needs an operator)',
+      labelNames: ['topic', 'partition'],
       registers,
     }),
   };

@@ -11,19 +11,26 @@
  *   (pausedPartitions.ts). No handler waits out an outage, so no partition holds up the others of its broker's
  *   fetch; no error escapes the handler, so kafkajs never restarts the consumer into a crash loop.
  * - A consumer that crashes for good (kafkajs gives up on a non-retriable error, e.g. a revoked ACL) is
- *   restarted here with backoff; until it runs again the process is not ready and says why.
+ *   restarted here with backoff; until it runs again the process is not ready and says why. After a batch that
+ *   cannot be decoded, its partition is held (undecodable.ts) and the others consumed again.
+ *
+ * Over 300 lines on purpose: the consumer's lifecycle (subscribe, re-subscribe, crash restarts, holds) and the
+ * batch bookkeeping share the consumer and its state; split apart they would pass that state back and forth.
  */
 import type { Consumer, EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
 import type { RelayConfig } from '../config';
 import { tenantFromTopic } from '../contract';
 import { ConfigError } from '../errors';
 import { kafkaAccessProblem } from '../kafka/client';
+import { codecErrorIn } from '../kafka/codecs';
 import type { Logger } from '../logger';
 import type { RelayMetrics } from '../metrics';
+import { dispatchTopics } from './dispatchTopics';
 import { IngestMonitor } from './monitor';
 import { PausedPartitions } from './pausedPartitions';
 import { Semaphore } from './semaphore';
 import { type StartContext, handleRecord } from './startDispatch';
+import { UndecodablePartitions } from './undecodable';
 
 export type IngesterOptions = Pick<
   RelayConfig['ingest'],
@@ -54,6 +61,7 @@ export class Ingester {
   private readonly semaphore: Semaphore;
   private watcher: NodeJS.Timeout | undefined;
   private readonly monitor: IngestMonitor;
+  private readonly undecodable: UndecodablePartitions;
   private restarting: Promise<void> = Promise.resolve();
 
   constructor(
@@ -67,6 +75,7 @@ export class Ingester {
     this.admin = kafka.admin();
     this.semaphore = new Semaphore(opts.maxInFlight, opts.maxInFlightBytes);
     this.paused = new PausedPartitions(metrics.pausedPartitions);
+    this.undecodable = new UndecodablePartitions(kafka, this.admin, cfg.kafka.groupId, metrics, logger);
     this.monitor = new IngestMonitor(
       this.admin,
       cfg.kafka.groupId,
@@ -121,28 +130,17 @@ export class Ingester {
     return this.paused.summary() ?? (this.joined ? 'ok' : 'joining consumer group');
   }
 
-  private matchingTopics(all: string[]): string[] {
-    return all
-      .filter((t) => this.cfg.dispatchTopicPattern.test(t))
-      .filter((t) => {
-        if (tenantFromTopic(t) !== undefined) return true;
-        // Never consumed: there is no valid tenant to relay it under, nor a tenant DLQ to dead-letter it to.
-        // Reported once per topic, not at every refresh.
-        if (!this.ignoredTopics.has(t)) {
-          this.ignoredTopics.add(t);
-          this.logger.warn(
-            { topic: t },
-            'topic matches DISPATCH_TOPIC_PATTERN but is not poimen.<tenant>.dispatch; ignored',
-          );
-        }
-        return false;
-      })
-      .sort();
-  }
-
   private async refreshTopics(): Promise<void> {
     if (this.stopping) return;
-    const topics = this.matchingTopics(await this.admin.listTopics());
+    const topics = dispatchTopics(await this.admin.listTopics(), this.cfg.dispatchTopicPattern, (t) => {
+      // Reported once per topic, not at every refresh.
+      if (this.ignoredTopics.has(t)) return;
+      this.ignoredTopics.add(t);
+      this.logger.warn(
+        { topic: t },
+        'topic matches DISPATCH_TOPIC_PATTERN but is not poimen.<tenant>.dispatch; ignored',
+      );
+    });
     if (topics.join('\n') === this.subscribed.join('\n')) return;
     this.logger.info({ topics }, 'dispatch topics changed; (re)subscribing');
     await this.stopConsumer();
@@ -162,15 +160,21 @@ export class Ingester {
       heartbeatInterval: Math.max(1000, Math.floor(this.opts.sessionTimeoutMs / 10)),
       retry: { retries: 10 },
     });
-    consumer.on(consumer.events.GROUP_JOIN, () => {
+    consumer.on(consumer.events.GROUP_JOIN, (e) => {
       this.joined = true;
       this.crashRestarts = 0;
+      // Before the first fetch: a held partition must not be fetched with the others.
+      const held = this.undecodable.among(e.payload.memberAssignment);
+      if (held.length > 0) consumer.pause(held);
     });
     consumer.on(consumer.events.CRASH, (e) => {
       this.joined = false;
       this.logger.error({ err: e.payload.error, restart: e.payload.restart }, 'consumer crashed');
       // kafkajs restarts the consumer itself after a retriable error; after any other it leaves it stopped.
-      if (!e.payload.restart && consumer === this.consumer) this.restartAfterCrash(e.payload.error);
+      if (!e.payload.restart && consumer === this.consumer) {
+        if (codecErrorIn(e.payload.error)) this.holdUndecodable(e.payload.error);
+        else this.restartAfterCrash(e.payload.error);
+      }
     });
     this.consumer = consumer;
     await consumer.connect();
@@ -204,6 +208,22 @@ export class Ingester {
         this.logger.warn({ err: e }, 'consumer restart failed; retrying');
         this.restartAfterCrash(e instanceof Error ? e : new Error(String(e)));
       });
+  }
+
+  /** After a batch failed to decode: hold the partitions it came from, consume the others again. */
+  private holdUndecodable(err: Error): void {
+    this.problem = `consumer crashed (${err.message}); finding the undecodable partition`;
+    this.restarting = this.restarting
+      .then(async () => {
+        if (this.stopping) return;
+        await this.stopConsumer();
+        const found = await this.undecodable.find(this.subscribed);
+        // Nothing new found (the batch is gone, or the probe missed it): an ordinary restart with backoff.
+        if (found === 0) throw err;
+        this.problem = undefined;
+        if (this.subscribed.length > 0) await this.startConsumer(this.subscribed);
+      })
+      .catch((e: unknown) => this.restartAfterCrash(e instanceof Error ? e : new Error(String(e))));
   }
 
   private async stopConsumer(): Promise<void> {
