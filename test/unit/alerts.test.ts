@@ -71,7 +71,7 @@ describe('deploy/prometheus/alerts.yml (promtool)', () => {
       .tests;
     const cases = tests.flatMap((t) => t.alert_rule_test ?? []);
     const names = alertNames();
-    expect(names).toHaveLength(5);
+    expect(names).toHaveLength(7);
     for (const name of names) {
       const mine = cases.filter((c) => c.alertname === name);
       const firing = mine.filter((c) => (c.exp_alerts ?? []).length > 0);
