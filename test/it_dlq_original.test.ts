@@ -1,0 +1,109 @@
+/**
+ * SPEC §6: a dead letter carries the source record as it was consumed — its value byte for byte (not a rebuilt
+ * body), its key and its headers — and `dlq replay` re-publishes that same message, key and headers included.
+ * Real Kafka, real Temporal, the relay's processes and CLI.
+ */
+import type { KafkaMessage } from 'kafkajs';
+import { topics } from '../src/contract';
+import { type CliResult, runCli } from './support/cli';
+import { type Harness, createHarness } from './support/relayHarness';
+import { testServices } from './support/testEnv';
+import { uniqueName } from './support/names';
+import { waitFor } from './support/wait';
+
+jest.setTimeout(240_000);
+
+let h: Harness;
+afterEach(async () => {
+  await h?.cleanup();
+});
+
+const TRACEPARENT = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+
+function cliEnv(): NodeJS.ProcessEnv {
+  const s = testServices();
+  return { ...process.env, KAFKA_BROKERS: s.kafkaBrokers.join(','), TEMPORAL_ADDRESS: s.temporalAddress };
+}
+
+function ok(res: CliResult): CliResult {
+  if (res.code !== 0) throw new Error(`exit ${res.code}: ${res.stderr}`);
+  return res;
+}
+
+/** Every record of the tenant's .dispatch topic, with key and headers as text. */
+async function dispatchRecords(): Promise<
+  { key: string | null; value: string; headers: Record<string, string> }[]
+> {
+  const consumer = h.kafka.consumer({ groupId: uniqueName('it-dispatch-reader') });
+  const seen: KafkaMessage[] = [];
+  await consumer.connect();
+  await consumer.subscribe({ topic: topics.dispatch(h.tenant), fromBeginning: true });
+  const [high] = (await h.offsets()).map((p) => p.high);
+  await consumer.run({ eachMessage: async ({ message }) => void seen.push(message) });
+  await waitFor(() => seen.length >= high!, { what: `${high} records of .dispatch` });
+  await consumer.disconnect();
+  return seen.map((m) => ({
+    key: m.key?.toString('utf8') ?? null,
+    value: m.value?.toString('utf8') ?? '',
+    headers: Object.fromEntries(Object.entries(m.headers ?? {}).map(([k, v]) => [k, String(v)])),
+  }));
+}
+
+test('a dispatch_failure dead letter keeps the original value, key and headers, and replay re-publishes them', async () => {
+  h = await createHarness();
+  await h.startWorker();
+  await h.startIngester();
+  h.api.scriptFor('orig-1', { kind: 'status', status: 422, body: 'refused' });
+  // Extra fields, a tenant_id, unusual spacing and key order: none of it is in the four-field body.
+  const original = `{ "dispatch_key":"orig-1",  "tenant_id": "${h.tenant}", "workflow_ref": "onboarding@v3",\n "input": {"user": 42, "big": 12345678901234567890}, "goal_id": null, "extra": {"keep": [1, 2]} }`;
+  await h.publish(original, {
+    key: 'producer-key-17',
+    headers: { traceparent: TRACEPARENT, 'x-origin': 'billing' },
+  });
+
+  const [dead] = await h.readDlq(1);
+  expect(dead).toMatchObject({ type: 'dispatch_failure', dispatch_key: 'orig-1', http_status: 422 });
+  expect(dead!.payload).toBe(original);
+  expect(dead!.source).toMatchObject({
+    topic: topics.dispatch(h.tenant),
+    partition: 0,
+    offset: '0',
+    key: 'producer-key-17',
+    headers: { traceparent: TRACEPARENT, 'x-origin': 'billing' },
+  });
+
+  // Replayed (the API accepts it now): the same message, same key and headers, marked as a replay.
+  h.api.always(undefined);
+  ok(await runCli(['dlq', 'replay', '--tenant', h.tenant, '--id', dead!.id, '--json'], cliEnv(), 120_000));
+  const records = await waitFor(
+    async () => {
+      const all = await dispatchRecords();
+      return all.length === 2 ? all : undefined;
+    },
+    { what: 'the replayed record on .dispatch' },
+  );
+  const replayed = records[1]!;
+  expect(replayed.value).toBe(original);
+  expect(replayed.key).toBe('producer-key-17');
+  expect(replayed.headers).toMatchObject({
+    traceparent: TRACEPARENT,
+    'x-origin': 'billing',
+    'poimen-replay-of': dead!.id,
+  });
+});
+
+test('a malformed record’s dead letter keeps its key and headers', async () => {
+  h = await createHarness();
+  await h.startWorker();
+  await h.startIngester();
+  await h.publish('{"dispatch_key": "bad-1", "workflow_ref": 7}', {
+    key: 'producer-key-bad',
+    headers: { 'x-origin': 'billing' },
+  });
+  const [dead] = await h.readDlq(1);
+  expect(dead).toMatchObject({
+    type: 'malformed_dispatch',
+    payload: '{"dispatch_key": "bad-1", "workflow_ref": 7}',
+  });
+  expect(dead!.source).toMatchObject({ key: 'producer-key-bad', headers: { 'x-origin': 'billing' } });
+});
