@@ -442,6 +442,22 @@ export interface DlqSource {
   timestamp: string;
 }
 
+/**
+ * A dead letter's `source`: the coordinates, plus the record's key and headers as consumed (SPEC §6), so a replay
+ * re-publishes the same message. The workflow input carries only the coordinates (`DlqSource`, whose shape is
+ * pinned): the key and headers are read back from Kafka when a dispatch is dead-lettered.
+ */
+export interface DlqRecordSource extends DlqSource {
+  /** The key as UTF-8 text; null when there was none, or when it was not UTF-8 (then `key_base64`). */
+  key: string | null;
+  key_base64?: string;
+  /** Header values as UTF-8 text; a header given more than once keeps every value, in order. */
+  headers: Record<string, string | string[]>;
+}
+
+/** Kafka headers as kafkajs gives them (Buffer or string values, arrays for repeated headers). */
+export type RecordHeaders = Record<string, Uint8Array | string | (Uint8Array | string)[] | undefined>;
+
 export interface DlqRecord {
   id: string;
   type: DlqType;
@@ -456,7 +472,7 @@ export interface DlqRecord {
   max_retries: number;
   topic: string;
   target_url: string | null;
-  source: DlqSource;
+  source: DlqRecordSource;
   payload: string | null;
   /** Present only when the original value was not valid UTF-8; then `payload` is null. */
   payload_base64?: string;
@@ -477,6 +493,9 @@ export interface DlqRecordInput {
   maxRetries?: number;
   targetUrl?: string | null;
   source: DlqSource;
+  /** The source record's key and headers as consumed; absent when the record could not be read back. */
+  key?: Uint8Array | string | null;
+  headers?: RecordHeaders;
   /** The original record value (bytes as read from Kafka), or the dispatch re-serialized as text. */
   value: Uint8Array | string | null;
 }
@@ -502,9 +521,25 @@ export function buildDlqRecord(input: DlqRecordInput): DlqRecord {
     max_retries: input.maxRetries ?? 0,
     topic: topics.dlq(input.tenant),
     target_url: input.targetUrl == null ? null : withoutUserinfo(input.targetUrl),
-    source: { ...input.source },
+    source: { ...input.source, ...recordKey(input.key ?? null), headers: headerTexts(input.headers ?? {}) },
     ...dlqPayload(input.value),
   };
+}
+
+function recordKey(key: Uint8Array | string | null): Pick<DlqRecordSource, 'key' | 'key_base64'> {
+  if (key === null || typeof key === 'string') return { key };
+  const text = decodeUtf8(key, true);
+  return text === undefined ? { key: null, key_base64: base64Encode(key) } : { key: text };
+}
+
+function headerTexts(headers: RecordHeaders): Record<string, string | string[]> {
+  const text = (v: Uint8Array | string) => (typeof v === 'string' ? v : (decodeUtf8(v, true) ?? ''));
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined) continue;
+    out[name] = Array.isArray(value) ? value.map(text) : text(value);
+  }
+  return out;
 }
 
 /**
@@ -591,13 +626,36 @@ function dlqRecordFromObject(o: JsonObject): DlqRecord | undefined {
   };
 }
 
-function dlqSourceFromObject(s: JsonObject): DlqSource | undefined {
-  const { topic, partition, offset, timestamp } = s;
+function dlqSourceFromObject(s: JsonObject): DlqRecordSource | undefined {
+  const { topic, partition, offset, timestamp, key, key_base64, headers } = s;
   if (typeof topic !== 'string' || typeof partition !== 'number' || !Number.isInteger(partition))
     return undefined;
   // Some writers emit offsets and timestamps as numbers; tools only need them as text.
   if (!isStringOrNumber(offset) || !isStringOrNumber(timestamp)) return undefined;
-  return { topic, partition, offset: String(offset), timestamp: String(timestamp) };
+  // Dead letters written before key and headers were kept have neither: null and none.
+  const h: Record<string, string | string[]> = {};
+  if (isJsonObject(headers)) {
+    for (const [name, v] of Object.entries(headers)) {
+      if (typeof v === 'string') h[name] = v;
+      else if (Array.isArray(v) && v.every((x) => typeof x === 'string')) h[name] = v as string[];
+    }
+  }
+  return {
+    topic,
+    partition,
+    offset: String(offset),
+    timestamp: String(timestamp),
+    key: typeof key === 'string' ? key : null,
+    ...(typeof key_base64 === 'string' ? { key_base64 } : {}),
+    headers: h,
+  };
+}
+
+/** A dead letter's source record key, as bytes to re-publish on replay; null when it had none. */
+export function dlqRecordKey(record: DlqRecord): Uint8Array | null {
+  if (record.source.key !== null) return new TextEncoder().encode(record.source.key);
+  if (record.source.key_base64 !== undefined) return base64Decode(record.source.key_base64) ?? null;
+  return null;
 }
 
 function isStringOrNumber(value: unknown): value is string | number {

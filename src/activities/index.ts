@@ -11,15 +11,19 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { type Dispatcher, errors as undiciErrors, request } from 'undici';
 import {
   type Dispatch,
+  type DlqSource,
   type LegacyDispatch,
+  type RecordHeaders,
   buildDlqRecord,
   dispatchRecordKey,
   runsApiBody,
   runsApiBodyAround,
+  validateDispatch,
   withoutUserinfo,
 } from '../contract';
 import { dlqRecordId } from '../dlqId';
 import type { DlqPublisher } from '../kafka/dlqPublisher';
+import type { SourceRecord } from '../kafka/sourceRecord';
 import type { Logger } from '../logger';
 import type { RelayMetrics } from '../metrics';
 import {
@@ -43,6 +47,8 @@ export interface ActivityDeps {
   logger: Logger;
   /** The argument an execution was started with (read from its history), for a dead letter's payload. */
   startInput(workflowId: string, runId: string): Promise<DispatchInput>;
+  /** The dispatch's source record read back from Kafka; undefined when it is no longer there. */
+  sourceRecord(at: DlqSource): Promise<SourceRecord | undefined>;
 }
 
 /** Bodies can be large; only an excerpt is kept for failures. */
@@ -237,27 +243,61 @@ export function createActivities(deps: ActivityDeps) {
     });
   }
 
-  async function deadLetter(input: DeadLetterInput): Promise<void> {
+  /**
+   * The record a dead letter carries: the source record as consumed (value, key, headers; SPEC §6), read back
+   * from Kafka by its coordinates and checked to be this dispatch. When it cannot be (retention deleted it, a
+   * topic made anew, no read access), the four-field body rebuilt from the workflow input, and why.
+   */
+  async function original(
+    input: DeadLetterInput,
+    dispatchKey: string,
+  ): Promise<{ value: Uint8Array | string; key?: Uint8Array | null; headers?: RecordHeaders; note: string }> {
+    let why: string;
+    try {
+      const found = await deps.sourceRecord(input.source);
+      const verdict = found && validateDispatch(found.value, { tenant: input.tenant, maxBytes: Infinity });
+      if (found && verdict?.ok && verdict.dispatch.dispatch_key === dispatchKey) {
+        return { value: found.value!, key: found.key, headers: found.headers, note: '' };
+      }
+      why = found ? 'holds another record' : 'is no longer in Kafka';
+    } catch (err) {
+      why = `could not be read (${err instanceof Error ? err.message : String(err)})`;
+    }
     const dispatch: Dispatch | LegacyDispatch =
       input.dispatch ?? (await deps.startInput(input.workflowId, input.workflowRunId)).dispatch;
+    const s = input.source;
+    return {
+      value: runsApiBody(dispatch),
+      note: ` [payload rebuilt from the workflow input: ${s.topic} partition ${s.partition} offset ${s.offset} ${why}]`,
+    };
+  }
+
+  async function deadLetter(input: DeadLetterInput): Promise<void> {
+    // Executions started before `dispatchKey` was passed carry the dispatch itself.
+    const dispatchKey =
+      input.dispatchKey ??
+      input.dispatch?.dispatch_key ??
+      (await deps.startInput(input.workflowId, input.workflowRunId)).dispatch.dispatch_key;
+    const { value, key, headers, note } = await original(input, dispatchKey);
     const record = buildDlqRecord({
       // Derived from the execution, so a retried `deadLetter` activity writes the same id again.
       id: dlqRecordId(`${input.workflowId}/${input.workflowRunId}`),
       timestamp: Date.now(),
       type: 'dispatch_failure',
       tenant: input.tenant,
-      dispatchKey: dispatch.dispatch_key,
+      dispatchKey,
       runId: input.workflowRunId,
-      error: redact(bodyExcerpt(input.error, 1000)),
+      error: redact(bodyExcerpt(input.error, 1000)) + note,
       httpStatus: input.httpStatus,
       retryCount: input.retryCount,
       maxRetries: input.maxRetries,
       targetUrl: target,
       source: input.source,
-      // The dispatch as the API would have received it: the four fields, replayable as-is.
-      value: runsApiBody(dispatch),
+      ...(key !== undefined ? { key } : {}),
+      ...(headers !== undefined ? { headers } : {}),
+      value,
     });
-    await deps.dlq.publish(record, dispatchRecordKey(input.tenant, dispatch.dispatch_key));
+    await deps.dlq.publish(record, dispatchRecordKey(input.tenant, dispatchKey));
   }
 
   /**

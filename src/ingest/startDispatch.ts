@@ -127,6 +127,8 @@ export async function handleRecord(
       dispatchKey,
       error: reason,
       source,
+      key: message.key,
+      headers: message.headers ?? {},
       value: message.value,
     });
     await ctx.dlq.publish(

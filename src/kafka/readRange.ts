@@ -28,6 +28,8 @@ export async function readRange(
     ranges: PartitionRange[];
     commit: boolean;
     onMessage: (partition: number, message: KafkaMessage) => Promise<RangeCommit | void>;
+    /** Give up (reject) after this long; the consumer is stopped either way. */
+    timeoutMs?: number;
   },
 ): Promise<void> {
   const remaining = new Map(opts.ranges.filter((r) => r.end > r.start).map((r) => [r.partition, r]));
@@ -48,6 +50,18 @@ export async function readRange(
   // A crash would otherwise be retried by kafkajs for ever, and `finished` would never settle: a one-shot read
   // fails instead (a broker gone mid-way, a revoked ACL), and its caller reports it.
   consumer.on(consumer.events.CRASH, ({ payload }) => fail(payload.error));
+  const timer =
+    opts.timeoutMs === undefined
+      ? undefined
+      : setTimeout(
+          () => fail(new Error(`reading ${opts.topic} timed out after ${opts.timeoutMs} ms`)),
+          opts.timeoutMs,
+        );
+  // Partitions outside the ranges are not fetched at all (a big topic would otherwise be read from its start).
+  const others = [...(await watermarks(admin, opts.topic)).keys()].filter((p) => !remaining.has(p));
+  consumer.on(consumer.events.GROUP_JOIN, () => {
+    if (others.length > 0) consumer.pause([{ topic: opts.topic, partitions: others }]);
+  });
   await consumer.connect();
   try {
     await consumer.subscribe({ topic: opts.topic, fromBeginning: true });
@@ -83,6 +97,7 @@ export async function readRange(
       consumer.seek({ topic: opts.topic, partition: r.partition, offset: r.start.toString() });
     await finished;
   } finally {
+    if (timer) clearTimeout(timer);
     await consumer.disconnect();
     if (!opts.commit) await admin.deleteGroups([opts.groupId]).catch(() => undefined);
   }

@@ -19,6 +19,7 @@ import {
   type DlqRecord,
   type DlqType,
   dispatchRecordKey,
+  dlqRecordKey,
   dlqRecordPayload,
   parseDlqRecord,
   topics,
@@ -229,12 +230,11 @@ export async function replayDlq(kafka: Kafka, admin: Admin, opts: ReplayOptions)
           acks: -1,
           messages: [
             {
-              key:
-                verdict.record.dispatch_key !== null
-                  ? dispatchRecordKey(opts.tenant, verdict.record.dispatch_key)
-                  : null,
+              // The same message as the source record: its key and headers (dead letters written before they
+              // were kept have neither: the conventional key then).
+              key: replayKey(opts.tenant, verdict.record),
               value: toBuffer(dlqRecordPayload(verdict.record)),
-              headers: { 'poimen-replay-of': verdict.record.id },
+              headers: { ...verdict.record.source.headers, 'poimen-replay-of': verdict.record.id },
             },
           ],
         });
@@ -278,4 +278,10 @@ async function dlqWatermarks(admin: Admin, topic: string) {
     throw new NotFoundError(`topic ${topic} does not exist (declare it with: poimen-relay topics apply)`);
   }
   return watermarks(admin, topic);
+}
+
+function replayKey(tenant: string, record: DlqRecord): Buffer | null {
+  const key = dlqRecordKey(record);
+  if (key !== null) return Buffer.from(key);
+  return record.dispatch_key !== null ? Buffer.from(dispatchRecordKey(tenant, record.dispatch_key)) : null;
 }

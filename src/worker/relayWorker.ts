@@ -9,6 +9,7 @@ import type { RelayConfig } from '../config';
 import { createActivities } from '../activities';
 import { createKafka } from '../kafka/client';
 import { DlqPublisher } from '../kafka/dlqPublisher';
+import { SourceRecordReader } from '../kafka/sourceRecord';
 import type { Closeable } from '../lifecycle';
 import type { Logger } from '../logger';
 import type { RelayMetrics } from '../metrics';
@@ -23,6 +24,9 @@ export interface RelayWorker {
   parts: Closeable[];
   ready(): boolean;
 }
+
+/** Reading a dead-lettered dispatch's source record back is one group join and one fetch: well within this. */
+const SOURCE_READ_TIMEOUT_MS = 20_000;
 
 export async function startRelayWorker(
   cfg: RelayConfig,
@@ -43,8 +47,11 @@ export async function startRelayWorker(
   });
   parts.push({ name: 'runs API pool', close: () => dispatcher.close() });
 
-  const dlq = new DlqPublisher(createKafka(cfg.kafka, logger), metrics, logger.child({ component: 'dlq' }));
+  const kafka = createKafka(cfg.kafka, logger);
+  const dlq = new DlqPublisher(kafka, metrics, logger.child({ component: 'dlq' }));
   parts.push({ name: 'DLQ producer', close: () => dlq.close() });
+  const sources = new SourceRecordReader(kafka, SOURCE_READ_TIMEOUT_MS);
+  parts.push({ name: 'source record reader', close: () => sources.close() });
 
   const { note, ...source } = workflowSource();
   if (note === 'stale bundle ignored: bundling now') logger.warn({ workflows: note }, 'workflow code');
@@ -62,6 +69,7 @@ export async function startRelayWorker(
       metrics,
       logger: logger.child({ component: 'activities' }),
       startInput: startInputReader(connection, cfg.temporal.namespace),
+      sourceRecord: (at) => sources.read(at),
     }),
     maxConcurrentActivityTaskExecutions: cfg.worker.maxConcurrentActivities,
     maxConcurrentWorkflowTaskExecutions: cfg.worker.maxConcurrentWorkflowTasks,

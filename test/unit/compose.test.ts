@@ -245,7 +245,7 @@ describe('deploy/prometheus', () => {
     });
   });
 
-  it('defines the five relay alerts on SPEC §7 metrics, each with severity, summary and runbook', () => {
+  it('defines the seven relay alerts on SPEC §7 metrics, each with severity, summary and runbook', () => {
     const rules = parseYaml('deploy/prometheus/alerts.yml') as Rules;
     expect(rules.groups.map((g) => g.name)).toEqual(['poimen-relay']);
     const alerts = rules.groups.flatMap((g) => g.rules);
@@ -256,6 +256,8 @@ describe('deploy/prometheus', () => {
         'PoimenDlqMessagesOld',
         'PoimenInboxLagGrowing',
         'PoimenRunsApiErrorRate',
+        'PoimenIngestPartitionUndecodable',
+        'PoimenIngestPartitionsPaused',
       ].sort(),
     );
     const metricOf: Record<string, string> = {
@@ -264,6 +266,8 @@ describe('deploy/prometheus', () => {
       PoimenDlqMessagesOld: 'dlq_oldest_message_age_seconds',
       PoimenInboxLagGrowing: 'poimen_inbox_lag',
       PoimenRunsApiErrorRate: 'poimen_runs_api_requests_total',
+      PoimenIngestPartitionUndecodable: 'poimen_ingest_undecodable_partitions',
+      PoimenIngestPartitionsPaused: 'poimen_ingest_paused_partitions',
     };
     for (const a of alerts) {
       expect(a.expr).toContain(metricOf[a.alert]);

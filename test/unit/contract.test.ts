@@ -5,6 +5,7 @@ import {
   buildDlqRecord,
   dispatchRecordKey,
   dlqRecordPayload,
+  dlqRecordKey,
   parseDlqRecord,
   runsApiBody,
   tenantFromTopic,
@@ -354,9 +355,29 @@ describe('SPEC §6 dead-letter record', () => {
       max_retries: 10,
       topic: 'poimen.acme.dispatch.dlq',
       target_url: 'http://api.local:8080/v1/runs',
-      source,
+      // Without the record's key and headers (not read back): none, not invented.
+      source: { ...source, key: null, headers: {} },
       payload: JSON.stringify(base),
     });
+  });
+
+  it('keeps the source record’s key and headers as text: a non-UTF-8 key as base64, a repeated header in order', () => {
+    const withKey = buildDlqRecord({
+      ...failure,
+      key: Buffer.from('acme:d-0001'),
+      headers: { traceparent: Buffer.from('00-ab-cd-01'), 'x-tag': [Buffer.from('a'), 'b'], gone: undefined },
+    });
+    expect(withKey.source).toEqual({
+      ...source,
+      key: 'acme:d-0001',
+      headers: { traceparent: '00-ab-cd-01', 'x-tag': ['a', 'b'] },
+    });
+    const binary = buildDlqRecord({ ...failure, key: new Uint8Array([0xff, 0x00, 0x80]) });
+    expect(binary.source).toMatchObject({ key: null, key_base64: '/wCA' });
+    // And back, as `dlq replay` reads it.
+    const parsed = parseDlqRecord(JSON.stringify(binary))!;
+    expect(Buffer.from(dlqRecordKey(parsed)!)).toEqual(Buffer.from([0xff, 0x00, 0x80]));
+    expect(parseDlqRecord(JSON.stringify(withKey))!.source).toEqual(withKey.source);
   });
 
   it('malformed_dispatch with non-UTF-8 bytes: payload null, payload_base64 of the exact bytes', () => {
