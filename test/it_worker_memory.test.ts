@@ -48,15 +48,15 @@ describe('worker memory under the manifest limit', () => {
     const small = Array.from({ length: SMALL }, (_, i) => `small-${i}`);
     await t.startIngester();
     // One record per produce request (each is near the broker's 1 MB message limit); small ones interleaved.
+    const every = Math.floor(LARGE / SMALL);
     for (const [i, key] of large.entries()) {
+      const smallKey = i % every === 0 ? small[i / every] : undefined;
       await t.producer.send({
         topic: topics.dispatch(t.tenant),
         acks: -1,
         messages: [
           { partition: i % 4, value: stringInput(key, RECORD_BYTES) },
-          ...(i % (LARGE / SMALL) === 0 && small[i / (LARGE / SMALL)]
-            ? [{ partition: i % 4, value: t.dispatchValue(small[i / (LARGE / SMALL)]!) }]
-            : []),
+          ...(smallKey ? [{ partition: i % 4, value: t.dispatchValue(smallKey) }] : []),
         ],
       });
     }
@@ -89,6 +89,18 @@ describe('worker memory under the manifest limit', () => {
       signal: null,
     });
     expect([...large, ...small].filter((k) => t.api.requestsFor(k).length !== 1)).toEqual([]);
+    // Large inputs' calls took the large-input queue (few slots); small ones stayed on the main queue.
+    const scheduledOn = async (key: string) => {
+      const history = await t.client.workflow.getHandle(t.wfId(key)).fetchHistory();
+      const queues = (history.events ?? []).flatMap((e) =>
+        e.activityTaskScheduledEventAttributes
+          ? [e.activityTaskScheduledEventAttributes.taskQueue?.name]
+          : [],
+      );
+      return queues;
+    };
+    expect(await scheduledOn('large-0')).toEqual([`${t.taskQueue}-large`]);
+    expect(await scheduledOn('small-0')).toEqual([t.taskQueue]);
     await waitFor(async () => (await fetch(`http://127.0.0.1:${w.metricsPort}/healthz`)).ok, {
       what: 'worker healthy',
     });
