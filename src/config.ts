@@ -366,7 +366,7 @@ export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig
     },
     worker: {
       maxConcurrentActivities: read(env, 'POIMEN_WORKER_MAX_ACTIVITIES', intIn(1, 10_000), 100),
-      maxConcurrentWorkflowTasks: read(env, 'POIMEN_WORKER_MAX_WORKFLOW_TASKS', intIn(1, 10_000), 10),
+      maxConcurrentWorkflowTasks: read(env, 'POIMEN_WORKER_MAX_WORKFLOW_TASKS', intIn(1, 10_000), 20),
       maxConcurrentLargeActivities: read(env, 'POIMEN_WORKER_MAX_LARGE_ACTIVITIES', intIn(1, 10_000), 8),
       maxCachedWorkflows: read(env, 'POIMEN_WORKER_MAX_CACHED_WORKFLOWS', intIn(0, 100_000), 1000),
       httpConnections: read(env, 'POIMEN_RUNS_API_CONNECTIONS', intIn(1, 10_000), 64),
