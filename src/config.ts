@@ -73,6 +73,8 @@ export interface RelayConfig {
   worker: {
     maxConcurrentActivities: number;
     maxConcurrentWorkflowTasks: number;
+    /** Slots for calls whose input is over LARGE_INPUT_BYTES (their own task queue): bounds memory by bytes. */
+    maxConcurrentLargeActivities: number;
     /** Sticky cache size: workflows kept in memory between their tasks instead of being replayed. */
     maxCachedWorkflows: number;
     httpConnections: number;
@@ -364,7 +366,8 @@ export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig
     },
     worker: {
       maxConcurrentActivities: read(env, 'POIMEN_WORKER_MAX_ACTIVITIES', intIn(1, 10_000), 100),
-      maxConcurrentWorkflowTasks: read(env, 'POIMEN_WORKER_MAX_WORKFLOW_TASKS', intIn(1, 10_000), 100),
+      maxConcurrentWorkflowTasks: read(env, 'POIMEN_WORKER_MAX_WORKFLOW_TASKS', intIn(1, 10_000), 20),
+      maxConcurrentLargeActivities: read(env, 'POIMEN_WORKER_MAX_LARGE_ACTIVITIES', intIn(1, 10_000), 8),
       maxCachedWorkflows: read(env, 'POIMEN_WORKER_MAX_CACHED_WORKFLOWS', intIn(0, 100_000), 1000),
       httpConnections: read(env, 'POIMEN_RUNS_API_CONNECTIONS', intIn(1, 10_000), 64),
       shutdownGraceMs: read(env, 'POIMEN_WORKER_SHUTDOWN_GRACE_MS', intIn(0, 3_600_000), 30_000),

@@ -312,7 +312,21 @@ export function createActivities(deps: ActivityDeps) {
     return postRun(input, inputText);
   }
 
-  return { postRun, postRunWithInputBytes, deadLetter };
+  /**
+   * `postRun` for a dispatch whose input is over LARGE_INPUT_BYTES: the input is read from the execution's start
+   * event here, not carried in the schedule. The SDK core keeps a scheduled activity's arguments for as long as
+   * the execution is cached, so a backlog of large calls would otherwise hold each input in memory until its
+   * call ends, however few run at once; here only the calls running on the large-input queue's few slots hold one.
+   */
+  async function postRunReadingInput(input: PostRunHeadInput): Promise<DispatchResult> {
+    const { workflowExecution: wf } = Context.current().info;
+    if (!wf) throw new Error('postRunReadingInput runs only in a workflow execution');
+    const { dispatch } = await deps.startInput(wf.workflowId, wf.runId);
+    if (!('input_json' in dispatch)) return postRun({ ...input, dispatch });
+    return postRun(input, Buffer.from(dispatch.input_json, 'utf8'));
+  }
+
+  return { postRun, postRunWithInputBytes, postRunReadingInput, deadLetter };
 }
 
 export type RelayActivities = ReturnType<typeof createActivities>;

@@ -16,6 +16,7 @@ import type { RelayMetrics } from '../metrics';
 import { checkTemporalTls, createNativeConnection } from '../temporal/connection';
 import { startInputReader } from '../temporal/history';
 import { VERSION } from '../version';
+import { largeInputTaskQueue } from '../workflows/types';
 import { workflowSource } from './workflowBundle';
 
 export interface RelayWorker {
@@ -56,21 +57,22 @@ export async function startRelayWorker(
   const { note, ...source } = workflowSource();
   if (note === 'stale bundle ignored: bundling now') logger.warn({ workflows: note }, 'workflow code');
   else logger.info({ workflows: note }, 'workflow code');
+  const activities = createActivities({
+    dispatcher,
+    runsApi: { url: cfg.runsApi.url, ...(cfg.runsApi.token ? { token: cfg.runsApi.token } : {}) },
+    userAgent: `poimen-relay/${VERSION}`,
+    dlq,
+    metrics,
+    logger: logger.child({ component: 'activities' }),
+    startInput: startInputReader(connection, cfg.temporal.namespace),
+    sourceRecord: (at) => sources.read(at),
+  });
   const worker = await Worker.create({
     connection,
     namespace: cfg.temporal.namespace,
     taskQueue: cfg.temporal.taskQueue,
     ...source,
-    activities: createActivities({
-      dispatcher,
-      runsApi: { url: cfg.runsApi.url, ...(cfg.runsApi.token ? { token: cfg.runsApi.token } : {}) },
-      userAgent: `poimen-relay/${VERSION}`,
-      dlq,
-      metrics,
-      logger: logger.child({ component: 'activities' }),
-      startInput: startInputReader(connection, cfg.temporal.namespace),
-      sourceRecord: (at) => sources.read(at),
-    }),
+    activities,
     maxConcurrentActivityTaskExecutions: cfg.worker.maxConcurrentActivities,
     maxConcurrentWorkflowTaskExecutions: cfg.worker.maxConcurrentWorkflowTasks,
     // Set, not derived: the SDK sizes the default from the heap limit, and under the worker's heap cap that
@@ -78,13 +80,25 @@ export async function startRelayWorker(
     maxCachedWorkflows: cfg.worker.maxCachedWorkflows,
     shutdownGraceTime: cfg.worker.shutdownGraceMs,
   });
-  const run = worker.run();
+  // Calls whose input is over LARGE_INPUT_BYTES are scheduled on their own queue (src/workflows/index.ts) and
+  // run here, a few at a time: each holds about 8.5 × its input outside the heap, so slots alone, sized for
+  // small inputs, would let a burst of large ones exceed the container's memory limit (docs/design.md).
+  const largeWorker = await Worker.create({
+    connection,
+    namespace: cfg.temporal.namespace,
+    taskQueue: largeInputTaskQueue(cfg.temporal.taskQueue),
+    activities,
+    maxConcurrentActivityTaskExecutions: cfg.worker.maxConcurrentLargeActivities,
+    shutdownGraceTime: cfg.worker.shutdownGraceMs,
+  });
+  const workers = [worker, largeWorker];
+  const run = Promise.all(workers.map((w) => w.run())).then(() => undefined);
   parts.push({
     name: 'temporal worker',
     close: async () => {
-      if (worker.getState() === 'RUNNING') worker.shutdown();
+      for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
       await run;
     },
   });
-  return { worker, run, parts, ready: () => worker.getState() === 'RUNNING' };
+  return { worker, run, parts, ready: () => workers.every((w) => w.getState() === 'RUNNING') };
 }

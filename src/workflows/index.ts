@@ -5,6 +5,7 @@
  * failure only).
  */
 import {
+  type ActivityOptions,
   ActivityFailure,
   ApplicationFailure,
   patched,
@@ -16,7 +17,10 @@ import {
   DEFAULT_DISPATCH_POLICY,
   DISPATCH_FAILED,
   type DispatchInput,
+  LARGE_INPUT_BYTES,
+  LARGE_INPUT_QUEUE_PATCH,
   POST_RUN_BY_SHAPE_PATCH,
+  largeInputTaskQueue,
   type DispatchResult,
   type PostRunFailureDetails,
   RUNS_API_REJECTED,
@@ -34,7 +38,7 @@ export async function dispatch(input: DispatchInput): Promise<DispatchResult> {
   const policy = { ...DEFAULT_DISPATCH_POLICY, ...input.policy };
   const { tenant, source } = input;
   const dispatchKey = input.dispatch.dispatch_key;
-  const activities = proxyActivities<RelayActivities>({
+  const callOptions: ActivityOptions = {
     // The HTTP timeout inside the activity fires first; this bound only catches a worker that died mid-call.
     startToCloseTimeout: policy.attemptTimeoutMs + 5_000,
     retry: {
@@ -44,12 +48,13 @@ export async function dispatch(input: DispatchInput): Promise<DispatchResult> {
       maximumAttempts: policy.maxAttempts,
       nonRetryableErrorTypes: [RUNS_API_REJECTED],
     },
-  });
+  };
+  const activities = proxyActivities<RelayActivities>(callOptions);
 
   // Scheduling encodes the activity's arguments at once; after that the execution, cached between its
   // workflow tasks for as long as the call is retried, needs none of the input (a dead letter reads it back
   // from the start event). Dropped from the argument object itself, which the SDK also references.
-  const call = scheduleCall(activities, input, policy.attemptTimeoutMs);
+  const call = scheduleCall(activities, callOptions, input, policy.attemptTimeoutMs);
   (input as { dispatch?: unknown }).dispatch = undefined;
   try {
     return await call;
@@ -90,6 +95,7 @@ export async function dispatch(input: DispatchInput): Promise<DispatchResult> {
  */
 function scheduleCall(
   { postRun, postRunWithInputBytes }: Pick<RelayActivities, 'postRun' | 'postRunWithInputBytes'>,
+  callOptions: ActivityOptions,
   input: DispatchInput,
   attemptTimeoutMs: number,
 ): Promise<DispatchResult> {
@@ -107,6 +113,16 @@ function scheduleCall(
   const bytes = new Uint8Array(encoded.buffer, encoded.byteOffset, encoded.byteLength);
   const head = { ...common, dispatch: { workflow_ref, goal_id, dispatch_key } };
   // Executions recorded before the patch scheduled `postRun(head, bytes)` and must replay as they ran.
-  if (patched(POST_RUN_BY_SHAPE_PATCH)) return postRunWithInputBytes(head, bytes);
-  return postRun(head, bytes);
+  if (!patched(POST_RUN_BY_SHAPE_PATCH)) return postRun(head, bytes);
+  // A large input is not scheduled at all (the SDK core would keep it while the execution is cached): the call
+  // reads it from the start event, on its own queue with few slots, so memory is bounded by bytes there.
+  // Executions recorded before the patch, and small inputs, keep the main queue and carry their bytes.
+  if (bytes.byteLength > LARGE_INPUT_BYTES && patched(LARGE_INPUT_QUEUE_PATCH)) {
+    const large = proxyActivities<RelayActivities>({
+      ...callOptions,
+      taskQueue: largeInputTaskQueue(workflowInfo().taskQueue),
+    });
+    return large.postRunReadingInput(head);
+  }
+  return postRunWithInputBytes(head, bytes);
 }

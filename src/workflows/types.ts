@@ -63,6 +63,15 @@ export interface PostRunHeadInput extends Omit<PostRunInput, 'dispatch'> {
  */
 export const POST_RUN_BY_SHAPE_PATCH = 'postRun-named-by-shape';
 
+/**
+ * Executions that record this patch schedule a call whose input text is over LARGE_INPUT_BYTES on
+ * `largeInputTaskQueue(taskQueue)`, served in every worker process by a worker with few slots
+ * (POIMEN_WORKER_MAX_LARGE_ACTIVITIES), so memory is bounded by bytes and not only by slot count.
+ */
+export const LARGE_INPUT_QUEUE_PATCH = 'postRun-large-input-queue';
+export const LARGE_INPUT_BYTES = 32 * 1024;
+export const largeInputTaskQueue = (taskQueue: string): string => `${taskQueue}-large`;
+
 /** Details carried by a failed `postRun` attempt, for the dead letter and the Web UI. */
 export interface PostRunFailureDetails {
   httpStatus: number | null;
