@@ -23,6 +23,7 @@ test('bench smoke: ceiling, relay and baseline phases each deliver every dispatc
   expect(c.per_s).toBeGreaterThan(0);
   const r = await relayDrain(target, 300, { workers: 1, partitions: 2 });
   expect(r.amplification).toBe(1);
+  expect(r.committed_at_log_end).toBe(true);
   expect(r.per_s).toBeGreaterThan(0);
   expect(r.ingester_rss_mib).toBeGreaterThan(0);
   expect(r.worker_rss_mib).toBeGreaterThan(0);

@@ -238,3 +238,107 @@ describe('several ingesters in one group', () => {
     }
   });
 });
+
+describe('many tenants', () => {
+  test('twenty tenant topics and one created mid-stream, through a Temporal outage and a broker restart: each dispatch relayed once, one execution each, offsets at the log end on every topic', async () => {
+    h = await createHarness({
+      tenants: 20,
+      api: { tenantScoped: true },
+      env: { POIMEN_TEMPORAL_START_TIMEOUT_MS: '1000', POIMEN_INGEST_PARTITIONS_CONCURRENTLY: '8' },
+    });
+    expect(new Set(h.tenants).size).toBe(20);
+    await h.startWorker();
+    const ingester = await h.startIngester();
+    const expected = new Map<string, string[]>();
+    const publishWave = async (wave: string, to: string[]) => {
+      for (const t of to) {
+        const keys = [1, 2, 3].map((i) => `${wave}-${i}`);
+        expected.set(t, [...(expected.get(t) ?? []), ...keys]);
+        // kafkajs gives up at once on a refused connection to its only broker: keep trying, as a producing
+        // application would (a repeat of a send that did land is a redelivery, one workflow id either way).
+        await waitFor(
+          () =>
+            h.producer
+              .send({
+                topic: topics.dispatch(t),
+                acks: -1,
+                messages: keys.map((k) => ({ key: `${t}:${k}`, value: h.dispatchValue(k) })),
+              })
+              .then(() => true),
+          { timeoutMs: 120_000, intervalMs: 500, what: `wave ${wave} published to ${t}` },
+        );
+      }
+    };
+    const total = () => [...expected.values()].reduce((n, keys) => n + keys.length, 0);
+    const allCompleted = async () => {
+      const { count } = await h.client.workflow.count(
+        `TaskQueue="${h.taskQueue}" AND ExecutionStatus="Completed"`,
+      );
+      return count === total();
+    };
+
+    await publishWave('a', h.tenants);
+    // Completed, not only posted: no activity is mid-completion when Temporal goes away.
+    await waitFor(allCompleted, { timeoutMs: 120_000, intervalMs: 500, what: 'wave a completed' });
+
+    // Temporal away while every tenant receives records, and a new tenant's topic appears meanwhile.
+    const fresh = await (async () => {
+      await stopService('temporal');
+      try {
+        await publishWave('b', h.tenants);
+        const t = await h.addTenant();
+        await publishWave('b', [t]);
+        // The ingester found the new topic by its refresh, and tried (and failed) to start its record.
+        await waitFor(() => topicsWithFailedStarts(ingester).has(topics.dispatch(t)), {
+          timeoutMs: 60_000,
+          what: 'a failed start on the new tenant topic',
+        });
+        return t;
+      } finally {
+        await startService('temporal');
+      }
+    })();
+    await waitFor(allCompleted, { timeoutMs: 180_000, intervalMs: 500, what: 'wave b completed' });
+    await h.expectCommittedAtLogEnd(60_000);
+
+    // The broker goes away while records are being produced; the producer retries until it is back.
+    await stopService('kafka');
+    const waveC = publishWave('c', h.tenants);
+    // Awaited below; a rejection meanwhile must not go unhandled.
+    waveC.catch(() => undefined);
+    // The broker's restart (a JVM start, seconds) is the outage the sends and the ingester ride out.
+    await startService('kafka');
+    await waveC;
+    expect(h.tenants).toContain(fresh);
+    expect(total()).toBe(20 * 9 + 2 * 3);
+    await waitFor(allCompleted, { timeoutMs: 180_000, intervalMs: 500, what: 'wave c completed' });
+    await h.expectCommittedAtLogEnd(60_000);
+
+    // The wire: exactly one POST per tenant and key (no API fault was scripted, and no activity was in flight
+    // at an outage, so a second call could only come from a second execution or a relay repeating itself).
+    const perKey = new Map<string, number>();
+    for (const r of h.api.requests) {
+      const k = `${String(r.headers['x-tenant-id'])}/${(r.json as { dispatch_key: string }).dispatch_key}`;
+      perKey.set(k, (perKey.get(k) ?? 0) + 1);
+    }
+    const want = [...expected].flatMap(([t, keys]) => keys.map((k) => `${t}/${k}`)).sort();
+    expect([...perKey.keys()].sort()).toEqual(want);
+    expect([...perKey].filter(([, n]) => n !== 1)).toEqual([]);
+
+    // Temporal: one execution per dispatch, per tenant (visibility trails the executions by a moment).
+    for (const [t, keys] of expected) {
+      const executions = await waitFor(
+        async () => {
+          const seen = new Map<string, number>();
+          for await (const wf of h.client.workflow.list({ query: `TenantId = '${t}'` })) {
+            seen.set(wf.workflowId, (seen.get(wf.workflowId) ?? 0) + 1);
+          }
+          return seen.size >= keys.length ? seen : undefined;
+        },
+        { what: `visibility to list ${keys.length} executions of ${t}` },
+      );
+      expect([...executions.keys()].sort()).toEqual(keys.map((k) => `dispatch:${t}:${k}`).sort());
+      expect([...executions.values()].every((n) => n === 1)).toBe(true);
+    }
+  });
+});

@@ -114,16 +114,18 @@ async function main(): Promise<void> {
     );
     const mem = await ingesterMemory(memory, size.memBacklog, size.memWindowS);
     const scaling: Record<string, number> = {};
+    // Every relay drain must end with the group committed to the log end (issue 10 item 6).
+    const atLogEnd = relays.map((x) => x.committed_at_log_end);
     for (const w of [1, 2, 4]) {
       progress(`scaling: ${w} worker(s), ${size.scaleN} records`);
-      scaling[`workers_${w}_per_s`] = (
-        await relayDrain(sqlite, size.scaleN, { workers: w, partitions: 4 })
-      ).per_s;
+      const drain = await relayDrain(sqlite, size.scaleN, { workers: w, partitions: 4 });
+      scaling[`workers_${w}_per_s`] = drain.per_s;
+      atLogEnd.push(drain.committed_at_log_end);
     }
     progress(`persistence: in-memory Temporal, ${size.scaleN} records`);
-    scaling.memory_persistence_per_s = (
-      await relayDrain(memory, size.scaleN, { workers: 1, partitions: 4 })
-    ).per_s;
+    const memDrain = await relayDrain(memory, size.scaleN, { workers: 1, partitions: 4 });
+    scaling.memory_persistence_per_s = memDrain.per_s;
+    atLogEnd.push(memDrain.committed_at_log_end);
     scaling.sqlite_wal_persistence_per_s = scaling.workers_1_per_s!;
 
     progress('codecs: decode cost of each Kafka compression codec');
@@ -144,6 +146,7 @@ async function main(): Promise<void> {
       latency_p95_ms: lat.p95_ms,
       latency_p99_ms: lat.p99_ms,
       amplification: relay.amplification,
+      committed_at_log_end: atLogEnd.every(Boolean),
       ingester_rss_mib: mem.ingester_rss_mib,
       worker_rss_mib: Math.max(relay.worker_rss_mib, mem.worker_rss_mib ?? 0),
       ingester_rss_during_drain_mib: relay.ingester_rss_mib,
@@ -186,6 +189,10 @@ async function main(): Promise<void> {
         `p50 ${lat.p50_ms} ms, p95 ${lat.p95_ms} ms, p99 ${lat.p99_ms} ms`,
       ],
       ['amplification (POSTs per dispatch)', String(result.amplification)],
+      [
+        'committed offsets at the log end',
+        `${result.committed_at_log_end} (${atLogEnd.filter(Boolean).length} of ${atLogEnd.length} drains)`,
+      ],
       [`ingester peak RSS (${size.memBacklog} backlog)`, `${result.ingester_rss_mib} MiB`],
       ['worker peak RSS', `${result.worker_rss_mib} MiB`],
       [
@@ -207,6 +214,10 @@ async function main(): Promise<void> {
     const file = path.join(dir, `${result.date.slice(0, 10)}${mode === 'quick' ? '-quick' : ''}.json`);
     fs.writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
     process.stdout.write(`\nwritten to ${path.relative(process.cwd(), file)}\n`);
+    if (!result.committed_at_log_end) {
+      process.stderr.write('bench: FAILED: a relay drain ended with the group short of the log end\n');
+      process.exitCode = 1;
+    }
   } finally {
     await memStack.stopService('temporal');
     fs.rmSync(memCfg.stateDir, { recursive: true, force: true });

@@ -18,6 +18,7 @@ import { ensureTopics, tenantTopicSpecs } from '../kafka/topics';
 import { waitUntil } from '../stack/processes';
 import { PACKAGE_ROOT } from '../stack/provision';
 import { DEFAULT_DISPATCH_POLICY, type DispatchInput } from '../workflows/types';
+import { committedAtLogEnd } from './groupOffsets';
 import { mapLimit, peakRssMiB, percentile, round } from './measure';
 
 export interface BenchTarget {
@@ -175,9 +176,12 @@ export async function relayDrain(
       logFile: path.join(t.logsDir, `bench-relay-ingest.log`),
     });
     const t1 = await drained(api, n, 30 * 60_000);
+    // Measured after the rate's end mark, so the check costs the figure nothing.
+    const atLogEnd = await committedAtLogEnd(t.kafka, `bench-relay-${tenant}`, [topics.dispatch(tenant)]);
     return {
       per_s: round(n / ((t1 - t0) / 1000)),
       n,
+      committed_at_log_end: atLogEnd,
       amplification: round(api.requests.length / n, 3),
       ingester_rss_mib: peakRssMiB(ingester.child.pid),
       worker_rss_mib: Math.max(...workers.map((w) => peakRssMiB(w.child.pid) ?? 0)),

@@ -68,7 +68,16 @@ async function main(): Promise<void> {
       `${out.dispatches} (${out.unique_valid} unique valid, ${out.duplicates} duplicates, ${out.malformed} malformed)`,
     ],
     ['runs at the API', `${out.runs}; lost ${out.lost}; duplicate runs ${out.duplicate_runs}`],
-    ['duplicate completed executions', String(out.duplicate_executions)],
+    ['workflow ids with two executions', String(out.duplicate_executions)],
+    [
+      '409s / faults that can cause one',
+      `${out.dedup.dedup_409} / ${out.dedup.bound} (${out.dedup.dropped_after_admit} answers dropped after admission, ${out.dedup.answered_in_fault_windows} answers near a worker kill or Temporal outage); unexplained ${out.dedup.unexplained}`,
+    ],
+    [
+      'DLQ copies per id',
+      `max ${out.dlq_account.dlq_max_copies_per_id}, ${out.dlq_account.dlq_repeats} repeats, ${out.dlq_account.dlq_repeats_unexplained} outside a rewind`,
+    ],
+    ['committed offsets at the log end', String(out.committed_at_log_end)],
     [
       'DLQ records',
       `${out.dlq}, ${out.dlq_distinct_ids} distinct ids (${out.dlq_malformed_matched}/${out.malformed} malformed matched, ${out.dlq_unexpected} for valid dispatches, ${out.dlq_without_reason} without the right reason)`,
@@ -76,7 +85,7 @@ async function main(): Promise<void> {
     ['left Running / group lag', `${out.executions_running} / ${out.consumer_group_lag}`],
     [
       'kills (kill -9)',
-      `${out.kills.total}: ingester ${out.kills.ingester}, worker ${out.kills.worker}, kafka ${out.kills.kafka}, temporal ${out.kills.temporal}`,
+      `${out.kills.total}: ingester ${out.kills.ingester} (of ${String(out.settings.ingesters)}), worker ${out.kills.worker}, kafka ${out.kills.kafka}, temporal ${out.kills.temporal}`,
     ],
     [
       'runs API faults',

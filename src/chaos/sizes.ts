@@ -57,6 +57,15 @@ export function soakVerdict(r: SoakResult): string[] {
     `${r.dlq_without_reason} DLQ records without the expected type or reason`,
   );
   expect(r.dlq_unexpected === 0, `${r.dlq_unexpected} valid dispatches dead-lettered`);
+  expect(
+    r.dedup.unexplained === 0 && r.dedup.dedup_409 <= r.dedup.bound,
+    `${r.dedup.dedup_409} × 409 against ${r.dedup.bound} faults that can cause one (${r.dedup.unexplained} unexplained)`,
+  );
+  expect(
+    r.dlq_account.dlq_repeats_unexplained === 0,
+    `${r.dlq_account.dlq_repeats_unexplained} dead letters repeated where no rewind reached their record`,
+  );
+  expect(r.committed_at_log_end, 'committed offsets short of the log end after the drain');
   expect(r.executions_running === 0, `${r.executions_running} executions left Running`);
   expect(r.consumer_group_lag === 0, `consumer group lag ${r.consumer_group_lag}`);
   for (const v of ['ingester', 'worker', 'kafka', 'temporal'] as const) {

@@ -12,13 +12,22 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { Kafka, logLevel, type Producer } from 'kafkajs';
 import { childEnv } from '../config';
-import { parseDlqRecord, topics } from '../contract';
+import { parseDlqRecord, topics, workflowId } from '../contract';
+import { committedAtLogEnd } from '../bench/groupOffsets';
 import { freePort } from '../dev/ports';
 import { type RelayProcess, startRelayProcess } from '../dev/relayProcess';
 import { type Fault, RunsApiDouble } from '../dev/runsApi';
 import { readRange, watermarks } from '../kafka/readRange';
 import { ensureTopics, tenantTopicSpecs } from '../kafka/topics';
 import type { ServiceName } from '../stack/services';
+import {
+  type DedupAccount,
+  type DlqAccount,
+  type FaultWindow,
+  type RewindWindow,
+  dedupAccount,
+  dlqAccount,
+} from './account';
 
 /** Kills and restarts the shared services; the local stack or testcontainers provide it. */
 export interface ServiceControl {
@@ -53,6 +62,8 @@ export interface SoakOptions {
   seed?: number;
   /** Extra relay environment (e.g. faster retries for the quick run). */
   env?: Record<string, string>;
+  /** Ingesters in the one consumer group (default 2); a kill takes one of them. */
+  ingesters?: number;
   progress?: (message: string) => void;
 }
 
@@ -86,8 +97,14 @@ export interface SoakResult {
   dlq_unexpected: number;
   /** Malformed records whose DLQ record carries no reason. */
   dlq_without_reason: number;
+  /** The exactly-once account of the relay's calls: every 409 tied to a fault that can cause it. */
+  dedup: DedupAccount;
+  /** Dead letters per id: a repeat only where an ingester kill, a broker kill or a rebalance rewound it. */
+  dlq_account: DlqAccount;
   executions_running: number;
   consumer_group_lag: number;
+  /** The group's committed offsets equal the log end on every dispatch partition after the drain. */
+  committed_at_log_end: boolean;
   kills: Record<Victim, number> & { total: number };
   api: { requests: number; unavailable_503: number; dropped: number; dedup_409: number };
   posts_per_valid_dispatch: number;
@@ -191,6 +208,11 @@ function plan(
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/**
+ * How long an API answer can take to become the activity's recorded result (answer → worker → Temporal) on a
+ * loaded 2-core machine; measured in milliseconds, bounded generously so a fault window is never too narrow.
+ */
+const ANSWER_TO_COMPLETION_MS = 3000;
 const between = (rnd: () => number, [lo, hi]: [number, number]) => lo + Math.floor(rnd() * (hi - lo));
 
 export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
@@ -218,12 +240,16 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
   const api = await RunsApiDouble.start({ record: true });
   // The API's own randomness is separate from the schedule's, so the schedule replays from the seed.
   const apiRnd = prng(seed ^ 0x5eed);
-  api.faultPolicy((): Fault | undefined => {
+  const droppedAfterAdmit = new Map<string, number>();
+  api.faultPolicy((key): Fault | undefined => {
     const r = apiRnd();
     if (r < unavailable) return { kind: 'status', status: 503 };
     // Half the drops happen after the run was admitted: the answer is lost, the retry must see 409.
     if (r < unavailable + drop / 2) return { kind: 'drop' };
-    if (r < unavailable + drop) return { kind: 'drop', afterAdmit: true };
+    if (r < unavailable + drop) {
+      if (key !== undefined) droppedAfterAdmit.set(key, (droppedAfterAdmit.get(key) ?? 0) + 1);
+      return { kind: 'drop', afterAdmit: true };
+    }
     return undefined;
   });
 
@@ -239,14 +265,11 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
     ...opts.env,
   });
   const logFile = (name: string) => path.join(opts.logsDir, `chaos-${run}-${name}.log`);
-  const relay: Record<'ingester' | 'worker-a' | 'worker-b', RelayProcess | undefined> = {
-    ingester: undefined,
-    'worker-a': undefined,
-    'worker-b': undefined,
-  };
-  const startRelay = async (name: keyof typeof relay) => {
+  const ingesterNames = Array.from({ length: opts.ingesters ?? 2 }, (_, i) => `ingester-${i + 1}`);
+  const relay: Record<string, RelayProcess | undefined> = {};
+  const startRelay = async (name: string) => {
     relay[name] = await startRelayProcess({
-      role: name === 'ingester' ? 'ingest' : 'worker',
+      role: name.startsWith('ingester') ? 'ingest' : 'worker',
       env,
       metricsPort: await freePort(),
       logFile: logFile(name),
@@ -272,6 +295,8 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
   // left running through broker kills would restart itself in the background, past the end of the soak.
   type SeenDlq = {
     id: string;
+    partition: number;
+    offset: number;
     key: string;
     type: string;
     error: string;
@@ -297,6 +322,8 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
             : (rec?.payload ?? '');
           seen.push({
             id: rec?.id ?? '',
+            partition: rec?.source.partition ?? -1,
+            offset: Number(rec?.source.offset ?? -1),
             key: message.key?.toString('utf8') ?? '',
             type: rec?.type ?? 'unparseable',
             error: rec?.error ?? '',
@@ -327,7 +354,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
     );
     await startRelay('worker-a');
     await startRelay('worker-b');
-    await startRelay('ingester');
+    for (const name of ingesterNames) await startRelay(name);
     await producer.connect();
 
     let published = 0;
@@ -361,6 +388,45 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
     })();
 
     const victims: Victim[] = ['ingester', 'worker', 'kafka', 'temporal'];
+    const faultWindows: FaultWindow[] = [];
+    const pendingRewinds: Promise<RewindWindow[]>[] = [];
+    // The group's committed offsets now (a partition never committed counts from 0); retried through a restart.
+    const committedNow = async (): Promise<Map<number, number>> => {
+      for (;;) {
+        const a = kafka.admin();
+        try {
+          await a.connect();
+          const [c] = await a.fetchOffsets({ groupId, topics: [topics.dispatch(tenant)] });
+          return new Map((c?.partitions ?? []).map((p) => [p.partition, Math.max(0, Number(p.offset))]));
+        } catch {
+          await sleep(500);
+        } finally {
+          await a.disconnect().catch(() => undefined);
+        }
+      }
+    };
+    // A rewind reaches every record uncommitted before the event and published until the group settled after
+    // it (a killed member's partitions move only when its session expires).
+    const settleMs = Number(env.POIMEN_KAFKA_SESSION_TIMEOUT_MS ?? 30_000) + 5_000;
+    const rewindAfterSettle = async (before: Map<number, number>): Promise<RewindWindow[]> => {
+      await sleep(settleMs);
+      for (;;) {
+        const a = kafka.admin();
+        try {
+          await a.connect();
+          const high = await a.fetchTopicOffsets(topics.dispatch(tenant));
+          return high.map((p) => ({
+            partition: p.partition,
+            from: before.get(p.partition) ?? 0,
+            to: Number(p.high),
+          }));
+        } catch {
+          await sleep(500);
+        } finally {
+          await a.disconnect().catch(() => undefined);
+        }
+      }
+    };
     const gap = opts.faultGapMs ?? [2000, 6000];
     const down = opts.downMs ?? [200, 3000];
     let publishDone = false;
@@ -373,8 +439,18 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
       const round = [...victims].sort(() => rnd() - 0.5);
       for (const victim of round) {
         await sleep(between(rnd, gap));
-        const which = victim === 'worker' ? (rnd() < 0.5 ? 'worker-a' : 'worker-b') : victim;
+        const which =
+          victim === 'worker'
+            ? rnd() < 0.5
+              ? 'worker-a'
+              : 'worker-b'
+            : victim === 'ingester'
+              ? ingesterNames[Math.floor(rnd() * ingesterNames.length)]!
+              : victim;
         say(`kill -9 ${which}`);
+        const rewinds = victim === 'ingester' || victim === 'kafka';
+        const committedBefore = rewinds ? await committedNow() : undefined;
+        const killedAtMs = Date.now();
         if (which === 'kafka' || which === 'temporal') {
           await opts.services.kill(which);
           await sleep(between(rnd, down));
@@ -384,6 +460,20 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
           await sleep(between(rnd, down));
           await startRelay(which);
         }
+        if (victim === 'worker') {
+          faultWindows.push({
+            fromMs: killedAtMs - ANSWER_TO_COMPLETION_MS,
+            toMs: killedAtMs,
+            cause: 'worker_kill',
+          });
+        } else if (victim === 'temporal') {
+          faultWindows.push({
+            fromMs: killedAtMs - ANSWER_TO_COMPLETION_MS,
+            toMs: Date.now() + ANSWER_TO_COMPLETION_MS,
+            cause: 'temporal_outage',
+          });
+        }
+        if (committedBefore) pendingRewinds.push(rewindAfterSettle(committedBefore));
         kills[victim]++;
         kills.total++;
         lastFaultEndMs = Date.now();
@@ -453,11 +543,37 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
     // A drop after admission creates the run without a 201 on the wire; api.runs is the API's own truth.
     const runs = [...validKeys].filter((k) => api.runs.has(k)).length;
     const duplicateRuns = [...created.values()].reduce((s, c) => s + Math.max(0, c - 1), 0);
-    const executionsPerId = new Map<string, number>();
-    for await (const wf of client.workflow.list({ query: `TaskQueue="${taskQueue}"` })) {
-      executionsPerId.set(wf.workflowId, (executionsPerId.get(wf.workflowId) ?? 0) + 1);
-    }
+    // Executions per workflow id, once visibility lists every valid key's (it trails the executions).
+    const listExecutions = async () => {
+      const perId = new Map<string, number>();
+      for await (const wf of client.workflow.list({ query: `TaskQueue="${taskQueue}"` })) {
+        perId.set(wf.workflowId, (perId.get(wf.workflowId) ?? 0) + 1);
+      }
+      return perId;
+    };
+    let executionsPerId = new Map<string, number>();
+    const wantIds = [...validKeys].map((k) => workflowId(tenant, k));
+    const visibilityDeadline = Date.now() + 120_000;
+    do {
+      executionsPerId = await listExecutions().catch(() => executionsPerId);
+      if (wantIds.every((id) => executionsPerId.has(id))) break;
+      await sleep(1000);
+    } while (Date.now() < visibilityDeadline);
     const duplicateExecutions = [...executionsPerId.values()].filter((c) => c > 1).length;
+    const atLogEnd = await committedAtLogEnd(kafka, groupId, [topics.dispatch(tenant)], 30_000);
+    const dedupAcc = dedupAccount(
+      api.requests.map((r) => ({
+        dispatchKey: (r.json as { dispatch_key?: string } | undefined)?.dispatch_key,
+        answer: r.answer,
+        receivedAtMs: r.receivedAtMs,
+      })),
+      droppedAfterAdmit,
+      faultWindows,
+    );
+    const dlqAcc = dlqAccount(
+      dlqSeen.filter((d) => d.id !== ''),
+      (await Promise.all(pendingRewinds)).flat(),
+    );
     const executionsRunning = await running().catch(() => -1);
     const lag = await lagOf().catch(() => -1);
     const unexpected = dlqSeen.filter((d) => d.dispatchKey !== null && validKeys.has(d.dispatchKey)).length;
@@ -480,8 +596,11 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
       dlq_malformed_matched: matched(),
       dlq_unexpected: unexpected,
       dlq_without_reason: withoutReason,
+      dedup: dedupAcc,
+      dlq_account: dlqAcc,
       executions_running: executionsRunning,
       consumer_group_lag: lag,
+      committed_at_log_end: atLogEnd,
       kills,
       api: { requests: api.requests.length, unavailable_503: unavailable503, dropped, dedup_409: dedup },
       posts_per_valid_dispatch: Math.round((validPosts / Math.max(1, validKeys.size)) * 100) / 100,
@@ -493,7 +612,8 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
       settings: {
         partitions,
         workers: 2,
-        ingesters: 1,
+        ingesters: ingesterNames.length,
+        answer_to_completion_ms: ANSWER_TO_COMPLETION_MS,
         api_unavailable_share: unavailable,
         api_drop_share: drop,
         fault_gap_ms: gap,

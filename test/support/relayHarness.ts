@@ -41,6 +41,11 @@ export interface Harness {
    * topic: the shared end-of-drain assertion (an uncommitted tail is redelivered on every rebalance).
    */
   expectCommittedAtLogEnd(timeoutMs?: number): Promise<void>;
+  /**
+   * Creates one more tenant's topics while the relay runs (multi-tenant harnesses only): the ingester's pattern
+   * matches it, and it joins `tenants`, so `expectCommittedAtLogEnd` covers it.
+   */
+  addTenant(): Promise<string>;
   cleanup(): Promise<void>;
 }
 
@@ -180,6 +185,19 @@ export async function createHarness(
       ).catch((err: unknown) => {
         throw new Error(`${(err as Error).message}; behind (committed/end): ${last}`);
       });
+    },
+    async addTenant() {
+      if (count < 2) throw new Error('addTenant needs a harness made with tenants ≥ 2 (one pattern for all)');
+      const t = `${prefix}x${tenants.length}`;
+      const a = kafka.admin();
+      await a.connect();
+      try {
+        await ensureTopics(a, tenantTopicSpecs(t, { partitions: opts.partitions ?? 1 }));
+      } finally {
+        await a.disconnect();
+      }
+      tenants.push(t);
+      return t;
     },
     async cleanup() {
       await Promise.all(processes.map((p) => p.kill()));

@@ -1,0 +1,123 @@
+/**
+ * The soak's exactly-once account of the relay itself, not of the API double: the double answers 201 once per
+ * key by construction, so "one 201 per key" cannot catch a relay that POSTs every dispatch twice. What can:
+ * every 409 must be explained by a fault that loses the relay's knowledge of a run it created, and every
+ * repeated dead letter by a rewind of its partition.
+ */
+
+/** When a conclusive answer (201/409) may not reach Temporal as the activity's result. */
+export interface FaultWindow {
+  fromMs: number;
+  toMs: number;
+  cause: 'worker_kill' | 'temporal_outage';
+}
+
+export interface ApiCall {
+  dispatchKey: string | undefined;
+  answer: number | 'dropped';
+  receivedAtMs: number;
+}
+
+export interface DedupAccount {
+  dedup_409: number;
+  /** Answers dropped after the run was admitted: the relay never saw them, its retry must get 409. */
+  dropped_after_admit: number;
+  /** 201/409 answers inside a worker-kill or Temporal-outage window: the activity's result may be lost. */
+  answered_in_fault_windows: number;
+  /** Every fault that can make one 409: the two above. */
+  bound: number;
+  /** 409s on a key beyond that key's own faults: a relay repeating a call it had an answer for. */
+  unexplained: number;
+  unexplained_keys: string[];
+}
+
+export function dedupAccount(
+  calls: ApiCall[],
+  droppedAfterAdmit: Map<string, number>,
+  windows: FaultWindow[],
+): DedupAccount {
+  const per = new Map<string, { c409: number; explained: number }>();
+  const of = (k: string) => {
+    let e = per.get(k);
+    if (!e) per.set(k, (e = { c409: 0, explained: 0 }));
+    return e;
+  };
+  let inWindows = 0;
+  let dedup = 0;
+  for (const c of calls) {
+    if (c.dispatchKey === undefined) continue;
+    if (c.answer === 409) {
+      dedup++;
+      of(c.dispatchKey).c409++;
+    }
+    const conclusive = c.answer === 201 || c.answer === 409;
+    if (conclusive && windows.some((w) => c.receivedAtMs >= w.fromMs && c.receivedAtMs <= w.toMs)) {
+      inWindows++;
+      of(c.dispatchKey).explained++;
+    }
+  }
+  let drops = 0;
+  for (const [k, n] of droppedAfterAdmit) {
+    drops += n;
+    of(k).explained += n;
+  }
+  const unexplainedKeys = [...per].filter(([, e]) => e.c409 > e.explained).map(([k]) => k);
+  return {
+    dedup_409: dedup,
+    dropped_after_admit: drops,
+    answered_in_fault_windows: inWindows,
+    bound: drops + inWindows,
+    unexplained: unexplainedKeys.reduce((s, k) => s + per.get(k)!.c409 - per.get(k)!.explained, 0),
+    unexplained_keys: unexplainedKeys.slice(0, 20),
+  };
+}
+
+/** Offsets of one partition that an ingester kill, broker kill or the rebalance after it may redeliver. */
+export interface RewindWindow {
+  partition: number;
+  /** The group's committed offset before the event. */
+  from: number;
+  /** The log end once the group had time to settle after it. */
+  to: number;
+}
+
+export interface DeadLetterSeen {
+  id: string;
+  partition: number;
+  offset: number;
+}
+
+export interface DlqAccount {
+  dlq_ids: number;
+  /** Copies beyond one per id. */
+  dlq_repeats: number;
+  dlq_max_copies_per_id: number;
+  /** Copies of an id beyond 1 + the rewinds that covered its source offset: the design allows none. */
+  dlq_repeats_unexplained: number;
+}
+
+export function dlqAccount(seen: DeadLetterSeen[], rewinds: RewindWindow[]): DlqAccount {
+  const copies = new Map<string, { n: number; partition: number; offset: number }>();
+  for (const d of seen) {
+    const e = copies.get(d.id);
+    if (e) e.n++;
+    else copies.set(d.id, { n: 1, partition: d.partition, offset: d.offset });
+  }
+  let repeats = 0;
+  let unexplained = 0;
+  let max = 0;
+  for (const e of copies.values()) {
+    max = Math.max(max, e.n);
+    repeats += e.n - 1;
+    const covering = rewinds.filter(
+      (r) => r.partition === e.partition && e.offset >= r.from && e.offset < r.to,
+    ).length;
+    unexplained += Math.max(0, e.n - 1 - covering);
+  }
+  return {
+    dlq_ids: copies.size,
+    dlq_repeats: repeats,
+    dlq_max_copies_per_id: max,
+    dlq_repeats_unexplained: unexplained,
+  };
+}
