@@ -6,15 +6,15 @@
  */
 import net from 'node:net';
 import type { ISocketFactory, Kafka } from 'kafkajs';
-import { type DlqRecord, buildDlqRecord, dispatchRecordKey, parseDlqRecord, topics } from '../src/contract';
+import { type DlqRecord, buildDlqRecord, dispatchRecordKey, topics } from '../src/contract';
 import { dlqRecordId } from '../src/dlqId';
 import { createKafka } from '../src/kafka/client';
 import { DlqPublisher } from '../src/kafka/dlqPublisher';
-import { readRange, watermarks } from '../src/kafka/readRange';
 import { ensureTopics, tenantTopicSpecs } from '../src/kafka/topics';
 import { createLogger } from '../src/logger';
 import { createMetrics } from '../src/metrics';
 import { portInUse } from '../src/stack/processes';
+import { idCounts, readTopicToEnd } from './support/dlqTopic';
 import { startService, stopService } from './support/faults';
 import { uniqueName, uniqueTenant } from './support/names';
 import { testServices } from './support/testEnv';
@@ -75,29 +75,6 @@ async function publishUntilAcked(dlq: DlqPublisher, tenant: string, record: DlqR
   }
 }
 
-/** Every record's id in the DLQ topic, from its first offset to its end, and how often each occurs. */
-async function idsInTopic(kafka: Kafka, topic: string): Promise<Map<string, number>> {
-  const admin = kafka.admin();
-  await admin.connect();
-  const counts = new Map<string, number>();
-  try {
-    const marks = await watermarks(admin, topic);
-    await readRange(kafka, admin, {
-      topic,
-      groupId: uniqueName('it-dlq-read'),
-      commit: false,
-      ranges: [...marks].map(([partition, w]) => ({ partition, start: w.low, end: w.high })),
-      onMessage: async (_p, message) => {
-        const id = parseDlqRecord(message.value)?.id ?? '<unparsable>';
-        counts.set(id, (counts.get(id) ?? 0) + 1);
-      },
-    });
-  } finally {
-    await admin.disconnect();
-  }
-  return counts;
-}
-
 function compare(sent: DlqRecord[], counts: Map<string, number>) {
   const missing = sent.filter((r) => !counts.has(r.id)).map((r) => r.dispatch_key);
   const extra = [...counts.keys()].filter((id) => !sent.some((r) => r.id === id));
@@ -154,7 +131,7 @@ describe('DLQ publisher under broker faults (issue 10 item 4)', () => {
       rounds.push({ ackedBeforeKill, failedCalls });
     }
 
-    const counts = await idsInTopic(kafka, topics.dlq(tenant));
+    const counts = idCounts(await readTopicToEnd(kafka, topics.dlq(tenant)));
     const { missing, extra, duplicates } = compare(sent, counts);
     process.stderr.write(
       `[dlq-publisher sigkill] rounds ${JSON.stringify(rounds)}; missing ${missing.length} ` +
@@ -219,7 +196,7 @@ describe('DLQ publisher under broker faults (issue 10 item 4)', () => {
     // The fault happened while dead letters were still being published.
     expect(lost).toBe(1);
 
-    const counts = await idsInTopic(kafka, topics.dlq(tenant));
+    const counts = idCounts(await readTopicToEnd(kafka, topics.dlq(tenant)));
     const { missing, extra, duplicates } = compare([warm, ...records], counts);
     process.stderr.write(
       `[dlq-publisher lost response] missing ${missing.length}, duplicates ${duplicates}\n`,
