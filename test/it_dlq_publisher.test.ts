@@ -186,14 +186,10 @@ describe('DLQ publisher under broker faults (issue 10 item 4)', () => {
     const warm = deadLetter(tenant, -1);
     await dlq.publish(warm, null);
 
-    const records = Array.from({ length: 150 }, (_, i) => deadLetter(tenant, i));
-    let acked = 0;
-    const publishing = records.map((r) => publishUntilAcked(dlq!, tenant, r).finally(() => acked++));
-    await waitFor(() => acked >= 20, { intervalMs: 2, what: 'the first dead letters to be acked' });
+    // The first produce request of the burst loses its answer; the other dead letters are sent around it.
     armed = true;
-    await waitFor(() => lost === 1 || acked === records.length, { intervalMs: 2, what: 'a lost response' });
-    await Promise.all(publishing);
-    // The fault happened while dead letters were still being published.
+    const records = Array.from({ length: 150 }, (_, i) => deadLetter(tenant, i));
+    await Promise.all(records.map((r) => publishUntilAcked(dlq!, tenant, r)));
     expect(lost).toBe(1);
 
     const counts = idCounts(await readTopicToEnd(kafka, topics.dlq(tenant)));

@@ -44,6 +44,9 @@ export interface ActivityDeps {
   startInput(workflowId: string, runId: string): Promise<DispatchInput>;
 }
 
+/** Share of a `deadLetter` attempt's start-to-close timeout it spends publishing before it gives up. */
+const DEAD_LETTER_TIME_SHARE = 0.9;
+
 /** Bodies can be large; only an excerpt is kept for failures. */
 const MAX_BODY_BYTES = 64 * 1024;
 
@@ -220,6 +223,22 @@ export function createActivities(deps: ActivityDeps) {
   }
 
   async function deadLetter(input: DeadLetterInput): Promise<void> {
+    const ctx = Context.current();
+    // Give up inside the attempt's own timeout, so it ends as a retryable failure and nothing keeps publishing
+    // once Temporal has moved on to the next attempt; Temporal's cancellation (a heartbeat's answer, worker
+    // shutdown, or core's local start-to-close timer) stops it too. A timer, not AbortSignal.timeout: a timeout
+    // signal referenced only by AbortSignal.any can be garbage-collected and never fire.
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(), ctx.info.startToCloseTimeoutMs * DEAD_LETTER_TIME_SHARE);
+    try {
+      await publishDeadLetter(input, AbortSignal.any([ctx.cancellationSignal, deadline.signal]));
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async function publishDeadLetter(input: DeadLetterInput, signal: AbortSignal): Promise<void> {
+    const ctx = Context.current();
     const dispatch: Dispatch | LegacyDispatch =
       input.dispatch ?? (await deps.startInput(input.workflowId, input.workflowRunId)).dispatch;
     const record = buildDlqRecord({
@@ -239,7 +258,11 @@ export function createActivities(deps: ActivityDeps) {
       // The dispatch as the API would have received it: the four fields, replayable as-is.
       value: runsApiBody(dispatch),
     });
-    await deps.dlq.publish(record, dispatchRecordKey(input.tenant, dispatch.dispatch_key));
+    await deps.dlq.publish(record, dispatchRecordKey(input.tenant, dispatch.dispatch_key), {
+      signal,
+      // Heartbeats carry a cancellation of the execution to a running attempt.
+      onRetry: () => ctx.heartbeat(),
+    });
   }
 
   return { postRun, deadLetter };
