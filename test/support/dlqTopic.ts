@@ -1,31 +1,45 @@
 /**
- * Reads a DLQ topic from its first offset to its current end (not "until n records arrived"), so a duplicate
- * dead letter shows as well as a missing one.
+ * Reads a DLQ topic from its first offset to the end it had when the read began (not "until n records
+ * arrived"), so a duplicate dead letter shows as well as a missing one. A consumer of a fresh group, from the
+ * beginning, without seeks or commits: a consumer restarted by kafkajs (e.g. the group coordinator still
+ * loading after a broker restart) reads again from the start, and records are kept by partition and offset.
  */
 import type { Kafka } from 'kafkajs';
 import { type DlqRecord, parseDlqRecord } from '../../src/contract';
-import { readRange, watermarks } from '../../src/kafka/readRange';
 import { uniqueName } from './names';
+import { waitFor } from './wait';
 
 export async function readTopicToEnd(kafka: Kafka, topic: string): Promise<(DlqRecord | undefined)[]> {
   const admin = kafka.admin();
   await admin.connect();
-  const records: (DlqRecord | undefined)[] = [];
+  const marks = await admin.fetchTopicOffsets(topic).finally(() => admin.disconnect());
+  const ends = new Map(
+    marks.filter((m) => BigInt(m.high) > BigInt(m.low)).map((m) => [m.partition, BigInt(m.high)]),
+  );
+  if (ends.size === 0) return [];
+  const records = new Map<string, DlqRecord | undefined>();
+  const reached = new Map<number, bigint>();
+  const consumer = kafka.consumer({ groupId: uniqueName('it-dlq-read'), maxWaitTimeInMs: 500 });
+  await consumer.connect();
   try {
-    const marks = await watermarks(admin, topic);
-    await readRange(kafka, admin, {
-      topic,
-      groupId: uniqueName('it-dlq-read'),
-      commit: false,
-      ranges: [...marks].map(([partition, w]) => ({ partition, start: w.low, end: w.high })),
-      onMessage: async (_partition, message) => {
-        records.push(parseDlqRecord(message.value));
+    await consumer.subscribe({ topic, fromBeginning: true });
+    await consumer.run({
+      autoCommit: false,
+      eachMessage: async ({ partition, message }) => {
+        const offset = BigInt(message.offset);
+        if (offset >= (ends.get(partition) ?? 0n)) return;
+        records.set(`${partition}/${offset}`, parseDlqRecord(message.value));
+        if (offset + 1n > (reached.get(partition) ?? 0n)) reached.set(partition, offset + 1n);
       },
     });
+    await waitFor(() => [...ends].every(([p, end]) => (reached.get(p) ?? 0n) >= end), {
+      timeoutMs: 120_000,
+      what: `${topic} read to its end`,
+    });
   } finally {
-    await admin.disconnect();
+    await consumer.disconnect();
   }
-  return records;
+  return [...records.values()];
 }
 
 /** How often each id occurs (unparsable records count under '<unparsable>'). */
