@@ -51,6 +51,9 @@ export interface ActivityDeps {
   sourceRecord(at: DlqSource): Promise<SourceRecord | undefined>;
 }
 
+/** Share of a `deadLetter` attempt's start-to-close timeout it spends publishing before it gives up. */
+const DEAD_LETTER_TIME_SHARE = 0.9;
+
 /** Bodies can be large; only an excerpt is kept for failures. */
 const MAX_BODY_BYTES = 64 * 1024;
 
@@ -145,6 +148,16 @@ export function retryDelayMs(
   return Math.min(retryAfterMs, cap);
 }
 
+/** The promise's outcome, or a rejection as soon as the signal aborts (the work itself is not stopped). */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(new Error('the attempt is out of time'));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(new Error('the attempt is out of time'));
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
 export function createActivities(deps: ActivityDeps) {
   const target = `${deps.runsApi.url}/v1/runs`;
   // What failure messages name: the URL without any user:password@ part.
@@ -184,7 +197,11 @@ export function createActivities(deps: ActivityDeps) {
     if (input.traceparent) headers.traceparent = input.traceparent;
 
     const started = performance.now();
-    const signal = AbortSignal.any([ctx.cancellationSignal, AbortSignal.timeout(input.attemptTimeoutMs)]);
+    // A timer, not AbortSignal.timeout: a timeout signal referenced only by AbortSignal.any can be garbage-collected
+    // before it fires (nodejs/node#57736), and the attempt would then wait for the API for ever.
+    const timeout = new AbortController();
+    const timer = setTimeout(() => timeout.abort(), input.attemptTimeoutMs);
+    const signal = AbortSignal.any([ctx.cancellationSignal, timeout.signal]);
     let answer: Parameters<typeof classifyRunsApiAnswer>[0];
     let code: string;
     try {
@@ -206,6 +223,8 @@ export function createActivities(deps: ActivityDeps) {
       const errCode = signal.aborted && !ctx.cancellationSignal.aborted ? 'TimeoutError' : errorCode(err);
       answer = { kind: 'error', code: errCode };
       code = errCode === 'TimeoutError' ? 'timeout' : 'error';
+    } finally {
+      clearTimeout(timer);
     }
     deps.metrics.runsApiRequests.inc({ code });
     deps.metrics.runsApiDuration.observe((performance.now() - started) / 1000);
@@ -251,10 +270,12 @@ export function createActivities(deps: ActivityDeps) {
   async function original(
     input: DeadLetterInput,
     dispatchKey: string,
+    signal: AbortSignal,
   ): Promise<{ value: Uint8Array | string; key?: Uint8Array | null; headers?: RecordHeaders; note: string }> {
     let why: string;
     try {
-      const found = await deps.sourceRecord(input.source);
+      // Bounded by the attempt's own deadline: a read left behind publishes nothing.
+      const found = await untilAborted(deps.sourceRecord(input.source), signal);
       const verdict = found && validateDispatch(found.value, { tenant: input.tenant, maxBytes: Infinity });
       if (found && verdict?.ok && verdict.dispatch.dispatch_key === dispatchKey) {
         return { value: found.value!, key: found.key, headers: found.headers, note: '' };
@@ -273,12 +294,28 @@ export function createActivities(deps: ActivityDeps) {
   }
 
   async function deadLetter(input: DeadLetterInput): Promise<void> {
+    const ctx = Context.current();
+    // Give up inside the attempt's own timeout, so it ends as a retryable failure and nothing keeps publishing
+    // once Temporal has moved on to the next attempt; Temporal's cancellation (a heartbeat's answer, worker
+    // shutdown, or core's local start-to-close timer) stops it too. A timer, not AbortSignal.timeout: a timeout
+    // signal referenced only by AbortSignal.any can be garbage-collected and never fire.
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(), ctx.info.startToCloseTimeoutMs * DEAD_LETTER_TIME_SHARE);
+    try {
+      await publishDeadLetter(input, AbortSignal.any([ctx.cancellationSignal, deadline.signal]));
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async function publishDeadLetter(input: DeadLetterInput, signal: AbortSignal): Promise<void> {
+    const ctx = Context.current();
     // Executions started before `dispatchKey` was passed carry the dispatch itself.
     const dispatchKey =
       input.dispatchKey ??
       input.dispatch?.dispatch_key ??
       (await deps.startInput(input.workflowId, input.workflowRunId)).dispatch.dispatch_key;
-    const { value, key, headers, note } = await original(input, dispatchKey);
+    const { value, key, headers, note } = await original(input, dispatchKey, signal);
     const record = buildDlqRecord({
       // Derived from the execution, so a retried `deadLetter` activity writes the same id again.
       id: dlqRecordId(`${input.workflowId}/${input.workflowRunId}`),
@@ -297,7 +334,11 @@ export function createActivities(deps: ActivityDeps) {
       ...(headers !== undefined ? { headers } : {}),
       value,
     });
-    await deps.dlq.publish(record, dispatchRecordKey(input.tenant, dispatchKey));
+    await deps.dlq.publish(record, dispatchRecordKey(input.tenant, dispatchKey), {
+      signal,
+      // Heartbeats carry a cancellation of the execution to a running attempt.
+      onRetry: () => ctx.heartbeat(),
+    });
   }
 
   /**

@@ -1,19 +1,48 @@
 /**
- * Publishes dead-letter records (SPEC §6). One pooled, idempotent producer per process (acks=-1), shared by
- * every caller. The DLQ topic is declared on first use when missing, with the SPEC's 14-day retention, so a
- * tenant whose topics were created by hand still gets its dead letters; `topics apply` is the normal path.
+ * Publishes dead-letter records (SPEC §6). One pooled producer per process (acks=-1), shared by every caller.
+ * The DLQ topic is declared on first use when missing, with the SPEC's 14-day retention, so a tenant whose
+ * topics were created by hand still gets its dead letters; `topics apply` is the normal path.
+ *
+ * The producer is not idempotent (docs/design.md, "Dead letters: at least once"): kafkajs 2.2.4 rolls an
+ * idempotent producer's sequence number back after any failed produce, also when the broker wrote the batch
+ * and only its answer was lost, and the next record to that partition then reuses the number and is acked as
+ * a duplicate without being written. Without sequence numbers a lost answer can only make its own record be
+ * written twice, under the same id.
+ *
+ * Retries live here, not in kafkajs: one kafkajs try at a time per dead letter, repeated until it succeeds or
+ * the caller's signal aborts (a `deadLetter` activity's cancellation or deadline), so nothing keeps publishing
+ * for a caller that has given up.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { type Admin, type Kafka, KafkaJSProtocolError, type Producer } from 'kafkajs';
 import { type DlqRecord, withoutPayload } from '../contract';
 import type { Logger } from '../logger';
 import type { RelayMetrics } from '../metrics';
 import { DLQ_TOPIC_CONFIG, ensureTopics } from './topics';
 
+/** How long a publish keeps trying when its caller gives no signal (the ingester retries the record itself). */
+export const DEFAULT_PUBLISH_BUDGET_MS = 15_000;
+/** Ids this process has had acknowledged, remembered so a retried attempt that comes later sends nothing. */
+const REMEMBERED_IDS = 10_000;
+const RETRY_INITIAL_MS = 250;
+const RETRY_MAX_MS = 5_000;
+
+export interface PublishOptions {
+  /** Stops the retries: the publish then rejects (with the signal's reason when that is an Error). */
+  signal?: AbortSignal;
+  /** Called after each failed try, before the pause (the `deadLetter` activity heartbeats here). */
+  onRetry?: (failures: number, err: unknown) => void;
+}
+
 export class DlqPublisher {
   private producer: Producer | undefined;
   private admin: Admin | undefined;
   private connecting: Promise<void> | undefined;
   private readonly knownTopics = new Set<string>();
+  /** The kafkajs try in flight per dead-letter id, which a later publish of the same id waits for. */
+  private readonly inFlight = new Map<string, Promise<void>>();
+  /** Recently acknowledged ids, oldest first. */
+  private readonly acked = new Set<string>();
   private closed = false;
 
   constructor(
@@ -25,9 +54,13 @@ export class DlqPublisher {
   private connect(): Promise<void> {
     this.connecting ??= (async () => {
       const producer = this.kafka.producer({
-        idempotent: true,
+        idempotent: false,
+        // One produce request on the wire at a time: a connection lost mid-answer then repeats one dead letter,
+        // not every one pipelined behind it.
         maxInFlightRequests: 1,
         allowAutoTopicCreation: false,
+        // One try per send: publish() retries, and stops when its caller does.
+        retry: { retries: 0 },
       });
       const admin = this.kafka.admin();
       try {
@@ -45,8 +78,71 @@ export class DlqPublisher {
     return this.connecting;
   }
 
-  async publish(record: DlqRecord, key: string | Buffer | null): Promise<void> {
-    if (this.closed) throw new Error('DLQ publisher is closed');
+  /**
+   * Resolves once the broker has acknowledged the record (acks=-1). Retries failed tries with backoff until
+   * `signal` aborts (default: DEFAULT_PUBLISH_BUDGET_MS). A try already in flight when the caller gives up
+   * cannot be called back from the wire; it may still land once, and a publish of the same dead letter in
+   * this process waits for it instead of sending a second copy.
+   */
+  async publish(record: DlqRecord, key: string | Buffer | null, opts: PublishOptions = {}): Promise<void> {
+    if (opts.signal) return this.publishUntil(record, key, opts.signal, opts.onRetry);
+    const budget = new AbortController();
+    const timer = setTimeout(() => budget.abort(), DEFAULT_PUBLISH_BUDGET_MS);
+    try {
+      return await this.publishUntil(record, key, budget.signal, opts.onRetry);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private async publishUntil(
+    record: DlqRecord,
+    key: string | Buffer | null,
+    signal: AbortSignal,
+    onRetry: PublishOptions['onRetry'],
+  ): Promise<void> {
+    let delayMs = RETRY_INITIAL_MS;
+    let last: unknown;
+    for (let failures = 0; ;) {
+      if (this.closed) throw new Error('DLQ publisher is closed');
+      if (signal.aborted) throw stopped(signal, failures, last);
+      // Acknowledged after an earlier caller had given up on it (a timed-out attempt's try that landed).
+      if (this.acked.has(record.id)) return;
+      try {
+        await untilAborted(this.attempt(record, key), signal);
+        return;
+      } catch (err) {
+        if (signal.aborted) throw stopped(signal, failures, err === signal.reason ? last : err);
+        if (isPermanent(err)) throw err;
+        last = err;
+        failures++;
+        if (failures === 1 || failures % 10 === 0) {
+          this.logger.warn(
+            { topic: record.topic, id: record.id, failures, err },
+            'could not publish dead letter; retrying',
+          );
+        }
+        onRetry?.(failures, err);
+        await sleep(delayMs, undefined, { signal }).catch(() => undefined);
+        delayMs = Math.min(delayMs * 2, RETRY_MAX_MS);
+      }
+    }
+  }
+
+  /** The try in flight for this dead letter, or a new one. */
+  private attempt(record: DlqRecord, key: string | Buffer | null): Promise<void> {
+    const running = this.inFlight.get(record.id);
+    if (running) return running;
+    const started = this.sendOnce(record, key).finally(() => {
+      if (this.inFlight.get(record.id) === started) this.inFlight.delete(record.id);
+    });
+    // A caller that stopped waiting leaves this promise behind; its failure is reported to whoever waits next.
+    started.catch(() => undefined);
+    this.inFlight.set(record.id, started);
+    return started;
+  }
+
+  private async sendOnce(record: DlqRecord, key: string | Buffer | null): Promise<void> {
     await this.connect();
     if (!this.knownTopics.has(record.topic)) {
       const created = await ensureTopics(this.admin!, [
@@ -74,6 +170,8 @@ export class DlqPublisher {
       );
       await send(JSON.stringify(withoutPayload(record, bytes)));
     }
+    this.acked.add(record.id);
+    if (this.acked.size > REMEMBERED_IDS) this.acked.delete(this.acked.values().next().value!);
     this.metrics.dlqSent.inc({ topic: record.topic });
     this.logger.info(
       { topic: record.topic, type: record.type, dispatch_key: record.dispatch_key, error: record.error },
@@ -81,11 +179,42 @@ export class DlqPublisher {
     );
   }
 
+  /** Lets the tries in flight finish (each is bounded by kafkajs's timeouts), then disconnects. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    await Promise.allSettled([...this.inFlight.values()]);
     await this.connecting?.catch(() => undefined);
     await this.producer?.disconnect().catch(() => undefined);
     await this.admin?.disconnect().catch(() => undefined);
   }
+}
+
+/** Refusals no retry can cure (e.g. TOPIC_AUTHORIZATION_FAILED): reported at once, as before. */
+function isPermanent(err: unknown): boolean {
+  return err instanceof KafkaJSProtocolError && !err.retriable;
+}
+
+/** Waits for `work` unless `signal` aborts first; `work` itself goes on (kafkajs cannot abort a send). */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
+/**
+ * The error a stopped publish rejects with: the caller's own reason when it is an Error (a Temporal
+ * cancellation stays a cancellation), else one naming the last failure.
+ */
+function stopped(signal: AbortSignal, failures: number, last: unknown): Error {
+  const reason: unknown = signal.reason;
+  if (reason instanceof Error && reason.name !== 'TimeoutError' && reason.name !== 'AbortError')
+    return reason;
+  const why = last instanceof Error ? last.message : last === undefined ? 'no try finished' : String(last);
+  return new Error(`dead letter not published before the deadline (${failures} failed tries; last: ${why})`, {
+    cause: last,
+  });
 }

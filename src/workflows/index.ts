@@ -29,10 +29,11 @@ import {
 export type { DispatchInput, DispatchResult } from './types';
 
 // Publishing a dead letter must eventually succeed (Kafka may be down for a while): no attempt limit.
-const { deadLetter } = proxyActivities<RelayActivities>({
-  startToCloseTimeout: '60s',
-  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s' },
-});
+const deadLetterWithin = (timeoutMs = 60_000) =>
+  proxyActivities<RelayActivities>({
+    startToCloseTimeout: timeoutMs,
+    retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s' },
+  }).deadLetter;
 
 export async function dispatch(input: DispatchInput): Promise<DispatchResult> {
   const policy = { ...DEFAULT_DISPATCH_POLICY, ...input.policy };
@@ -67,7 +68,7 @@ export async function dispatch(input: DispatchInput): Promise<DispatchResult> {
     const httpStatus = details?.httpStatus ?? null;
     // A timed-out final attempt carries no details; it still used every attempt it was allowed.
     const retryCount = details?.attempt ?? policy.maxAttempts;
-    await deadLetter({
+    await deadLetterWithin(policy.deadLetterTimeoutMs)({
       tenant,
       dispatchKey,
       source,

@@ -8,6 +8,11 @@ export interface DispatchPolicy {
   backoff: number;
   maxIntervalMs: number;
   maxAttempts: number;
+  /**
+   * Start-to-close timeout of each `deadLetter` attempt. Optional, and not set by the ingester: executions
+   * without it (all earlier ones) keep the 60 s they were always scheduled with.
+   */
+  deadLetterTimeoutMs?: number;
 }
 
 export const DEFAULT_DISPATCH_POLICY: DispatchPolicy = {

@@ -6,6 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import { loadStackConfig } from '../../src/config';
 import type { ServiceName } from '../../src/stack/services';
+import { livePid } from '../../src/stack/processes';
 import { LocalStack } from '../../src/stack/stack';
 import { testServices } from './testEnv';
 
@@ -45,4 +46,28 @@ export async function startService(name: ServiceName): Promise<void> {
     return;
   }
   await localStack().startService(name);
+}
+
+/**
+ * Freezes the service (SIGSTOP; `docker pause`): it keeps its sockets open and answers nothing, as a broker in
+ * a long GC pause or behind a black-holed network does. `resumeService` thaws it.
+ */
+export function pauseService(name: ServiceName): void {
+  signalService(name, 'SIGSTOP', 'pause');
+}
+
+export function resumeService(name: ServiceName): void {
+  signalService(name, 'SIGCONT', 'unpause');
+}
+
+function signalService(name: ServiceName, signal: NodeJS.Signals, dockerVerb: string): void {
+  requireControl();
+  if (testServices().mode === 'testcontainers') {
+    execFileSync('docker', [dockerVerb, containerId(name)]);
+    return;
+  }
+  const pid = livePid(localStack().services[name].pidFile);
+  if (pid === undefined) throw new Error(`${name} is not running`);
+  // The daemon leads its own process group (see stopDaemon).
+  process.kill(-pid, signal);
 }

@@ -6,6 +6,10 @@
  * The rule this enforces: a changed shape gets a new name (or a `patched()` branch that schedules a new name);
  * a name, once shipped, is never removed while histories may still schedule it.
  *
+ * The one compatible change under a name: an optional field, absent from every earlier input, ignored by earlier
+ * code, whose absence means the earlier behaviour (the policy's `deadLetterTimeoutMs`). It still changes the
+ * pinned text, so the fixture is updated deliberately in the same commit, never re-pinned wholesale.
+ *
  * The shapes are read from the TypeScript types with the compiler, expanded structurally, so a field added,
  * removed, retyped or made optional anywhere below an argument changes the pinned text.
  */

@@ -1,0 +1,177 @@
+/**
+ * Issue 10 item 7: a dispatch dead-lettered while Kafka is down. Each `deadLetter` attempt that runs out of
+ * time must stop publishing, so that when Kafka is back the dispatch has exactly one dead letter, not one per
+ * attempt that was still trying. Real Kafka, real Temporal, the relay's real worker process.
+ */
+import fs from 'node:fs';
+import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import { WORKFLOW_TYPE, topics } from '../src/contract';
+import { dispatchStartOptions } from '../src/ingest/startDispatch';
+import { portInUse } from '../src/stack/processes';
+import type { DispatchInput } from '../src/workflows/types';
+import { readTopicToEnd } from './support/dlqTopic';
+import { pauseService, resumeService, startService, stopService } from './support/faults';
+import { type Harness, createHarness } from './support/relayHarness';
+import { testServices } from './support/testEnv';
+import { waitFor } from './support/wait';
+
+jest.setTimeout(300_000);
+
+/** Short, so that the outage lasts twice as long in seconds, not minutes (the production value is 60 s). */
+const DEAD_LETTER_TIMEOUT_MS = 5_000;
+
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.cleanup();
+  h = undefined;
+});
+
+function dispatchInput(harness: Harness, key: string): DispatchInput {
+  return {
+    tenant: harness.tenant,
+    dispatch: { workflow_ref: 'onboarding@v3', input_json: '{"user":42}', goal_id: 'g-1', dispatch_key: key },
+    source: {
+      topic: topics.dispatch(harness.tenant),
+      partition: 0,
+      offset: '0',
+      timestamp: String(Date.now()),
+    },
+    policy: {
+      maxAttempts: 1000,
+      initialIntervalMs: 200,
+      maxIntervalMs: 1000,
+      backoff: 2,
+      attemptTimeoutMs: 3000,
+      deadLetterTimeoutMs: DEAD_LETTER_TIMEOUT_MS,
+    },
+  };
+}
+
+/** The attempt number of the execution's pending `deadLetter` activity (0 while none is scheduled). */
+async function deadLetterAttempt(handle: WorkflowHandle): Promise<number> {
+  const { raw } = await handle.describe();
+  const pending = raw.pendingActivities?.find((a) => a.activityType?.name === 'deadLetter');
+  return pending?.attempt ?? 0;
+}
+
+/** The two ways Kafka is down: killed (connections refused) or hung (connections open, nothing answered). */
+const outages = {
+  killed: {
+    async begin() {
+      await stopService('kafka', 'SIGKILL');
+    },
+    async end() {
+      // The killed broker's pid can be gone a moment before the kernel has closed its listening socket.
+      const port = Number(testServices().kafkaBrokers[0]!.split(':').pop());
+      await waitFor(async () => !(await portInUse(port)), { what: 'the killed broker to release its port' });
+      await startService('kafka');
+    },
+  },
+  hung: {
+    async begin() {
+      pauseService('kafka');
+    },
+    async end() {
+      resumeService('kafka');
+    },
+  },
+};
+
+/**
+ * How long each `deadLetter` attempt of the execution that failed or timed out ran, from the SDK's own log line
+ * for it in the worker's log ("Activity failed", with durationMs). An attempt that completes after its timeout
+ * has no such line.
+ */
+function failedDeadLetterAttempts(logFile: string, workflowId: string): number[] {
+  return fs
+    .readFileSync(logFile, 'utf8')
+    .split('\n')
+    .filter(
+      (line) => line.includes('"activityType":"deadLetter"') && line.includes(`"workflowId":"${workflowId}"`),
+    )
+    .map((line) => (JSON.parse(line) as { durationMs?: number }).durationMs ?? Number.NaN);
+}
+
+/** The attempt number of the `deadLetter` attempt whose result the execution recorded. */
+async function recordedDeadLetterAttempt(handle: WorkflowHandle): Promise<number> {
+  const events = (await handle.fetchHistory()).events ?? [];
+  const scheduled = events.find(
+    (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'deadLetter',
+  );
+  const started = events.find(
+    (e) =>
+      scheduled?.eventId != null &&
+      String(e.activityTaskStartedEventAttributes?.scheduledEventId) === String(scheduled.eventId),
+  );
+  return started?.activityTaskStartedEventAttributes?.attempt ?? 0;
+}
+
+test.each(['killed', 'hung'] as const)(
+  'a dispatch refused while Kafka is %s for twice the deadLetter timeout: no attempt outlives its timeout, exactly one dead letter once Kafka is back, and the execution ends Failed',
+  async (outage) => {
+    h = await createHarness();
+    const harness = h;
+    const worker = await harness.startWorker();
+    // A worker that has dead-lettered before: its DLQ producer is connected when the broker goes away.
+    harness.api.scriptFor('before-outage', { kind: 'status', status: 422 });
+    const before = await harness.client.workflow.start(
+      WORKFLOW_TYPE,
+      dispatchStartOptions(harness.taskQueue, dispatchInput(harness, 'before-outage')),
+    );
+    await expect(before.result()).rejects.toBeInstanceOf(WorkflowFailedError);
+
+    // The API keeps the dispatch in retries until the broker is down, then refuses it for good.
+    harness.api.always({ kind: 'status', status: 503 });
+    const handle = await harness.client.workflow.start(
+      WORKFLOW_TYPE,
+      dispatchStartOptions(harness.taskQueue, dispatchInput(harness, 'during-outage')),
+    );
+    await harness.api.waitFor((a) => a.requestsFor('during-outage').length > 0, 60_000, 'the first call');
+    await outages[outage].begin();
+    let attempts: number | undefined;
+    try {
+      harness.api.always({ kind: 'status', status: 422 });
+      await harness.api.waitFor(
+        (a) => a.requestsFor('during-outage').some((r) => r.answer === 422),
+        60_000,
+        'the refusal',
+      );
+      const refusedAt = Date.now();
+      // Down for twice the activity's timeout, and long enough that a third attempt has started.
+      attempts = await waitFor(
+        async () => {
+          const attempt = await deadLetterAttempt(handle);
+          return Date.now() - refusedAt >= 2 * DEAD_LETTER_TIMEOUT_MS && attempt >= 3 && attempt;
+        },
+        { timeoutMs: 120_000, intervalMs: 250, what: 'two deadLetter attempts to end while Kafka is down' },
+      );
+    } finally {
+      await outages[outage].end();
+    }
+    await expect(handle.result()).rejects.toBeInstanceOf(WorkflowFailedError);
+    expect((await handle.describe()).status.name).toBe('FAILED');
+
+    // Once the worker has stopped (gracefully: every activity has returned) nothing more can be written.
+    expect(await worker.stop()).toBe(0);
+    const dlq = await readTopicToEnd(harness.kafka, topics.dlq(harness.tenant));
+    const copies = dlq.filter((r) => r?.dispatch_key === 'during-outage');
+    const failed = failedDeadLetterAttempts(worker.logFile, handle.workflowId);
+    const recorded = await recordedDeadLetterAttempt(handle);
+    process.stderr.write(
+      `[dead-letter outage: ${outage}] deadLetter attempts while Kafka was down: ${attempts}; recorded attempt ` +
+        `${recorded}; earlier attempts ended after ${JSON.stringify(failed)} ms; dead letters for the dispatch: ${copies.length}\n`,
+    );
+    expect(copies).toHaveLength(1);
+    expect(copies[0]).toMatchObject({
+      type: 'dispatch_failure',
+      http_status: 422,
+      run_id: handle.firstExecutionRunId,
+    });
+    expect(dlq.filter((r) => r?.dispatch_key === 'before-outage')).toHaveLength(1);
+    // Every attempt before the recorded one ended (failed) within its start-to-close timeout: none went on
+    // publishing after Temporal had given up on it.
+    expect(recorded).toBeGreaterThanOrEqual(3);
+    expect(failed).toHaveLength(recorded - 1);
+    expect(failed.filter((ms) => !(ms < DEAD_LETTER_TIMEOUT_MS))).toEqual([]);
+  },
+);

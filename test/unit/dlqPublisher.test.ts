@@ -1,0 +1,165 @@
+/**
+ * The DLQ publisher's own rules, in milliseconds, with kafkajs's producer replaced by a scripted one (the real
+ * broker is in test/it_dlq_publisher.test.ts and test/it_dead_letter_outage.test.ts): how it retries, stops
+ * when its caller does, and never sends a dead letter again while a try of it is in flight or after it landed.
+ */
+import { type Kafka, KafkaJSConnectionError, KafkaJSProtocolError, type ProducerConfig } from 'kafkajs';
+import { type DlqRecord, buildDlqRecord } from '../../src/contract';
+import { DlqPublisher } from '../../src/kafka/dlqPublisher';
+import { createLogger } from '../../src/logger';
+import { createMetrics } from '../../src/metrics';
+
+type Outcome = 'ok' | Error | Promise<void>;
+
+/** A kafkajs stand-in whose `send` answers from a script, and records what it was asked. */
+function scriptedKafka(...script: Outcome[]) {
+  const sent: string[] = [];
+  const producerConfigs: ProducerConfig[] = [];
+  const kafka = {
+    producer: (config: ProducerConfig) => {
+      producerConfigs.push(config);
+      return {
+        connect: async () => undefined,
+        disconnect: async () => undefined,
+        send: async ({ messages }: { messages: { value: string }[] }) => {
+          sent.push(JSON.parse(messages[0]!.value).id as string);
+          const next = script.shift() ?? 'ok';
+          if (next instanceof Error) throw next;
+          if (next !== 'ok') await next;
+          return [];
+        },
+      };
+    },
+    admin: () => ({
+      connect: async () => undefined,
+      disconnect: async () => undefined,
+      listTopics: async () => [record('x').topic],
+    }),
+  } as unknown as Kafka;
+  return { kafka, sent, producerConfigs };
+}
+
+function record(key: string): DlqRecord {
+  return buildDlqRecord({
+    id: `id-${key}`,
+    timestamp: 0,
+    type: 'dispatch_failure',
+    tenant: 'acme',
+    dispatchKey: key,
+    error: 'HTTP 422',
+    source: { topic: 'poimen.acme.dispatch', partition: 0, offset: '1', timestamp: '0' },
+    value: '{}',
+  });
+}
+
+function publisher(kafka: Kafka) {
+  const metrics = createMetrics({ defaultMetrics: false });
+  return { dlq: new DlqPublisher(kafka, metrics, createLogger('unit', 'silent')), metrics };
+}
+
+/** A send that stays on the wire until `land()` is called. */
+function pendingSend() {
+  let land!: () => void;
+  const answered = new Promise<void>((resolve) => (land = resolve));
+  return { answered, land };
+}
+
+const connectionLost = () => new KafkaJSConnectionError('Connection error: connect ECONNREFUSED');
+
+describe('DLQ publisher', () => {
+  it('uses a producer without sequence numbers, one request in flight, and no retries of its own', async () => {
+    const { kafka, producerConfigs } = scriptedKafka();
+    await publisher(kafka).dlq.publish(record('a'), null);
+    expect(producerConfigs).toEqual([
+      expect.objectContaining({ idempotent: false, maxInFlightRequests: 1, retry: { retries: 0 } }),
+    ]);
+  });
+
+  it('retries failed sends until one is acknowledged, and counts the dead letter once', async () => {
+    const { kafka, sent } = scriptedKafka(connectionLost(), connectionLost(), 'ok');
+    const { dlq, metrics } = publisher(kafka);
+    await dlq.publish(record('a'), null);
+    expect(sent).toEqual(['id-a', 'id-a', 'id-a']);
+    expect((await metrics.dlqSent.get()).values.map((v) => v.value)).toEqual([1]);
+  });
+
+  it('reports a refusal no retry can cure at once', async () => {
+    const refused = new KafkaJSProtocolError({
+      type: 'TOPIC_AUTHORIZATION_FAILED',
+      code: 29,
+      retriable: false,
+      message: 'Not authorized to access topics',
+    } as unknown as Error);
+    const { kafka, sent } = scriptedKafka(refused);
+    await expect(publisher(kafka).dlq.publish(record('a'), null)).rejects.toBe(refused);
+    expect(sent).toHaveLength(1);
+  });
+
+  it('stops retrying when the caller’s deadline passes, naming the last failure', async () => {
+    const { kafka, sent } = scriptedKafka(...Array.from({ length: 50 }, connectionLost));
+    const deadline = new AbortController();
+    setTimeout(() => deadline.abort(), 600);
+    await expect(
+      publisher(kafka).dlq.publish(record('a'), null, { signal: deadline.signal }),
+    ).rejects.toThrow(/not published before the deadline \(\d+ failed tries; last: Connection error/);
+    // It tried more than once within the deadline.
+    expect(sent.length).toBeGreaterThan(1);
+  });
+
+  it('rejects with the caller’s own reason (a Temporal cancellation stays one) while a send is on the wire', async () => {
+    const wire = pendingSend();
+    const { kafka } = scriptedKafka(wire.answered);
+    const cancel = new AbortController();
+    const cancelled = Object.assign(new Error('TIMED_OUT'), { name: 'CancelledFailure' });
+    const publishing = publisher(kafka).dlq.publish(record('a'), null, { signal: cancel.signal });
+    cancel.abort(cancelled);
+    await expect(publishing).rejects.toBe(cancelled);
+    wire.land();
+  });
+
+  it('sends a dead letter once when a later attempt asks for it while the first try is still on the wire', async () => {
+    const wire = pendingSend();
+    const { kafka, sent } = scriptedKafka(wire.answered);
+    const { dlq } = publisher(kafka);
+    const first = new AbortController();
+    const gaveUp = dlq.publish(record('a'), null, { signal: first.signal });
+    first.abort();
+    await expect(gaveUp).rejects.toThrow(/not published before the deadline/);
+    const retried = dlq.publish(record('a'), null);
+    wire.land();
+    await retried;
+    expect(sent).toEqual(['id-a']);
+  });
+
+  it('does not send again a dead letter that landed after its caller had given up', async () => {
+    const wire = pendingSend();
+    const { kafka, sent } = scriptedKafka(wire.answered);
+    const { dlq } = publisher(kafka);
+    const first = new AbortController();
+    const gaveUp = dlq.publish(record('a'), null, { signal: first.signal });
+    first.abort();
+    await expect(gaveUp).rejects.toThrow();
+    wire.land();
+    await new Promise((r) => setImmediate(r));
+    await dlq.publish(record('a'), null);
+    await dlq.publish(record('b'), null);
+    expect(sent).toEqual(['id-a', 'id-b']);
+  });
+
+  it('lets a try on the wire finish before it disconnects', async () => {
+    const wire = pendingSend();
+    const { kafka } = scriptedKafka(wire.answered);
+    const { dlq, metrics } = publisher(kafka);
+    const first = new AbortController();
+    const gaveUp = dlq.publish(record('a'), null, { signal: first.signal });
+    first.abort();
+    await expect(gaveUp).rejects.toThrow();
+    let closed = false;
+    const closing = dlq.close().then(() => (closed = true));
+    await new Promise((r) => setImmediate(r));
+    expect(closed).toBe(false);
+    wire.land();
+    await closing;
+    expect((await metrics.dlqSent.get()).values.map((v) => v.value)).toEqual([1]);
+  });
+});
