@@ -121,14 +121,22 @@ describe('records at the size limit, under the heap limits', () => {
     });
   }, 600_000);
 
-  it('150 large dispatches in flight at once, the API answering each after 10 s: none crashes the worker, each gets its run, and a refused one is dead-lettered whole', async () => {
+  it('150 large dispatches in flight at once, the API holding every call until all 150 are open: none crashes the worker, each gets its run, and a refused one is dead-lettered whole', async () => {
     // The workflow drops the input once its call is scheduled and the activity holds it as bytes, off the
     // JavaScript heap: before, the worker (128 MiB heap) ran out of memory with 41 such calls in flight.
-    const t = await createHarness({ partitions: 4, env: { RUNS_API_TIMEOUT_MS: '30000' } });
+    const n = 150;
+    const t = await createHarness({
+      partitions: 4,
+      // The defaults allow 100 activities and 64 API connections at once; this test is about 150 of each.
+      env: {
+        RUNS_API_TIMEOUT_MS: '300000',
+        POIMEN_WORKER_MAX_ACTIVITIES: String(n),
+        POIMEN_RUNS_API_CONNECTIONS: String(n),
+      },
+    });
     try {
-      const n = 150;
       const keys = Array.from({ length: n }, (_, i) => `inflight-${i}`);
-      t.api.always({ kind: 'delay', ms: 10_000 });
+      t.api.always({ kind: 'hold' });
       t.api.scriptFor('refused-big', { kind: 'status', status: 422, body: 'unknown workflow_ref' });
       const worker = await t.startWorker();
       await t.startIngester();
@@ -145,6 +153,16 @@ describe('records at the size limit, under the heap limits', () => {
           messages: [{ partition: i % 4, value: stringInput(key, RECORD_BYTES) }],
         });
       }
+      // Measured at the API: all 150 calls open at the same time, each holding its 0.9 MB body.
+      await t.api.waitFor(
+        (api) => api.heldCount >= n || worker.child.exitCode !== null,
+        300_000,
+        `${n} calls held open at the API at once`,
+      );
+      expect(worker.child.exitCode).toBeNull();
+      expect(t.api.maxInFlight).toBe(n);
+      t.api.always(undefined);
+      expect(t.api.release()).toBe(n);
       await t.api.waitFor(
         (api) => keys.every((k) => api.runs.has(k)) || worker.child.exitCode !== null,
         300_000,
@@ -157,7 +175,9 @@ describe('records at the size limit, under the heap limits', () => {
         JSON.parse(stringInput('inflight-7', RECORD_BYTES).toString('utf8')).input.length,
       );
       // The dead letter's payload comes from the execution's start event: the four fields, the input whole.
-      const [dead] = await t.readDlq(1, 120_000);
+      const dlq = await t.readDlq(1, 120_000);
+      expect(dlq).toHaveLength(1);
+      const [dead] = dlq;
       expect(dead).toMatchObject({ type: 'dispatch_failure', dispatch_key: 'refused-big', http_status: 422 });
       const record = JSON.parse(refused.toString('utf8')) as Record<string, unknown>;
       expect(JSON.parse(dead!.payload!)).toEqual({
