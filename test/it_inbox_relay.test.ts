@@ -3,19 +3,18 @@
  * recording every HTTP call. Each test has its own tenant, consumer group and task queue.
  */
 import fs from 'node:fs';
-import path from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
+import { Kafka, logLevel } from 'kafkajs';
 import { topics, workflowId } from '../src/contract';
 import { ensureTopics, tenantTopicSpecs } from '../src/kafka/topics';
 import { VERSION } from '../src/version';
 import { startService, stopService } from './support/faults';
 import { type Harness, createHarness } from './support/relayHarness';
 import { metricValue } from './support/relay';
+import { testServices } from './support/testEnv';
 import { waitFor } from './support/wait';
 
 jest.setTimeout(240_000);
-
-const logsDir = path.join(__dirname, '..', 'test-artifacts', 'logs');
 
 let h: Harness;
 afterEach(async () => {
@@ -30,6 +29,11 @@ async function result(key: string, timeoutMs = 60_000) {
     what: `workflow ${h.wfId(key)} to exist`,
   });
   return handle.result();
+}
+
+async function readyz(p: { metricsPort: number }): Promise<{ status: number; text: string }> {
+  const res = await fetch(`http://127.0.0.1:${p.metricsPort}/readyz`).catch(() => undefined);
+  return res ? { status: res.status, text: await res.text() } : { status: 0, text: 'unreachable' };
 }
 
 async function status(key: string) {
@@ -140,19 +144,54 @@ describe('inbox relay (T10.7)', () => {
   test('step 3a: Kafka down: a message produced by a retrying producer during the outage is relayed once the broker is back', async () => {
     h = await createHarness();
     await h.startWorker();
-    await h.startIngester();
+    const ingester = await h.startIngester();
     await h.publish(h.dispatchValue('before-outage'));
     await result('before-outage');
 
+    // A producer whose every layer retries for minutes (the broker can take half a minute to restart on a
+    // loaded machine; kafkajs' default client budget gives up after ~20 s).
+    const patient = new Kafka({
+      clientId: 'it-patient-producer',
+      brokers: testServices().kafkaBrokers,
+      logLevel: logLevel.NOTHING,
+      retry: { retries: 60, initialRetryTime: 300, maxRetryTime: 5_000 },
+    }).producer({ allowAutoTopicCreation: false });
+    await patient.connect();
     await stopService('kafka');
     // The producer keeps retrying while the broker is down; the send completes after it returns.
-    const sending = h.publish(h.dispatchValue('during-outage'));
-    await startService('kafka');
+    let acked = false;
+    const sending = patient
+      .send({
+        topic: topics.dispatch(h.tenant),
+        acks: -1,
+        messages: [{ value: h.dispatchValue('during-outage') }],
+      })
+      .then(() => {
+        acked = true;
+      })
+      .finally(() => patient.disconnect());
+    let restartedAtMs: number;
+    try {
+      // The outage is real for both sides: the ingester's consumer loses the broker, and the record is not
+      // accepted (a single broker that is down cannot have written it).
+      await waitFor(() => fs.readFileSync(ingester.logFile, 'utf8').includes('ECONNREFUSED'), {
+        what: 'the ingester to meet the broker outage',
+      });
+      expect(acked).toBe(false);
+      expect(h.api.requestsFor('during-outage')).toHaveLength(0);
+    } finally {
+      restartedAtMs = Date.now();
+      await startService('kafka');
+    }
     await sending;
 
     expect(await result('during-outage', 120_000)).toMatchObject({ admission: 'created' });
-    expect(h.api.requestsFor('during-outage')).toHaveLength(1);
+    const [call, ...more] = h.api.requestsFor('during-outage');
+    expect(more).toHaveLength(0);
+    // Relayed after the broker came back, not before.
+    expect(call!.receivedAtMs).toBeGreaterThanOrEqual(restartedAtMs);
     expect(h.api.runs.size).toBe(2);
+    await h.expectCommittedAtLogEnd();
   });
 
   test('step 3b: a run already in flight (API answering 503 at first) completes while Kafka is down', async () => {
@@ -214,8 +253,16 @@ describe('inbox relay (T10.7)', () => {
     await h.publish(h.dispatchValue('valid-after-bad'));
 
     expect(await result('valid-after-bad')).toMatchObject({ admission: 'created' });
-    const dlq = await h.readDlq(bad.length);
+    const messages = await h.readDlqMessages(bad.length);
+    const dlq = messages.map((m) => m.record);
+    // Each malformed record dead-lettered exactly once (one id per source record, none twice).
     expect(dlq).toHaveLength(bad.length);
+    expect(new Set(dlq.map((r) => r.id)).size).toBe(bad.length);
+    // SPEC §6: keyed <tenant>:<dispatch_key> when the dispatch_key is known, else the source record's key.
+    expect(messages.filter((m) => m.record.dispatch_key !== null).length).toBeGreaterThanOrEqual(2);
+    for (const { key, record } of messages) {
+      expect(key).toBe(record.dispatch_key !== null ? `${h.tenant}:${record.dispatch_key}` : 'source-key');
+    }
     for (const [i, [kind, value, reason, type]] of bad.entries()) {
       const rec = dlq.find((r) => r.source.offset === String(i));
       expect({ kind, type: rec?.type, error: rec?.error }).toEqual({
@@ -320,7 +367,10 @@ describe('inbox relay (T10.7)', () => {
       what: 'the workflow to fail',
     });
 
-    const [rec] = await h.readDlq(1);
+    const dead = await h.readDlqMessages(1);
+    expect(dead).toHaveLength(1);
+    expect(dead[0]!.key).toBe(`${h.tenant}:always-503`);
+    const rec = dead[0]!.record;
     expect(rec).toMatchObject({
       type: 'dispatch_failure',
       tenant_id: h.tenant,
@@ -332,9 +382,9 @@ describe('inbox relay (T10.7)', () => {
       target_url: `${h.api.url}/v1/runs`,
       topic: topics.dlq(h.tenant),
     });
-    expect(rec!.error).toMatch(/503.*upstream busy/);
-    expect(rec!.run_id).toBe((await h.client.workflow.getHandle(h.wfId('always-503')).describe()).runId);
-    expect(JSON.parse(rec!.payload!)).toEqual(JSON.parse(h.dispatchValue('always-503')));
+    expect(rec.error).toMatch(/503.*upstream busy/);
+    expect(rec.run_id).toBe((await h.client.workflow.getHandle(h.wfId('always-503')).describe()).runId);
+    expect(JSON.parse(rec.payload!)).toEqual(JSON.parse(h.dispatchValue('always-503')));
     expect(h.api.requestsFor('always-503')).toHaveLength(4);
     await expect(result('always-503')).rejects.toThrow(WorkflowFailedError);
     expect(
@@ -348,7 +398,9 @@ describe('inbox relay (T10.7)', () => {
     await h.startIngester();
     h.api.scriptFor('refused', { kind: 'status', status: 422, body: 'unknown workflow_ref' });
     await h.publish(h.dispatchValue('refused'));
-    const [rec] = await h.readDlq(1);
+    const dlq = await h.readDlq(1);
+    expect(dlq).toHaveLength(1);
+    const [rec] = dlq;
     expect(rec).toMatchObject({ type: 'dispatch_failure', http_status: 422, retry_count: 1, max_retries: 4 });
     expect(rec!.error).toMatch(/422/);
     expect(h.api.requestsFor('refused')).toHaveLength(1);
@@ -358,6 +410,78 @@ describe('inbox relay (T10.7)', () => {
     expect(String((err as WorkflowFailedError).cause?.message)).toMatch(
       /dead-lettered after 1 attempt\(s\): .*422/,
     );
+  });
+
+  test('the worker counts every runs-API answer by code and times every call and every success (SPEC §8 metrics)', async () => {
+    h = await createHarness();
+    const worker = await h.startWorker();
+    await h.startIngester();
+    h.api.scriptFor('m-retried', { kind: 'status', status: 503 }, { kind: 'status', status: 503 });
+    h.api.scriptFor('m-refused', { kind: 'status', status: 422 });
+    // Admitted, then the answer lost: the retry hears 409.
+    h.api.scriptFor('m-lost', { kind: 'drop', afterAdmit: true });
+    for (const k of ['m-retried', 'm-refused', 'm-lost']) await h.publish(h.dispatchValue(k));
+    expect(await result('m-retried')).toMatchObject({ admission: 'created' });
+    expect(await result('m-lost')).toMatchObject({ admission: 'existing' });
+    await waitFor(async () => (await status('m-refused')) === 'FAILED', { what: 'm-refused to fail' });
+
+    // What the double answered, as the worker must have counted it (a dropped socket is code "error").
+    const expected = new Map<string, number>();
+    for (const r of h.api.requests) {
+      const code = r.answer === 'dropped' ? 'error' : String(r.answer);
+      expected.set(code, (expected.get(code) ?? 0) + 1);
+    }
+    expect(Object.fromEntries(expected)).toEqual({ '503': 2, '201': 1, '422': 1, error: 1, '409': 1 });
+    const text = await worker.metrics();
+    for (const [code, n] of expected) {
+      expect([code, metricValue(text, 'poimen_runs_api_requests_total', { code })]).toEqual([code, n]);
+    }
+    expect(metricValue(text, 'poimen_runs_api_request_duration_seconds_count')).toBe(h.api.requests.length);
+    // Record → API latency is observed once per dispatch that reached the API with success.
+    expect(metricValue(text, 'poimen_dispatch_latency_seconds_count')).toBe(2);
+    expect(metricValue(text, 'poimen_dispatch_latency_seconds_sum')).toBeGreaterThan(0);
+  });
+
+  test('USE_EXISTING: a redelivery while the dispatch runs attaches to it: same run id, one execution, one call', async () => {
+    h = await createHarness();
+    const ingester = await h.startIngester();
+    const started = async () =>
+      metricValue(await ingester.metrics(), 'poimen_dispatch_records_total', {
+        tenant: h.tenant,
+        outcome: 'started',
+      }) ?? 0;
+    // No worker yet: the execution stays Running while the same record arrives again.
+    await h.publish(h.dispatchValue('attach'));
+    await waitFor(async () => (await started()) === 1, { what: 'the first start' });
+    const handle = h.client.workflow.getHandle(h.wfId('attach'));
+    const first = await handle.describe();
+    expect(first.status.name).toBe('RUNNING');
+    await h.publish(h.dispatchValue('attach'));
+    // The second start attaches (counted started, not duplicate: the conflict policy is USE_EXISTING).
+    await waitFor(async () => (await started()) === 2, { what: 'the redelivered record to attach' });
+    expect(
+      metricValue(await ingester.metrics(), 'poimen_dispatch_records_total', {
+        tenant: h.tenant,
+        outcome: 'duplicate',
+      }) ?? 0,
+    ).toBe(0);
+    expect((await handle.describe()).runId).toBe(first.runId);
+    await h.startWorker();
+    expect(await handle.result()).toMatchObject({ admission: 'created' });
+    // Visibility is eventually consistent: wait until it shows the completed run, then there must be no other.
+    const executions = await waitFor(
+      async () => {
+        const seen: { runId: string; status: string }[] = [];
+        for await (const e of h.client.workflow.list({ query: `WorkflowId = '${h.wfId('attach')}'` })) {
+          seen.push({ runId: e.runId, status: e.status.name });
+        }
+        return seen.some((e) => e.status === 'COMPLETED') ? seen : undefined;
+      },
+      { what: 'the execution listed as completed' },
+    );
+    expect(executions).toEqual([{ runId: first.runId, status: 'COMPLETED' }]);
+    expect(h.api.requestsFor('attach')).toHaveLength(1);
+    await h.expectCommittedAtLogEnd();
   });
 
   test('Retry-After: 2 is respected (measured gap between attempts)', async () => {
@@ -378,15 +502,12 @@ describe('inbox relay (T10.7)', () => {
     h = await createHarness({ env: { RUNS_API_TIMEOUT_MS: '2000' } });
     const worker = await h.startWorker('worker-1');
     await h.startIngester();
-    // The API admits the run but answers late; the worker dies before it hears back.
-    h.api.scriptFor('crash', { kind: 'delay', ms: 1500 });
+    // The API holds the call until the worker is dead, then admits the run: the worker never hears back.
+    h.api.scriptFor('crash', { kind: 'hold' });
     await h.publish(h.dispatchValue('crash'));
-    await h.api.waitFor(
-      (a) => a.requestsFor('crash').length === 1,
-      60_000,
-      'the first attempt to reach the API',
-    );
+    await h.api.waitFor((a) => a.heldCount === 1, 60_000, 'the first attempt to be held at the API');
     await worker.kill();
+    expect(h.api.release()).toBe(1);
     await h.api.waitFor((a) => a.runs.has('crash'), 60_000, 'the API to admit the run');
 
     await h.startWorker('worker-2');
@@ -430,17 +551,26 @@ describe('inbox relay (T10.7)', () => {
       },
     );
     expect(await ingester.stop()).toBe(0);
-    const admin = h.kafka.admin();
-    await admin.connect();
-    const [committed] = await admin.fetchOffsets({ groupId: h.groupId, topics: [topics.dispatch(h.tenant)] });
-    await admin.disconnect();
-    const offset = Number(committed!.partitions[0]!.offset);
-    // Every committed record has its workflow; nothing past the commit point was skipped.
-    for (let i = 0; i < offset; i++)
-      await expect(h.client.workflow.getHandle(h.wfId(`drain-${i}`)).describe()).resolves.toBeDefined();
+    const committed = (await h.offsets())[0]!.committed;
+    // The drain committed what it started: the records with a workflow are exactly those below the committed
+    // offset (a start finished but left uncommitted, or a commit past an unstarted record, both fail here).
+    const started: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      const exists = await h.client.workflow
+        .getHandle(h.wfId(`drain-${i}`))
+        .describe()
+        .then(
+          () => true,
+          () => false,
+        );
+      if (exists) started.push(i);
+    }
+    expect(committed).toBeGreaterThanOrEqual(1);
+    expect(started).toEqual(Array.from({ length: committed }, (_, i) => i));
     await h.startIngester('ingest-2');
     for (let i = 0; i < 20; i++) await result(`drain-${i}`);
     expect(h.api.runs.size).toBe(20);
+    await h.expectCommittedAtLogEnd();
   });
 
   test('an ingester started while Kafka is down waits (not ready) and relays once the broker is back', async () => {
@@ -449,16 +579,18 @@ describe('inbox relay (T10.7)', () => {
     await stopService('kafka');
     let ingesting: ReturnType<Harness['startIngester']> | undefined;
     try {
-      ingesting = h.startIngester();
-      // It has really met the outage: its log shows the refused connections.
-      await waitFor(
-        () =>
-          fs
-            .readdirSync(logsDir)
-            .filter((f) => f.startsWith(`${h.tenant}-ingest`))
-            .some((f) => fs.readFileSync(path.join(logsDir, f), 'utf8').includes('ECONNREFUSED')),
-        { what: 'the ingester to meet the broker outage' },
+      let port: number | undefined;
+      ingesting = h.startIngester('ingest', (p) => (port = p));
+      // It has really met the outage, and says so: /readyz answers 503 naming Kafka.
+      const notReady = await waitFor(
+        async () => {
+          if (port === undefined) return undefined;
+          const r = await readyz({ metricsPort: port });
+          return r.status === 503 && /kafka/i.test(r.text) ? r.text : undefined;
+        },
+        { what: 'the ingester to report the broker outage on /readyz' },
       );
+      expect(notReady).toMatch(/^not ready: Kafka/);
     } finally {
       await startService('kafka');
     }
@@ -466,5 +598,6 @@ describe('inbox relay (T10.7)', () => {
     await ingesting;
     await h.publish(h.dispatchValue('after-broker-start'));
     expect(await result('after-broker-start')).toMatchObject({ admission: 'created' });
+    await h.expectCommittedAtLogEnd();
   });
 });

@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import Long from 'long';
-import { DLQ_RETENTION_MS, topics, type DlqRecord } from '../src/contract';
+import { topics, type DlqRecord } from '../src/contract';
 import { type CliResult, runCli } from './support/cli';
 import { uniqueName, uniqueTenant } from './support/names';
 import { metricValue } from './support/relay';
@@ -68,9 +68,47 @@ describe('topics', () => {
     );
     expect(list.find((t) => t.topic === topics.dlq(tenant))).toMatchObject({
       partitions: 2,
-      retentionMs: String(DLQ_RETENTION_MS),
+      // SPEC §2: 14 days, as the literal the SPEC gives (not the code's own constant).
+      retentionMs: '1209600000',
     });
     expect(list.find((t) => t.topic === topics.dispatch(tenant))).toMatchObject({ partitions: 2 });
+  });
+
+  test('topics apply declares several --tenant at once with the --replication-factor given; one the cluster cannot hold is refused with one line', async () => {
+    const tenants = [uniqueTenant(), uniqueTenant()];
+    const applied = json<{ topic: string; action: string }[]>(
+      await cli([
+        'topics',
+        'apply',
+        '--tenant',
+        ...tenants,
+        '--replication-factor',
+        '1',
+        '--partitions',
+        '1',
+        '--json',
+      ]),
+    );
+    const names = tenants.flatMap((t) => [topics.dispatch(t), topics.events(t), topics.dlq(t)]);
+    expect(applied.map((r) => [r.topic, r.action])).toEqual(names.map((n) => [n, 'created']));
+    const list = json<
+      { topic: string; partitions: number; replicationFactor: number; retentionMs: string | null }[]
+    >(await cli(['topics', 'list', '--json']));
+    for (const n of names) {
+      expect(list.find((t) => t.topic === n)).toMatchObject({ partitions: 1, replicationFactor: 1 });
+    }
+    for (const t of tenants) {
+      expect(list.find((l) => l.topic === topics.dlq(t))?.retentionMs).toBe('1209600000');
+    }
+
+    // The local stack has one broker: a replication factor of 2 cannot be met, and nothing is half-declared.
+    const refusedTenant = uniqueTenant();
+    const refused = await cli(['topics', 'apply', '--tenant', refusedTenant, '--replication-factor', '2']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr.trim().split('\n')).toHaveLength(1);
+    expect(refused.stderr).toMatch(/^poimen-relay: .*replication factor.*2/i);
+    const after = json<{ topic: string }[]>(await cli(['topics', 'list', '--json']));
+    expect(after.filter((t) => t.topic.includes(refusedTenant))).toEqual([]);
   });
 
   test('a topic that exists with different settings is reported, not silently accepted', async () => {

@@ -247,10 +247,22 @@ describe('operating dispatches with Temporal tools', () => {
     expect(callsWhenPaused).toBeGreaterThanOrEqual(2);
     expect(h.api.requestsFor(key).every((r) => r.answer === 503)).toBe(true);
 
-    // Unpaused, the activity would retry at least every RETRY_MAX_INTERVAL_MS (2 s): watch for three of those.
-    await expect(
-      h.api.waitFor((a) => a.requestsFor(key).length > callsWhenPaused, 6_000, 'a call while paused'),
-    ).rejects.toThrow(/timed out/);
+    // Unpaused, the activity would retry at least every RETRY_MAX_INTERVAL_MS (2 s). A control dispatch on the
+    // same worker, failing the same way, shows the worker retrying meanwhile: once its calls span twice that
+    // interval since the pause, the paused one must have made none (a starved worker would stall both).
+    const pausedAtMs = Date.now();
+    const control = 'pause-control';
+    stillRunning.push(h.wfId(control));
+    await h.publish(h.dispatchValue(control));
+    await h.api.waitFor(
+      (a) => {
+        const calls = a.requestsFor(control);
+        return calls.length >= 3 && calls[calls.length - 1]!.receivedAtMs - pausedAtMs >= 4_000;
+      },
+      120_000,
+      'the control dispatch to retry for two maximum intervals',
+    );
+    expect(h.api.requestsFor(key)).toHaveLength(callsWhenPaused);
     const still = (await handle.describe()).raw.pendingActivities?.[0];
     expect(still?.paused).toBe(true);
     expect((await handle.describe()).status.name).toBe('RUNNING');
@@ -272,7 +284,10 @@ describe('operating dispatches with Temporal tools', () => {
     );
     const answers = h.api.requestsFor(key).map((r) => r.answer);
     expect(answers).toEqual([...Array<number>(callsWhenPaused).fill(503), 201]);
-    expect(h.api.runs.size).toBe(1);
+    expect(await h.client.workflow.getHandle(h.wfId(control)).result()).toMatchObject({
+      admission: 'created',
+    });
+    expect(h.api.runs.size).toBe(2);
   });
 
   test('executions started by the previous version (input parsed, not text) complete on this worker, and a refused one is dead-lettered with its input', async () => {
@@ -385,10 +400,13 @@ describe('operating dispatches with Temporal tools', () => {
     record('completed-after-reset', 'h-rejected', resetRunId);
 
     // The worker dies while its call is at the API; another worker retries it after the attempt's timeout.
-    harness.api.scriptFor('h-worker-crash', { kind: 'delay', ms: 1500 });
+    // The API holds the call until the worker is dead, then admits it: the worker never hears the answer.
+    harness.api.scriptFor('h-worker-crash', { kind: 'hold' });
     await harness.publish(harness.dispatchValue('h-worker-crash'));
-    await harness.api.waitFor((a) => a.requestsFor('h-worker-crash').length === 1, 60_000, 'the first call');
+    await harness.api.waitFor((a) => a.heldCount === 1, 60_000, 'the first call held at the API');
     await firstWorker.kill();
+    expect(harness.api.release()).toBe(1);
+    await harness.api.waitFor((a) => a.runs.has('h-worker-crash'), 60_000, 'the API to admit the run');
     await harness.startWorker('worker-2');
     const crashed = await waitForExecution(harness, 'h-worker-crash');
     expect(await crashed.result()).toEqual({

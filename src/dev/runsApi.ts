@@ -25,7 +25,12 @@ export type Fault =
    * Destroy the socket without an answer. `afterAdmit` creates the run first, as when the API committed but
    * the response was lost: the retry must then see 409 and the same run id.
    */
-  | { kind: 'drop'; afterAdmit?: boolean };
+  | { kind: 'drop'; afterAdmit?: boolean }
+  /**
+   * Hold the request unanswered until the test calls `release()`, then answer normally: a test that must act
+   * while a call is at the API (kill the worker, pause the activity) waits on a condition, not a time window.
+   */
+  | { kind: 'hold' };
 
 export interface RecordedRequest {
   seq: number;
@@ -64,6 +69,10 @@ export class RunsApiDouble {
   private standing: Fault | undefined;
   private policy: ((dispatchKey: string | undefined) => Fault | undefined) | undefined;
   private seq = 0;
+  private held: (() => void)[] = [];
+  /** Requests received and not yet answered or dropped, now and at most at once (what the relay had in flight). */
+  inFlight = 0;
+  maxInFlight = 0;
   private readonly waiters = new Set<() => void>();
   private readonly sockets = new Set<Socket>();
   private closed = false;
@@ -126,6 +135,19 @@ export class RunsApiDouble {
     return this;
   }
 
+  /** Requests held by a `hold` fault right now. */
+  get heldCount(): number {
+    return this.held.length;
+  }
+
+  /** Lets every held request go on (it is then answered as if it had just arrived); returns how many. */
+  release(): number {
+    const held = this.held;
+    this.held = [];
+    for (const go of held) go();
+    return held.length;
+  }
+
   requestsFor(dispatchKey: string): RecordedRequest[] {
     return this.requests.filter(
       (r) => (r.json as { dispatch_key?: unknown } | undefined)?.dispatch_key === dispatchKey,
@@ -158,6 +180,7 @@ export class RunsApiDouble {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.release();
     for (const s of this.sockets) s.destroy();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
@@ -191,11 +214,19 @@ export class RunsApiDouble {
       answer: 0,
     };
     this.requests.push(rec);
+    this.inFlight++;
+    this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
+    let open = true;
+    const done = () => {
+      if (open) this.inFlight--;
+      open = false;
+    };
     // Waiters see a request when it arrives, not only when it is answered: a test that acts "while the call is
     // at the API" (e.g. kills the worker during a scripted delay) must not wake after the answer went out.
     this.notify();
     const answer = (status: number, payload: unknown, headers: Record<string, string> = {}) => {
       rec.answer = status;
+      done();
       res.writeHead(status, { 'content-type': 'application/json', ...headers });
       res.end(JSON.stringify(payload));
       this.notify();
@@ -211,6 +242,12 @@ export class RunsApiDouble {
 
     const fault = this.nextFault(dispatchKey);
     if (fault?.kind === 'delay') await new Promise((r) => setTimeout(r, fault.ms));
+    if (fault?.kind === 'hold') {
+      await new Promise<void>((r) => {
+        this.held.push(r);
+        this.notify();
+      });
+    }
     if (fault?.kind === 'status') {
       const authorization = req.headers.authorization ?? '';
       const echoed = fault.body
@@ -231,6 +268,7 @@ export class RunsApiDouble {
     if (fault?.kind === 'drop') {
       if (fault.afterAdmit) this.admit(runKey);
       rec.answer = 'dropped';
+      done();
       req.socket.destroy();
       this.notify();
       return;

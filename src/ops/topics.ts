@@ -79,7 +79,10 @@ export async function applyTopics(admin: Admin, specs: ITopicConfig[]): Promise<
     } catch (err) {
       // Created concurrently by someone else is fine; compared below like any existing topic.
       const now = new Set(await admin.listTopics());
-      if (missing.some((s) => !now.has(s.topic))) throw err;
+      if (missing.some((s) => !now.has(s.topic))) {
+        const brokers = (await admin.describeCluster().catch(() => undefined))?.brokers.length;
+        throw declarationRefusal(err, missing, brokers) ?? err;
+      }
     }
   }
   const created = new Set(missing.map((s) => s.topic));
@@ -161,4 +164,41 @@ export async function listTopics(admin: Admin): Promise<TopicInfo[]> {
       retentionMs: retention.get(t.name) ?? null,
     }))
     .sort((a, b) => a.topic.localeCompare(b.topic));
+}
+
+/** Kafka's per-topic answers that refuse the declaration itself: the cluster cannot hold it as declared. */
+const DECLARATION_REFUSALS = new Set([
+  'INVALID_REPLICATION_FACTOR',
+  'INVALID_PARTITIONS',
+  'INVALID_CONFIG',
+  'INVALID_REPLICA_ASSIGNMENT',
+  'POLICY_VIOLATION',
+]);
+
+/**
+ * A declaration Kafka refused (e.g. a replication factor above the broker count), as one line with Kafka's
+ * reason and the topics it names: a usage error, not a crash. Undefined for any other failure.
+ */
+function declarationRefusal(
+  err: unknown,
+  specs: ITopicConfig[],
+  brokers: number | undefined,
+): ConfigError | undefined {
+  const errors = (err as { errors?: unknown } | undefined)?.errors;
+  if (!Array.isArray(errors) || errors.length === 0) return undefined;
+  const byReason = new Map<string, string[]>();
+  for (const e of errors as { topic?: unknown; type?: unknown; message?: unknown }[]) {
+    if (typeof e.type !== 'string' || !DECLARATION_REFUSALS.has(e.type)) return undefined;
+    const spec = specs.find((s) => s.topic === e.topic);
+    const declared =
+      e.type === 'INVALID_REPLICATION_FACTOR'
+        ? ` (declared replication factor ${spec?.replicationFactor ?? '?'}; the cluster has ${brokers ?? '?'} broker(s))`
+        : e.type === 'INVALID_PARTITIONS'
+          ? ` (declared partitions ${spec?.numPartitions ?? '?'})`
+          : '';
+    const reason = `${String(e.message)}${declared}`;
+    byReason.set(reason, [...(byReason.get(reason) ?? []), String(e.topic)]);
+  }
+  const text = [...byReason].map(([reason, names]) => `${reason}: ${names.join(', ')}`).join('; ');
+  return new ConfigError('topics apply', `was refused by Kafka: ${text}`);
 }

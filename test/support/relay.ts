@@ -47,8 +47,11 @@ export async function startRelayProcess(
   env: NodeJS.ProcessEnv,
   label: string = role,
   packageRoot?: string,
+  /** Told the metrics port before the process is ready: a test can read /readyz while it is not. */
+  onMetricsPort?: (port: number) => void,
 ): Promise<RelayProcess> {
   const metricsPort = await freePort();
+  onMetricsPort?.(metricsPort);
   return start({
     role,
     env,

@@ -26,13 +26,20 @@ export interface Harness {
   producer: Producer;
   /** `packageRoot`: run another build of the relay (an earlier version) instead of this one. */
   startWorker(label?: string, packageRoot?: string): Promise<RelayProcess>;
-  startIngester(label?: string): Promise<RelayProcess>;
+  /** `onMetricsPort` learns the port at once, before the ingester is ready (to read /readyz meanwhile). */
+  startIngester(label?: string, onMetricsPort?: (port: number) => void): Promise<RelayProcess>;
   publish(
     value: string | Buffer | null,
     opts?: { key?: string; headers?: IHeaders; topic?: string },
   ): Promise<void>;
   dispatchValue(key: string, extra?: Record<string, unknown>): string;
+  /**
+   * Every dead letter of the tenant's DLQ topic, once at least `expected` arrived: read to the topic's end as it
+   * stands then, so a duplicate beyond the expected count is returned too (tests assert exact counts by id).
+   */
   readDlq(expected: number, timeoutMs?: number): Promise<DlqRecord[]>;
+  /** As readDlq, with each record's Kafka key (SPEC §6: `<tenant>:<dispatch_key>` when known). */
+  readDlqMessages(expected: number, timeoutMs?: number): Promise<{ key: string | null; record: DlqRecord }[]>;
   wfId(key: string): string;
   /** The group's committed offsets and the topic's end offsets, per partition of the tenant's .dispatch. */
   offsets(tenant?: string): Promise<{ partition: number; committed: number; high: number }[]>;
@@ -113,8 +120,8 @@ export async function createHarness(
       processes.push(p);
       return p;
     },
-    async startIngester(label = 'ingest') {
-      const p = await startRelayProcess('ingest', env, `${tenant}-${label}`);
+    async startIngester(label = 'ingest', onMetricsPort?: (port: number) => void) {
+      const p = await startRelayProcess('ingest', env, `${tenant}-${label}`, undefined, onMetricsPort);
       processes.push(p);
       return p;
     },
@@ -135,20 +142,34 @@ export async function createHarness(
       });
     },
     async readDlq(expected, timeoutMs = 60_000) {
+      return (await h.readDlqMessages(expected, timeoutMs)).map((m) => m.record);
+    },
+    async readDlqMessages(expected, timeoutMs = 60_000) {
+      const topic = topics.dlq(tenant);
       const consumer = kafka.consumer({ groupId: uniqueName('it-dlq-reader') });
       dlqConsumers.push(consumer);
-      const records: DlqRecord[] = [];
+      const messages: { key: string | null; record: DlqRecord }[] = [];
+      const next = new Map<number, number>();
       await consumer.connect();
-      await consumer.subscribe({ topic: topics.dlq(tenant), fromBeginning: true });
+      await consumer.subscribe({ topic, fromBeginning: true });
       await consumer.run({
-        eachMessage: async ({ message }) => {
-          const rec = parseDlqRecord(message.value);
-          if (rec) records.push(rec);
+        eachMessage: async ({ partition, message }) => {
+          next.set(partition, Number(message.offset) + 1);
+          const record = parseDlqRecord(message.value);
+          if (record) messages.push({ key: message.key?.toString('utf8') ?? null, record });
         },
       });
-      await waitFor(() => records.length >= expected, { timeoutMs, what: `${expected} DLQ records` });
+      await waitFor(() => messages.length >= expected, { timeoutMs, what: `${expected} DLQ records` });
+      // Then to the end of the topic as it is now: a duplicate dead letter must not go unseen.
+      const admin = kafka.admin();
+      await admin.connect();
+      const ends = await admin.fetchTopicOffsets(topic).finally(() => admin.disconnect());
+      await waitFor(() => ends.every((e) => (next.get(e.partition) ?? 0) >= Number(e.high)), {
+        timeoutMs,
+        what: `the DLQ topic read to its end (${ends.map((e) => e.high).join(',')})`,
+      });
       await consumer.disconnect();
-      return records;
+      return messages;
     },
     wfId: (key) => workflowId(tenant, key),
     async offsets(t = tenant) {

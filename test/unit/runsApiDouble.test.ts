@@ -35,6 +35,21 @@ describe('runs API double', () => {
     await api.close();
   });
 
+  test('a held call stays unanswered, and unadmitted, until released; in-flight calls are counted', async () => {
+    api.scriptFor('held', { kind: 'hold' });
+    const pending = post(api, 'held');
+    const other = post(api, 'other-1');
+    await api.waitFor((a) => a.heldCount === 1, 5_000, 'the call to be held');
+    expect((await other).status).toBe(201);
+    expect(api.runs.has('held')).toBe(false);
+    expect(api.inFlight).toBe(1);
+    expect(api.maxInFlight).toBe(2);
+    expect(api.release()).toBe(1);
+    expect((await pending).status).toBe(201);
+    expect(api.runs.has('held')).toBe(true);
+    expect(api.inFlight).toBe(0);
+  });
+
   test('first call for a dispatch_key is 201 with a run id; later calls are 409 with the same id', async () => {
     const first = await post(api, 'd-1');
     const second = await post(api, 'd-1');

@@ -1,0 +1,212 @@
+/**
+ * The `dispatch` workflow's logic with mocked activities on a local Temporal dev server (the stack's cached
+ * temporal CLI, started by the SDK's test environment): which activity it schedules and with what, the retry
+ * policy it gives the call, and the dead letter after a refusal. Seconds, not the minutes of the integration
+ * suites. The SDK's own CLI download cannot work here, so the cached binary is required: provision it first.
+ */
+import { randomUUID as uuid } from 'node:crypto';
+import fs from 'node:fs';
+import { ApplicationFailure } from '@temporalio/common';
+import type { temporal } from '@temporalio/proto';
+import { WorkflowFailedError } from '@temporalio/client';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { DefaultLogger, Runtime, Worker, bundleWorkflowCode } from '@temporalio/worker';
+import { loadStackConfig } from '../../src/config';
+import { temporalBinPath } from '../../src/stack/provision';
+import { type DeadLetterInput, type DispatchInput, type PostRunHeadInput } from '../../src/workflows/types';
+
+let env: TestWorkflowEnvironment;
+let workflowBundle: { code: string };
+
+beforeAll(async () => {
+  const bin = temporalBinPath(loadStackConfig());
+  if (!fs.existsSync(bin)) {
+    throw new Error(
+      `the Temporal CLI is not at ${bin}: run \`node bin/poimen-relay.js stack provision\` first`,
+    );
+  }
+  // Workers start and stop once per test; their INFO lines would bury a failure.
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  // Bundled once for all tests (seconds of webpack each time otherwise).
+  workflowBundle = await bundleWorkflowCode({
+    workflowsPath: require.resolve('../../src/workflows'),
+    logger: new DefaultLogger('WARN'),
+  });
+  env = await TestWorkflowEnvironment.createLocal({
+    server: { executable: { type: 'existing-path', path: bin }, ui: false },
+  });
+}, 60_000);
+afterAll(async () => {
+  await env?.teardown();
+});
+
+interface Calls {
+  postRun: unknown[][];
+  postRunWithInputBytes: [PostRunHeadInput, Uint8Array][];
+  deadLetter: DeadLetterInput[];
+}
+
+type PostRunImpl = (attempt: number) => Promise<{ run_id: string; admission: 'created' | 'existing' }>;
+
+async function runDispatch(input: DispatchInput, post: PostRunImpl) {
+  const calls: Calls = { postRun: [], postRunWithInputBytes: [], deadLetter: [] };
+  let attempts = 0;
+  const taskQueue = `unit-${uuid()}`;
+  const worker = await Worker.create({
+    connection: env.nativeConnection,
+    taskQueue,
+    workflowBundle,
+    activities: {
+      postRun: async (...args: unknown[]) => {
+        calls.postRun.push(args);
+        return post(++attempts);
+      },
+      postRunWithInputBytes: async (head: PostRunHeadInput, bytes: Uint8Array) => {
+        calls.postRunWithInputBytes.push([head, bytes]);
+        return post(++attempts);
+      },
+      deadLetter: async (dl: DeadLetterInput) => {
+        calls.deadLetter.push(dl);
+      },
+    },
+  });
+  const workflowId = `dispatch:${input.tenant}:${input.dispatch.dispatch_key}-${uuid()}`;
+  const outcome = await worker.runUntil(
+    env.client.workflow
+      .execute('dispatch', { taskQueue, workflowId, args: [input] })
+      .then((result) => ({ result, error: undefined as unknown }))
+      .catch((error: unknown) => ({ result: undefined, error })),
+  );
+  const { events } = await env.client.workflow.getHandle(workflowId).fetchHistory();
+  return { ...outcome, calls, events: events ?? [], workflowId };
+}
+
+const POLICY = {
+  attemptTimeoutMs: 2_000,
+  initialIntervalMs: 100,
+  backoff: 1.5,
+  maxIntervalMs: 400,
+  maxAttempts: 3,
+};
+const INPUT_TEXT = '{"user": 9007199254740993}';
+const input = (over: Partial<DispatchInput> = {}): DispatchInput => ({
+  tenant: 'acme',
+  dispatch: { workflow_ref: 'onboarding@v3', goal_id: 'g-1', dispatch_key: 'd-1', input_json: INPUT_TEXT },
+  source: { topic: 'poimen.acme.dispatch', partition: 0, offset: '7', timestamp: '1700000000000' },
+  policy: POLICY,
+  traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+  ...over,
+});
+
+function scheduled(events: temporal.api.history.v1.IHistoryEvent[]) {
+  return events
+    .map((e) => e.activityTaskScheduledEventAttributes)
+    .filter((a): a is temporal.api.history.v1.IActivityTaskScheduledEventAttributes => !!a);
+}
+
+describe('the dispatch workflow', () => {
+  test('schedules postRunWithInputBytes(head, input bytes) behind the patch, with the policy as retry policy, and returns its answer', async () => {
+    const { result, error, calls, events } = await runDispatch(input(), async () => ({
+      run_id: 'r-1',
+      admission: 'created',
+    }));
+    expect(error).toBeUndefined();
+    expect(result).toEqual({ run_id: 'r-1', admission: 'created' });
+    expect(calls.postRun).toEqual([]);
+    expect(calls.deadLetter).toEqual([]);
+    expect(calls.postRunWithInputBytes).toHaveLength(1);
+    const [head, bytes] = calls.postRunWithInputBytes[0]!;
+    expect(head).toEqual({
+      tenant: 'acme',
+      traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+      attemptTimeoutMs: 2_000,
+      recordTimestampMs: 1_700_000_000_000,
+      dispatch: { workflow_ref: 'onboarding@v3', goal_id: 'g-1', dispatch_key: 'd-1' },
+    });
+    expect(Buffer.from(bytes).toString('utf8')).toBe(INPUT_TEXT);
+    // The patch is recorded, so this execution replays into the same branch.
+    const markers = events.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch');
+    expect(markers).toHaveLength(1);
+    const [call] = scheduled(events);
+    expect(call!.activityType?.name).toBe('postRunWithInputBytes');
+    const rp = call!.retryPolicy!;
+    expect(rp.maximumAttempts).toBe(3);
+    expect(rp.backoffCoefficient).toBe(1.5);
+    expect(
+      Number(rp.initialInterval?.nanos ?? 0) / 1e6 + Number(rp.initialInterval?.seconds ?? 0) * 1e3,
+    ).toBe(100);
+    expect(
+      Number(rp.maximumInterval?.nanos ?? 0) / 1e6 + Number(rp.maximumInterval?.seconds ?? 0) * 1e3,
+    ).toBe(400);
+    expect(rp.nonRetryableErrorTypes).toEqual(['RunsApiRejected']);
+    // The HTTP timeout fires first; the start-to-close bound only catches a worker that died mid-call.
+    expect(Number(call!.startToCloseTimeout?.seconds)).toBe(7);
+  });
+
+  test('a retryable failure is retried by Temporal until it succeeds', async () => {
+    const { result, calls } = await runDispatch(input(), async (attempt) => {
+      if (attempt < 3) throw ApplicationFailure.create({ type: 'RunsApiUnavailable', message: '503' });
+      return { run_id: 'r-3', admission: 'existing' };
+    });
+    expect(result).toEqual({ run_id: 'r-3', admission: 'existing' });
+    expect(calls.postRunWithInputBytes).toHaveLength(3);
+    expect(calls.deadLetter).toEqual([]);
+  });
+
+  test('a non-retryable refusal is dead-lettered once with the status and attempt, and the execution fails DispatchFailed', async () => {
+    const { error, calls } = await runDispatch(input(), async (attempt) => {
+      throw ApplicationFailure.create({
+        type: 'RunsApiRejected',
+        message: 'runs API answered 422',
+        nonRetryable: true,
+        details: [{ httpStatus: 422, attempt }],
+      });
+    });
+    expect(calls.postRunWithInputBytes).toHaveLength(1);
+    expect(calls.deadLetter).toHaveLength(1);
+    const dl = calls.deadLetter[0]!;
+    expect(dl).toMatchObject({
+      tenant: 'acme',
+      dispatchKey: 'd-1',
+      source: input().source,
+      error: 'runs API answered 422',
+      httpStatus: 422,
+      retryCount: 1,
+      maxRetries: 3,
+    });
+    expect(dl.workflowId).toMatch(/^dispatch:acme:d-1-/);
+    expect(dl.workflowRunId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(error).toBeInstanceOf(WorkflowFailedError);
+    const cause = (error as WorkflowFailedError).cause as ApplicationFailure;
+    expect(cause.type).toBe('DispatchFailed');
+    expect(cause.nonRetryable).toBe(true);
+  });
+
+  test('retries exhausted: dead-lettered with retry_count = max attempts', async () => {
+    const { error, calls } = await runDispatch(input(), async (attempt) => {
+      throw ApplicationFailure.create({
+        type: 'RunsApiUnavailable',
+        message: 'runs API answered 503',
+        details: [{ httpStatus: 503, attempt }],
+      });
+    });
+    expect(calls.postRunWithInputBytes).toHaveLength(3);
+    expect(calls.deadLetter).toHaveLength(1);
+    expect(calls.deadLetter[0]).toMatchObject({ httpStatus: 503, retryCount: 3, maxRetries: 3 });
+    expect(((error as WorkflowFailedError).cause as ApplicationFailure).type).toBe('DispatchFailed');
+  });
+
+  test('an execution started by an earlier ingester (parsed input) schedules postRun with the whole dispatch', async () => {
+    const legacy = { workflow_ref: 'onboarding@v3', goal_id: null, dispatch_key: 'd-2', input: { a: [1] } };
+    const { result, calls } = await runDispatch(input({ dispatch: legacy }), async () => ({
+      run_id: 'r-2',
+      admission: 'created',
+    }));
+    expect(result).toEqual({ run_id: 'r-2', admission: 'created' });
+    expect(calls.postRunWithInputBytes).toEqual([]);
+    expect(calls.postRun).toHaveLength(1);
+    expect(calls.postRun[0]).toEqual([
+      expect.objectContaining({ tenant: 'acme', dispatch: legacy, attemptTimeoutMs: 2_000 }),
+    ]);
+  });
+});

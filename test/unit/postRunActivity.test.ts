@@ -1,0 +1,201 @@
+/**
+ * The `postRun` activity's I/O against a real node:http server, run in the SDK's MockActivityEnvironment: the
+ * bytes and headers on the wire, how each answer is turned into success or failure, the metrics it records, and
+ * the cap on a Retry-After. The integration suites show the same on the real stack in minutes; these fail in
+ * seconds when the activity changes.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ApplicationFailure } from '@temporalio/common';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { DefaultLogger } from '@temporalio/worker';
+import { Agent } from 'undici';
+import { createActivities } from '../../src/activities';
+import type { DlqPublisher } from '../../src/kafka/dlqPublisher';
+import { createLogger } from '../../src/logger';
+import { createMetrics } from '../../src/metrics';
+import type { PostRunHeadInput, PostRunInput } from '../../src/workflows/types';
+
+interface Seen {
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+}
+type Answer = { status: number; headers?: Record<string, string>; body?: string };
+
+let server: http.Server;
+let url: string;
+const seen: Seen[] = [];
+let answers: Answer[] = [];
+const dispatcher = new Agent();
+
+beforeAll(async () => {
+  server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      seen.push({ headers: req.headers, body: Buffer.concat(chunks) });
+      const a = answers.shift() ?? { status: 201, body: '{"run_id":"r-1","admission":"created"}' };
+      res.writeHead(a.status, { 'content-type': 'application/json', ...a.headers });
+      res.end(a.body ?? '{}');
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(async () => {
+  await dispatcher.close();
+  await new Promise<void>((r) => server.close(() => r()));
+});
+beforeEach(() => {
+  seen.length = 0;
+  answers = [];
+});
+
+function activities(token?: string) {
+  const metrics = createMetrics();
+  const acts = createActivities({
+    dispatcher,
+    runsApi: { url, ...(token ? { token } : {}) },
+    userAgent: 'poimen-relay/unit',
+    dlq: {} as DlqPublisher,
+    metrics,
+    logger: createLogger('unit', 'silent'),
+    startInput: () => Promise.reject(new Error('not used')),
+  });
+  return { acts, metrics };
+}
+
+const env = (maximumInterval = 60_000) =>
+  new MockActivityEnvironment(
+    { attempt: 3, retryPolicy: { maximumInterval, initialInterval: 1000, backoffCoefficient: 2 } } as never,
+    // Failures are what these tests provoke; the SDK's warning per failed attempt is noise here.
+    { logger: new DefaultLogger('ERROR') },
+  );
+
+const HEAD: PostRunHeadInput = {
+  tenant: 'acme',
+  dispatch: { workflow_ref: 'onboarding@v3', goal_id: null, dispatch_key: 'd-1' },
+  traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+  attemptTimeoutMs: 5_000,
+  recordTimestampMs: Date.now() - 2_000,
+};
+// Text as the producer wrote it: spacing and a 2^53+1 integer must reach the API byte for byte.
+const INPUT_TEXT = '{ "user": 9007199254740993,\n "name": "Zoë" }';
+
+async function metricValues(metrics: ReturnType<typeof createMetrics>) {
+  const requests = await metrics.runsApiRequests.get();
+  const duration = await metrics.runsApiDuration.get();
+  const latency = await metrics.dispatchLatency.get();
+  const count = (h: typeof duration) => h.values.find((v) => v.metricName?.endsWith('_count'))?.value ?? 0;
+  const sum = (h: typeof duration) => h.values.find((v) => v.metricName?.endsWith('_sum'))?.value ?? 0;
+  return {
+    byCode: Object.fromEntries(requests.values.map((v) => [v.labels.code, v.value])),
+    durationCount: count(duration),
+    latencyCount: count(latency),
+    latencySum: sum(latency),
+  };
+}
+
+describe('postRun activity I/O', () => {
+  test('postRunWithInputBytes posts the four fields with the input bytes verbatim and the SPEC headers', async () => {
+    const { acts, metrics } = activities('s3cret');
+    const result = await env().run(acts.postRunWithInputBytes, HEAD, new TextEncoder().encode(INPUT_TEXT));
+    expect(result).toEqual({ run_id: 'r-1', admission: 'created' });
+    expect(seen).toHaveLength(1);
+    const [{ headers, body }] = seen as [Seen];
+    expect(body.toString('utf8')).toBe(
+      `{"workflow_ref":"onboarding@v3","input":${INPUT_TEXT},"goal_id":null,"dispatch_key":"d-1"}`,
+    );
+    expect(headers['content-type']).toBe('application/json');
+    expect(headers['x-tenant-id']).toBe('acme');
+    expect(headers['idempotency-key']).toBe('d-1');
+    expect(headers['user-agent']).toBe('poimen-relay/unit');
+    expect(headers.authorization).toBe('Bearer s3cret');
+    expect(headers.traceparent).toBe(HEAD.traceparent);
+    const m = await metricValues(metrics);
+    expect(m.byCode).toEqual({ '201': 1 });
+    expect(m.durationCount).toBe(1);
+    expect(m.latencyCount).toBe(1);
+    // Record → API latency is measured from the Kafka record's timestamp, 2 s ago.
+    expect(m.latencySum).toBeGreaterThanOrEqual(2);
+  });
+
+  test('a 409 is success with the existing run; no token means no authorization header', async () => {
+    const { acts, metrics } = activities();
+    answers = [{ status: 409, body: '{"run_id":"r-old","admission":"existing"}' }];
+    const input: PostRunInput = { ...HEAD, dispatch: { ...HEAD.dispatch, input: { a: 1 } } };
+    await expect(env().run(acts.postRun, input)).resolves.toEqual({ run_id: 'r-old', admission: 'existing' });
+    expect(seen[0]!.headers.authorization).toBeUndefined();
+    expect(JSON.parse(seen[0]!.body.toString())).toEqual({
+      workflow_ref: 'onboarding@v3',
+      input: { a: 1 },
+      goal_id: null,
+      dispatch_key: 'd-1',
+    });
+    expect((await metricValues(metrics)).byCode).toEqual({ '409': 1 });
+  });
+
+  test('a 422 is a non-retryable RunsApiRejected carrying the status and attempt; no latency observed', async () => {
+    const { acts, metrics } = activities();
+    answers = [{ status: 422, body: '{"error":"unknown workflow_ref"}' }];
+    const err = await env()
+      .run(acts.postRunWithInputBytes, HEAD, new TextEncoder().encode('{}'))
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ApplicationFailure);
+    const failure = err as ApplicationFailure;
+    expect(failure.type).toBe('RunsApiRejected');
+    expect(failure.nonRetryable).toBe(true);
+    expect(failure.message).toContain('unknown workflow_ref');
+    expect(failure.details?.[0]).toEqual({ httpStatus: 422, attempt: 3 });
+    const m = await metricValues(metrics);
+    expect(m.byCode).toEqual({ '422': 1 });
+    expect(m.durationCount).toBe(1);
+    expect(m.latencyCount).toBe(0);
+  });
+
+  test.each([
+    ['Retry-After within the maximum interval is kept', '2', 60_000, 2_000],
+    ['Retry-After past the maximum interval is capped at it', '86400', 30_000, 30_000],
+    ['a far HTTP date is capped at the maximum interval', 'Fri, 31 Dec 9999 23:59:59 GMT', 45_000, 45_000],
+  ])('503: %s', async (_what, retryAfter, maxIntervalMs, expectedDelayMs) => {
+    const { acts } = activities();
+    answers = [{ status: 503, headers: { 'retry-after': retryAfter } }];
+    const err = (await env(maxIntervalMs)
+      .run(acts.postRunWithInputBytes, HEAD, new TextEncoder().encode('{}'))
+      .catch((e: unknown) => e)) as ApplicationFailure;
+    expect(err.type).toBe('RunsApiUnavailable');
+    expect(err.nonRetryable).toBe(false);
+    expect(err.details?.[0]).toEqual({ httpStatus: 503, attempt: 3 });
+    expect(Number(err.nextRetryDelay)).toBe(expectedDelayMs);
+  });
+
+  test('a 503 without Retry-After leaves the delay to the retry policy', async () => {
+    const { acts } = activities();
+    answers = [{ status: 503 }];
+    const err = (await env()
+      .run(acts.postRunWithInputBytes, HEAD, new TextEncoder().encode('{}'))
+      .catch((e: unknown) => e)) as ApplicationFailure;
+    expect(err.type).toBe('RunsApiUnavailable');
+    expect(err.nextRetryDelay).toBeUndefined();
+  });
+
+  test('a refused connection is retryable and counted under code "error", the target named', async () => {
+    const metrics = createMetrics();
+    const acts = createActivities({
+      dispatcher,
+      runsApi: { url: 'http://127.0.0.1:1' },
+      userAgent: 'poimen-relay/unit',
+      dlq: {} as DlqPublisher,
+      metrics,
+      logger: createLogger('unit', 'silent'),
+      startInput: () => Promise.reject(new Error('not used')),
+    });
+    const err = (await env()
+      .run(acts.postRunWithInputBytes, HEAD, new TextEncoder().encode('{}'))
+      .catch((e: unknown) => e)) as ApplicationFailure;
+    expect(err.type).toBe('RunsApiUnavailable');
+    expect(err.nonRetryable).toBe(false);
+    expect(err.message).toContain('http://127.0.0.1:1/v1/runs');
+    expect((await metricValues(metrics)).byCode).toEqual({ error: 1 });
+  });
+});

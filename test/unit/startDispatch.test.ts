@@ -1,0 +1,179 @@
+/**
+ * `handleRecord` against a stub Temporal client and DLQ publisher: what a start asks of Temporal (id, id
+ * policies, search attributes, memo), and what each start error becomes. The integration suites cover the same
+ * paths on the real stack in minutes; this fails in a second when one of them is changed.
+ */
+import { ServiceError, WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import type { KafkaMessage } from 'kafkajs';
+import { WORKFLOW_TYPE, type DlqRecord } from '../../src/contract';
+import type { DlqPublisher } from '../../src/kafka/dlqPublisher';
+import { handleRecord, type StartContext } from '../../src/ingest/startDispatch';
+import { DEFAULT_DISPATCH_POLICY, type DispatchInput } from '../../src/workflows/types';
+
+interface StartCall {
+  type: string;
+  options: Record<string, unknown> & { args: [DispatchInput] };
+}
+
+function stubs(startError?: unknown) {
+  const starts: StartCall[] = [];
+  const published: { record: DlqRecord; key: string | Buffer | null }[] = [];
+  const deadlines: number[] = [];
+  const client = {
+    connection: {
+      withDeadline: async <T>(deadline: number, fn: () => Promise<T>) => {
+        deadlines.push(deadline);
+        return fn();
+      },
+    },
+    workflow: {
+      start: async (type: string, options: StartCall['options']) => {
+        starts.push({ type, options });
+        if (startError !== undefined) throw startError;
+        return {};
+      },
+    },
+  } as unknown as Client;
+  const dlq = {
+    publish: async (record: DlqRecord, key: string | Buffer | null) => {
+      published.push({ record, key });
+    },
+  } as unknown as DlqPublisher;
+  const ctx: StartContext = {
+    client,
+    dlq,
+    taskQueue: 'tq-unit',
+    maxBytes: 1_048_576,
+    maxInputBytes: 2_000_000,
+    policy: DEFAULT_DISPATCH_POLICY,
+    startTimeoutMs: 5_000,
+  };
+  return { ctx, starts, published, deadlines };
+}
+
+function message(value: string | null, headers: KafkaMessage['headers'] = {}): KafkaMessage {
+  return {
+    key: Buffer.from('k'),
+    value: value === null ? null : Buffer.from(value),
+    timestamp: '1700000000000',
+    attributes: 0,
+    offset: '41',
+    headers,
+  } as KafkaMessage;
+}
+
+const VALUE = JSON.stringify({
+  workflow_ref: 'onboarding@v3',
+  input: { user: 42 },
+  goal_id: 'g-17',
+  dispatch_key: 'd-1',
+});
+const TOPIC = 'poimen.acme.dispatch';
+
+function grpcError(code: number, details: string): Error {
+  return Object.assign(new Error(`${code} ${details}`), { code, details, metadata: {} });
+}
+
+describe('startDispatch: one Kafka record to one workflow start', () => {
+  test('starts `dispatch` with the SPEC id, the id policies, the search attributes and the source memo', async () => {
+    const { ctx, starts, published, deadlines } = stubs();
+    const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+    const before = Date.now();
+    const outcome = await handleRecord(ctx, 'acme', TOPIC, 3, message(VALUE, { traceparent }));
+    expect(outcome).toBe('started');
+    expect(published).toEqual([]);
+    expect(starts).toHaveLength(1);
+    const [{ type, options }] = starts as [StartCall];
+    expect(type).toBe(WORKFLOW_TYPE);
+    expect(options.workflowId).toBe('dispatch:acme:d-1');
+    expect(options.taskQueue).toBe('tq-unit');
+    // A redelivery while the dispatch runs attaches; a completed one never runs again; a failed one may.
+    expect(options.workflowIdConflictPolicy).toBe('USE_EXISTING');
+    expect(options.workflowIdReusePolicy).toBe('ALLOW_DUPLICATE_FAILED_ONLY');
+    const attrs = (options.typedSearchAttributes as { key: { name: string }; value: unknown }[]).map((p) => [
+      p.key.name,
+      p.value,
+    ]);
+    expect(Object.fromEntries(attrs)).toEqual({
+      TenantId: 'acme',
+      DispatchKey: 'd-1',
+      WorkflowRef: 'onboarding@v3',
+      GoalId: 'g-17',
+    });
+    expect(options.memo).toEqual({
+      source_topic: TOPIC,
+      partition: 3,
+      offset: '41',
+      record_timestamp: '1700000000000',
+    });
+    const [input] = options.args;
+    expect(input.tenant).toBe('acme');
+    expect(input.traceparent).toBe(traceparent);
+    expect(input.policy).toEqual(DEFAULT_DISPATCH_POLICY);
+    expect(input.source).toEqual({ topic: TOPIC, partition: 3, offset: '41', timestamp: '1700000000000' });
+    expect(input.dispatch).toMatchObject({ dispatch_key: 'd-1', workflow_ref: 'onboarding@v3' });
+    // The start is bounded by the configured deadline, so an outage surfaces as an error to retry.
+    expect(deadlines[0]! - before).toBeGreaterThanOrEqual(5_000);
+    expect(deadlines[0]! - Date.now()).toBeLessThanOrEqual(5_000);
+  });
+
+  test('a null goal_id is not indexed', async () => {
+    const { ctx, starts } = stubs();
+    await handleRecord(ctx, 'acme', TOPIC, 0, message(VALUE.replace('"g-17"', 'null')));
+    const names = (starts[0]!.options.typedSearchAttributes as { key: { name: string } }[]).map(
+      (p) => p.key.name,
+    );
+    expect(names.sort()).toEqual(['DispatchKey', 'TenantId', 'WorkflowRef']);
+  });
+
+  test('AlreadyStarted (a completed dispatch redelivered) is a duplicate: no dead letter, no error', async () => {
+    const { ctx, published } = stubs(
+      new WorkflowExecutionAlreadyStartedError('already', 'dispatch:acme:d-1', WORKFLOW_TYPE),
+    );
+    await expect(handleRecord(ctx, 'acme', TOPIC, 0, message(VALUE))).resolves.toBe('duplicate');
+    expect(published).toEqual([]);
+  });
+
+  test('INVALID_ARGUMENT dead-letters this record with the server’s reason, keyed <tenant>:<dispatch_key>', async () => {
+    const { ctx, published } = stubs(
+      new ServiceError('Failed to start Workflow', { cause: grpcError(3, 'Blob data size exceeds limit.') }),
+    );
+    await expect(handleRecord(ctx, 'acme', TOPIC, 2, message(VALUE))).resolves.toBe('dead_lettered');
+    expect(published).toHaveLength(1);
+    const [{ record, key }] = published as [(typeof published)[number]];
+    expect(key).toBe('acme:d-1');
+    expect(record.type).toBe('malformed_dispatch');
+    expect(record.dispatch_key).toBe('d-1');
+    expect(record.error).toContain('INVALID_ARGUMENT');
+    expect(record.error).toContain('Blob data size exceeds limit.');
+    expect(record.source).toEqual({ topic: TOPIC, partition: 2, offset: '41', timestamp: '1700000000000' });
+    expect(record.payload).toBe(VALUE);
+  });
+
+  test.each([
+    ['UNAVAILABLE', 14],
+    ['DEADLINE_EXCEEDED', 4],
+    ['RESOURCE_EXHAUSTED', 8],
+  ])('%s is thrown for the ingester to retry, nothing dead-lettered', async (_name, code) => {
+    const err = new ServiceError('Failed to start Workflow', { cause: grpcError(code, 'x') });
+    const { ctx, published } = stubs(err);
+    await expect(handleRecord(ctx, 'acme', TOPIC, 0, message(VALUE))).rejects.toBe(err);
+    expect(published).toEqual([]);
+  });
+
+  test('a malformed record is dead-lettered before any start; one with a dispatch_key is keyed by it', async () => {
+    const { ctx, starts, published } = stubs();
+    const bad = JSON.stringify({ workflow_ref: 'w', input: {}, dispatch_key: 'd-2', goal_id: 7 });
+    await expect(handleRecord(ctx, 'acme', TOPIC, 0, message(bad))).resolves.toBe('dead_lettered');
+    await expect(handleRecord(ctx, 'acme', TOPIC, 0, message('not json'))).resolves.toBe('dead_lettered');
+    expect(starts).toEqual([]);
+    expect(published.map((p) => [p.record.type, p.key?.toString()])).toEqual([
+      ['malformed_dispatch', 'acme:d-2'],
+      ['malformed_dispatch', 'k'],
+    ]);
+    // The same source record gives the same id (a redelivery repeats it recognisably).
+    const again = stubs();
+    await handleRecord(again.ctx, 'acme', TOPIC, 0, message('not json'));
+    expect(again.published[0]!.record.id).toBe(published[1]!.record.id);
+  });
+});
