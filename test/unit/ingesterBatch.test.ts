@@ -154,3 +154,35 @@ test('a failure pauses only its own partition, ends its batch at once, and its r
   expect(ing.ready()).toBe(true);
   expect(consumer.commits.map((c) => c.offset)).toEqual(['1', '2']);
 });
+
+test('stopping the consumer lets the batch in progress commit what it started before it disconnects', async () => {
+  // kafkajs drops every commitOffsets once disconnect() has begun: a commit after it is a commit lost.
+  const start = deferred<'started'>();
+  handle.mockImplementation(() => start.promise);
+  const { ing } = ingester({ maxInFlight: 8 });
+  const consumer = stubConsumer();
+  consumer.hold = false;
+  const events: string[] = [];
+  consumer.commitOffsets.mockImplementation(async (o: { offset: string }[]) => {
+    events.push(`commit ${o[0]!.offset}`);
+  });
+  const internals = ing as unknown as {
+    consumer: unknown;
+    batches: Set<Promise<void>>;
+    eachBatch(c: unknown, p: EachBatchPayload): Promise<void>;
+    stopConsumer(): Promise<void>;
+  };
+  internals.consumer = Object.assign(consumer, {
+    disconnect: async () => void events.push('disconnect'),
+  });
+  const batch = batchPayload('poimen.acme.dispatch', 0, [0, 1, 2]);
+  const running = internals.eachBatch(consumer, batch.payload);
+  // As the consumer's eachBatch wrapper does.
+  internals.batches?.add(running);
+  await tick();
+  const stopping = internals.stopConsumer();
+  start.resolve('started');
+  await stopping;
+  await running;
+  expect(events).toEqual(['commit 3', 'disconnect']);
+});

@@ -61,6 +61,7 @@ function activities(token?: string) {
     metrics,
     logger: createLogger('unit', 'silent'),
     startInput: () => Promise.reject(new Error('not used')),
+    sourceRecord: () => Promise.reject(new Error('not used')),
   });
   return { acts, metrics };
 }
@@ -189,6 +190,7 @@ describe('postRun activity I/O', () => {
       metrics,
       logger: createLogger('unit', 'silent'),
       startInput: () => Promise.reject(new Error('not used')),
+      sourceRecord: () => Promise.reject(new Error('not used')),
     });
     const err = (await env()
       .run(acts.postRunWithInputBytes, HEAD, new TextEncoder().encode('{}'))
