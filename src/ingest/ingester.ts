@@ -63,6 +63,8 @@ export class Ingester {
   private readonly monitor: IngestMonitor;
   private readonly undecodable: UndecodablePartitions;
   private restarting: Promise<void> = Promise.resolve();
+  /** Batch handlers running now: stopping the consumer waits for them so their commits are not dropped. */
+  private readonly batches = new Set<Promise<void>>();
 
   constructor(
     private readonly cfg: RelayConfig,
@@ -183,7 +185,11 @@ export class Ingester {
       autoCommit: false,
       eachBatchAutoResolve: false,
       partitionsConsumedConcurrently: this.opts.partitionsConcurrently,
-      eachBatch: (payload) => this.eachBatch(consumer, payload),
+      eachBatch: (payload) => {
+        const running = this.eachBatch(consumer, payload);
+        this.batches.add(running);
+        return running.finally(() => this.batches.delete(running));
+      },
     });
   }
 
@@ -231,7 +237,10 @@ export class Ingester {
     this.consumer = undefined;
     this.joined = false;
     this.paused.clear();
-    // disconnect() waits for the batch in progress, which finishes its in-flight starts and commits.
+    // The batches in progress see the consumer replaced, take no further record, finish their in-flight starts and
+    // commit them — before disconnect(): kafkajs marks the consumer stopped as disconnect() begins, and from then
+    // on drops every commitOffsets, so a batch left to finish inside disconnect() would exit uncommitted.
+    await Promise.allSettled([...this.batches]);
     await consumer?.disconnect();
   }
 
@@ -264,10 +273,11 @@ export class Ingester {
     let failed = false;
     try {
       for (let i = 0; i < batch.messages.length; i++) {
-        if (!isRunning() || isStale() || this.stopping || failed) break;
+        if (!isRunning() || isStale() || this.stopping || consumer !== this.consumer || failed) break;
         const message = batch.messages[i]!;
         const weight = await this.semaphore.acquire(message.value?.length ?? 0);
-        if (failed) {
+        // Waiting for room may have outlasted the batch's turn: a failure, a stop, a replaced consumer.
+        if (failed || this.stopping || consumer !== this.consumer) {
           this.semaphore.release(weight);
           break;
         }
