@@ -146,7 +146,15 @@ describe('startDispatch: one Kafka record to one workflow start', () => {
     expect(record.dispatch_key).toBe('d-1');
     expect(record.error).toContain('INVALID_ARGUMENT');
     expect(record.error).toContain('Blob data size exceeds limit.');
-    expect(record.source).toEqual({ topic: TOPIC, partition: 2, offset: '41', timestamp: '1700000000000' });
+    // The source record's coordinates, key and headers, so a replay re-publishes the same message.
+    expect(record.source).toEqual({
+      topic: TOPIC,
+      partition: 2,
+      offset: '41',
+      timestamp: '1700000000000',
+      key: 'k',
+      headers: {},
+    });
     expect(record.payload).toBe(VALUE);
   });
 
