@@ -90,6 +90,7 @@ test('a dispatch_failure dead letter keeps the original value, key and headers, 
     'x-origin': 'billing',
     'poimen-replay-of': dead!.id,
   });
+  await h.expectCommittedAtLogEnd();
 });
 
 test('a malformed record’s dead letter keeps its key and headers', async () => {
@@ -106,4 +107,5 @@ test('a malformed record’s dead letter keeps its key and headers', async () =>
     payload: '{"dispatch_key": "bad-1", "workflow_ref": 7}',
   });
   expect(dead!.source).toMatchObject({ key: 'producer-key-bad', headers: { 'x-origin': 'billing' } });
+  await h.expectCommittedAtLogEnd();
 });

@@ -165,6 +165,7 @@ describe('dlq replay with filters leaves the records it passes over counted as n
     expect(await republished(hh, a)).toEqual(Object.fromEntries(recs.map((r) => [r.record.id, 1])));
     expect(await dlqBacklog(a, dlq, Date.now())).toEqual({ lag: 0, oldestAgeSeconds: 0 });
     expect(await replay(hh.tenant)).toMatchObject({ examined: 0, replayed: 0 });
+    await hh.expectCommittedAtLogEnd();
   });
 
   test('--type: a record of another type between replayed ones stays counted; not-replayable records stay until discarded', async () => {
@@ -201,6 +202,7 @@ describe('dlq replay with filters leaves the records it passes over counted as n
     expect(json(discard)).toMatchObject({ discarded: 1 });
     expect(await dlqBacklog(a, dlq, Date.now())).toEqual({ lag: 0, oldestAgeSeconds: 0 });
     expect(Object.keys(await republished(hh, a))).toHaveLength(2);
+    await hh.expectCommittedAtLogEnd();
   });
 
   test('--since: older records stay counted (the 7-day alert still sees them) and are replayed later, once', async () => {

@@ -119,6 +119,7 @@ describe('records at the size limit, under the heap limits', () => {
     await waitFor(async () => (await fetch(`http://127.0.0.1:${worker.metricsPort}/healthz`)).ok, {
       what: 'worker healthy',
     });
+    await h.expectCommittedAtLogEnd();
   }, 600_000);
 
   it('150 large dispatches waiting on a slow API: none crashes the worker, each gets its run, and a refused one is dead-lettered whole', async () => {
@@ -165,6 +166,7 @@ describe('records at the size limit, under the heap limits', () => {
       expect(dead).toMatchObject({ type: 'dispatch_failure', dispatch_key: 'refused-big', http_status: 422 });
       expect(dead!.payload).toBe(refused.toString('utf8'));
       process.stderr.write(`[large in flight] worker peak RSS ${peakRssMiB(worker.child.pid)} MiB\n`);
+      await t.expectCommittedAtLogEnd();
     } finally {
       await t.cleanup();
     }

@@ -224,6 +224,7 @@ describe('dlq and dispatch status', () => {
     const groups = (await admin.listGroups()).groups.map((g) => g.groupId);
     await admin.disconnect();
     expect(groups.filter((g) => g.startsWith('poimen-relay-dlq-list-'))).toEqual([]);
+    await h.expectCommittedAtLogEnd();
   });
 
   test('dlq replay: a succeeded dispatch is not run again, a failed one runs exactly once, malformed records stay unless forced', async () => {
@@ -388,6 +389,7 @@ describe('dlq and dispatch status', () => {
     const missing = await cli(['dispatch', 'status', '--tenant', h.tenant, '--key', 'never-sent'], env);
     expect(missing.code).toBe(1);
     expect(missing.stdout).toMatch(/no execution/);
+    await h.expectCommittedAtLogEnd();
   });
 
   test('dlq_oldest_message_age_seconds reports the age of the oldest dead letter not yet replayed', async () => {

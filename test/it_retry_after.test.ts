@@ -36,4 +36,5 @@ test.each([
   expect(second?.answer).toBe(201);
   // The retry came after the policy's delay, not at once and not after the Retry-After.
   expect(second!.receivedAtMs - first!.receivedAtMs).toBeLessThan(1000 + 5000);
+  await h.expectCommittedAtLogEnd();
 });

@@ -61,4 +61,5 @@ test('a worker of the one-argument postRun version, polling beside the current o
   const bodies = h.api.requestsFor('roll-1').map((r) => r.json);
   expect(bodies.length).toBeGreaterThanOrEqual(2);
   for (const body of bodies) expect(body).toEqual(expected);
+  await h.expectCommittedAtLogEnd();
 });

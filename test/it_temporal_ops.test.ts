@@ -197,6 +197,7 @@ describe('operating dispatches with Temporal tools', () => {
     ]);
     const { runId } = JSON.parse(out.stdout) as { runId: string };
     await expectResetRunCompleted(h, key, failedRunId, runId);
+    await h.expectCommittedAtLogEnd();
   });
 
   test('a dispatch dead-lettered by a 422 is run again by `tctl workflow reset` once the API is fixed: one run at the API, the new run Completed', async () => {
@@ -221,6 +222,7 @@ describe('operating dispatches with Temporal tools', () => {
     const runId = /"runId":\s*"([0-9a-f-]{36})"/.exec(out.stdout)?.[1];
     if (!runId) throw new Error(`no new run id in tctl output: ${out.stdout}`);
     await expectResetRunCompleted(h, key, failedRunId, runId);
+    await h.expectCommittedAtLogEnd();
   });
 
   test('`temporal activity pause` stops the retries of a stuck dispatch (no API call while paused); after the API recovers, `unpause` completes it with exactly one run', async () => {
@@ -288,6 +290,7 @@ describe('operating dispatches with Temporal tools', () => {
       admission: 'created',
     });
     expect(h.api.runs.size).toBe(2);
+    await h.expectCommittedAtLogEnd();
   });
 
   test('executions started by the previous version (input parsed, not text) complete on this worker, and a refused one is dead-lettered with its input', async () => {
