@@ -5,7 +5,7 @@
  */
 import path from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
-import { type BenchTarget, baseline, ceiling, relayDrain } from '../src/bench/phases';
+import { type BenchTarget, baseline, ceiling, relayDrain } from '../tools/bench/phases';
 import { REPO_ROOT } from './support/cli';
 import { testServices } from './support/testEnv';
 

@@ -7,13 +7,13 @@
 import net from 'node:net';
 import type { ISocketFactory, Kafka } from 'kafkajs';
 import { type DlqRecord, buildDlqRecord, dispatchRecordKey, topics } from '../src/contract';
-import { dlqRecordId } from '../src/dlqId';
+import { dlqRecordId } from '../src/contract/dlqId';
 import { createKafka } from '../src/kafka/client';
 import { DlqPublisher } from '../src/kafka/dlqPublisher';
 import { ensureTopics, tenantTopicSpecs } from '../src/kafka/topics';
 import { createLogger } from '../src/logger';
 import { createMetrics } from '../src/metrics';
-import { portInUse } from '../src/stack/processes';
+import { portInUse } from '../src/devstack/stack/processes';
 import { idCounts, readTopicToEnd } from './support/dlqTopic';
 import { startService, stopService } from './support/faults';
 import { uniqueName, uniqueTenant } from './support/names';

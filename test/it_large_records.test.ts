@@ -8,7 +8,7 @@
  */
 import crypto from 'node:crypto';
 import { Kafka, logLevel } from 'kafkajs';
-import { peakRssMiB } from '../src/bench/measure';
+import { peakRssMiB } from '../tools/bench/measure';
 import { buildDlqRecord, parseDlqRecord, topics } from '../src/contract';
 import { DlqPublisher } from '../src/kafka/dlqPublisher';
 import { createLogger } from '../src/logger';

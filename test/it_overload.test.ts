@@ -3,8 +3,8 @@
  * draining Kafka into Temporal with bounded memory (the backlog waits in Temporal, not in the ingester),
  * nothing is dropped, and the relay catches up once the API is fast again.
  */
-import { peakRssMiB } from '../src/bench/measure';
-import { RELAY_HEAP } from '../src/dev/relayProcess';
+import { peakRssMiB } from '../tools/bench/measure';
+import { RELAY_HEAP } from '../src/devstack/relayProcess';
 import { topics } from '../src/contract';
 import { metricValue } from './support/relay';
 import { type Harness, createHarness } from './support/relayHarness';

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { loadStackConfig } from '../src/config';
-import { LocalStack } from '../src/stack/stack';
+import { LocalStack } from '../src/devstack/stack/stack';
 import { freePort } from './support/cli';
 import { type Harness, createHarness } from './support/relayHarness';
 import { waitFor } from './support/wait';

@@ -21,7 +21,7 @@ import {
   validateDispatch,
   withoutUserinfo,
 } from '../contract';
-import { dlqRecordId } from '../dlqId';
+import { dlqRecordId } from '../contract/dlqId';
 import type { DlqPublisher } from '../kafka/dlqPublisher';
 import type { SourceRecord } from '../kafka/sourceRecord';
 import type { Logger } from '../logger';

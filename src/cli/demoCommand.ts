@@ -1,10 +1,10 @@
-/** `poimen-relay demo`: wiring only; the demo itself is src/demo/demo.ts. */
+/** `poimen-relay demo`: wiring only; the demo itself is src/devstack/demo.ts. */
 import { Command } from 'commander';
 import { Kafka, logLevel } from 'kafkajs';
 import { loadStackConfig } from '../config';
-import { runDemo } from '../demo/demo';
-import { consoleProgress } from '../stack/progress';
-import { LocalStack } from '../stack/stack';
+import { runDemo } from '../devstack/demo';
+import { consoleProgress } from '../devstack/stack/progress';
+import { LocalStack } from '../devstack/stack/stack';
 import { printStatus } from './stackCommands';
 
 export function demoCommand(): Command {

@@ -1,8 +1,8 @@
 import { Command } from 'commander';
 import { loadStackConfig } from '../config';
-import { consoleProgress } from '../stack/progress';
-import { provision } from '../stack/provision';
-import { LocalStack, type ServiceStatus } from '../stack/stack';
+import { consoleProgress } from '../devstack/stack/progress';
+import { provision } from '../devstack/stack/provision';
+import { LocalStack, type ServiceStatus } from '../devstack/stack/stack';
 
 export function printStatus(statuses: ServiceStatus[]): void {
   for (const s of statuses) {

@@ -35,4 +35,4 @@ export function runCli(
   });
 }
 
-export { freePort } from '../../src/dev/ports';
+export { freePort } from '../../src/devstack/ports';

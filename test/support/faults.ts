@@ -5,9 +5,9 @@
  */
 import { execFileSync } from 'node:child_process';
 import { loadStackConfig } from '../../src/config';
-import type { ServiceName } from '../../src/stack/services';
-import { livePid } from '../../src/stack/processes';
-import { LocalStack } from '../../src/stack/stack';
+import type { ServiceName } from '../../src/devstack/stack/services';
+import { livePid } from '../../src/devstack/stack/processes';
+import { LocalStack } from '../../src/devstack/stack/stack';
 import { testServices } from './testEnv';
 
 function localStack(): LocalStack {

@@ -7,8 +7,8 @@
  */
 import { spawnSync } from 'node:child_process';
 import { loadStackConfig } from '../../src/config';
-import { consoleProgress } from '../../src/stack/progress';
-import { LocalStack } from '../../src/stack/stack';
+import { consoleProgress } from '../../src/devstack/stack/progress';
+import { LocalStack } from '../../src/devstack/stack/stack';
 import { startContainers } from './containers';
 
 function dockerAnswers(): boolean {

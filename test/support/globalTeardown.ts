@@ -1,6 +1,6 @@
 import { loadStackConfig } from '../../src/config';
-import { consoleProgress } from '../../src/stack/progress';
-import { LocalStack } from '../../src/stack/stack';
+import { consoleProgress } from '../../src/devstack/stack/progress';
+import { LocalStack } from '../../src/devstack/stack/stack';
 import { stopContainers } from './containers';
 
 export default async function globalTeardown(): Promise<void> {

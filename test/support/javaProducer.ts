@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { loadStackConfig } from '../../src/config';
-import { kafkaLibsDir } from '../../src/stack/provision';
+import { kafkaLibsDir } from '../../src/devstack/stack/provision';
 
 export type KafkaCodec = 'none' | 'gzip' | 'snappy' | 'lz4' | 'zstd';
 export const KAFKA_CODECS: readonly KafkaCodec[] = ['none', 'gzip', 'snappy', 'lz4', 'zstd'];

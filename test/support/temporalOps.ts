@@ -5,7 +5,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import { loadStackConfig } from '../../src/config';
-import { tctlBinPath, temporalBinPath } from '../../src/stack/provision';
+import { tctlBinPath, temporalBinPath } from '../../src/devstack/stack/provision';
 import { testServices } from './testEnv';
 
 /**

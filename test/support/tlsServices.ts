@@ -16,9 +16,9 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { loadStackConfig } from '../../src/config';
-import { silentProgress } from '../../src/stack/progress';
-import { ensureKafka } from '../../src/stack/provision';
-import { type Service, kafkaService, stopDaemon } from '../../src/stack/services';
+import { silentProgress } from '../../src/devstack/stack/progress';
+import { ensureKafka } from '../../src/devstack/stack/provision';
+import { type Service, kafkaService, stopDaemon } from '../../src/devstack/stack/services';
 import { freePort } from './cli';
 import { waitFor } from './wait';
 

@@ -2,7 +2,7 @@
  * The soak's exactly-once account must fail a relay that repeats itself, which "one 201 per key" cannot (the
  * API double answers 201 once per key whatever the relay sends).
  */
-import { type ApiCall, dedupAccount, dlqAccount } from '../../src/chaos/account';
+import { type ApiCall, dedupAccount, dlqAccount } from '../../tools/chaos/account';
 
 const call = (dispatchKey: string, answer: ApiCall['answer'], receivedAtMs: number): ApiCall => ({
   dispatchKey,

@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { CompressionCodecs, CompressionTypes, KafkaJSNonRetriableError } from 'kafkajs';
-import { codecDecodeBench } from '../../src/bench/codecs';
+import { codecDecodeBench } from '../../tools/bench/codecs';
 import {
   CODEC_TYPES,
   type CodecName,

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { parse } from 'yaml';
 import { loadStackConfig } from '../../src/config';
 import { SEARCH_ATTRIBUTE_NAMES } from '../../src/contract';
-import { relayHeapFlags } from '../../src/dev/relayProcess';
+import { relayHeapFlags } from '../../src/devstack/relayProcess';
 import { SPEC_ENV } from '../support/specEnv';
 
 const root = path.resolve(__dirname, '..', '..');

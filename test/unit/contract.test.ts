@@ -1,4 +1,4 @@
-import { dlqRecordId } from '../../src/dlqId';
+import { dlqRecordId } from '../../src/contract/dlqId';
 import {
   base64Decode,
   base64Encode,

@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
-import { relayHeapFlags } from '../../src/dev/relayProcess';
+import { relayHeapFlags } from '../../src/devstack/relayProcess';
 import { SPEC_ENV } from '../support/specEnv';
 
 const root = path.resolve(__dirname, '..', '..');

@@ -12,7 +12,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, Worker, bundleWorkflowCode } from '@temporalio/worker';
 import { loadStackConfig } from '../../src/config';
-import { temporalBinPath } from '../../src/stack/provision';
+import { temporalBinPath } from '../../src/devstack/stack/provision';
 import { type DeadLetterInput, type DispatchInput, type PostRunHeadInput } from '../../src/workflows/types';
 
 let env: TestWorkflowEnvironment;

@@ -5,7 +5,7 @@
  */
 import { Kafka, logLevel } from 'kafkajs';
 import { Agent, request } from 'undici';
-import { loadRelayConfig } from '../config';
+import { loadRelayConfig } from '../../src/config';
 import { mapLimit } from './measure';
 
 async function main(): Promise<void> {

@@ -6,12 +6,11 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { type StackConfig, childEnv } from '../config';
-import { StackError } from '../errors';
+import { type StackConfig, childEnv } from '../../config';
+import { StackError } from '../../errors';
 import type { Progress } from './progress';
+import { PACKAGE_ROOT } from '../../version';
 import { requireTool } from './tools';
-
-export const PACKAGE_ROOT = path.resolve(__dirname, '..', '..');
 
 export interface Binaries {
   kafkaLibsDir: string;

@@ -9,13 +9,13 @@ import { Client, Connection } from '@temporalio/client';
 import type { Kafka } from 'kafkajs';
 import { type StackConfig, childEnv } from '../config';
 import { parseDlqRecord, topics, workflowId, type DlqRecord } from '../contract';
-import { RunsApiDouble } from '../dev/runsApi';
-import { type RelayProcess, metricValue, startRelayProcess } from '../dev/relayProcess';
+import { RunsApiDouble } from './runsApi';
+import { type RelayProcess, metricValue, startRelayProcess } from './relayProcess';
 import { ensureTopics, tenantTopicSpecs } from '../kafka/topics';
-import { freePort } from '../dev/ports';
-import { portInUse, waitUntil } from '../stack/processes';
-import type { Progress } from '../stack/progress';
-import type { LocalStack } from '../stack/stack';
+import { freePort } from './ports';
+import { portInUse, waitUntil } from './stack/processes';
+import type { Progress } from './stack/progress';
+import type { LocalStack } from './stack/stack';
 
 const TENANT = 'demo';
 

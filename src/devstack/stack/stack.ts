@@ -4,9 +4,9 @@
  * stack started, and status checks each service through its real client.
  */
 import { Connection } from '@temporalio/client';
-import type { StackConfig } from '../config';
-import { StackError } from '../errors';
-import { ensureSearchAttributes } from '../temporal/searchAttributes';
+import type { StackConfig } from '../../config';
+import { StackError } from '../../errors';
+import { ensureSearchAttributes } from '../../temporal/searchAttributes';
 import { portInUse, stopDaemon, waitUntil } from './processes';
 import { type Progress, silentProgress } from './progress';
 import { provision } from './provision';

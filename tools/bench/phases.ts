@@ -8,16 +8,15 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import type { Kafka } from 'kafkajs';
-import { childEnv } from '../config';
-import { WORKFLOW_TYPE, topics } from '../contract';
-import { dispatchStartOptions } from '../ingest/startDispatch';
-import { freePort } from '../dev/ports';
-import { type RelayProcess, startRelayProcess } from '../dev/relayProcess';
-import { RunsApiDouble } from '../dev/runsApi';
-import { ensureTopics, tenantTopicSpecs } from '../kafka/topics';
-import { waitUntil } from '../stack/processes';
-import { PACKAGE_ROOT } from '../stack/provision';
-import { DEFAULT_DISPATCH_POLICY, type DispatchInput } from '../workflows/types';
+import { childEnv } from '../../src/config';
+import { WORKFLOW_TYPE, topics } from '../../src/contract';
+import { dispatchStartOptions } from '../../src/ingest/startDispatch';
+import { freePort } from '../../src/devstack/ports';
+import { type RelayProcess, startRelayProcess } from '../../src/devstack/relayProcess';
+import { RunsApiDouble } from '../../src/devstack/runsApi';
+import { ensureTopics, tenantTopicSpecs } from '../../src/kafka/topics';
+import { waitUntil } from '../../src/devstack/stack/processes';
+import { DEFAULT_DISPATCH_POLICY, type DispatchInput } from '../../src/workflows/types';
 import { committedAtLogEnd } from './groupOffsets';
 import { mapLimit, peakRssMiB, percentile, round } from './measure';
 
@@ -203,14 +202,10 @@ export async function baseline(t: BenchTarget, n: number, partitions: number) {
     DISPATCH_TOPIC_PATTERN: `^poimen\\.${tenant}\\.dispatch$`,
   });
   const t0 = Date.now();
-  const child: ChildProcess = spawn(
-    process.execPath,
-    [path.join(PACKAGE_ROOT, 'dist', 'bench', 'baselineConsumer.js')],
-    {
-      env,
-      stdio: ['ignore', fs.openSync(path.join(t.logsDir, 'bench-baseline.log'), 'a'), 'inherit'],
-    },
-  );
+  const child: ChildProcess = spawn(process.execPath, [path.join(__dirname, 'baselineConsumer.js')], {
+    env,
+    stdio: ['ignore', fs.openSync(path.join(t.logsDir, 'bench-baseline.log'), 'a'), 'inherit'],
+  });
   try {
     const t1 = await drained(api, n, 10 * 60_000);
     return { per_s: round(n / ((t1 - t0) / 1000)), n, rss_mib: peakRssMiB(child.pid) };

@@ -8,10 +8,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { Kafka, logLevel } from 'kafkajs';
-import type { StackConfig } from '../config';
-import { SEARCH_ATTRIBUTE_NAMES } from '../contract';
-import { StackError } from '../errors';
-import { PACKAGE_ROOT, ensureDir, kafkaLibsDir, temporalBinPath } from './provision';
+import type { StackConfig } from '../../config';
+import { SEARCH_ATTRIBUTE_NAMES } from '../../contract';
+import { StackError } from '../../errors';
+import { PACKAGE_ROOT } from '../../version';
+import { ensureDir, kafkaLibsDir, temporalBinPath } from './provision';
 import { livePid, startDaemon, stopDaemon } from './processes';
 
 export type ServiceName = 'kafka' | 'temporal';

@@ -8,8 +8,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { createSecureContext } from 'node:tls';
 import { z } from 'zod';
-import { DEFAULT_DISPATCH_TOPIC_PATTERN, DEFAULT_TASK_QUEUE } from './contract';
-import { ConfigError } from './errors';
+import { DEFAULT_DISPATCH_TOPIC_PATTERN, DEFAULT_TASK_QUEUE } from '../contract';
+import { ConfigError } from '../errors';
 
 export type Env = Record<string, string | undefined>;
 export type Role = 'ingester' | 'worker' | 'cli';

@@ -1,16 +1,16 @@
 /**
  * `npm run chaos [-- --quick] [--dispatches N] [--seed S]`: the kill -9 soak on the local stack (Temporal
- * persisted in SQLite). Prints a summary table and writes bench/results/chaos-<date>[-quick].json; exits 1
+ * persisted in SQLite). Prints a summary table and writes tools/results/chaos-<date>[-quick].json; exits 1
  * when anything was lost, doubled, left running or left unconsumed.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
-import { loadStackConfig } from '../config';
-import { consoleProgress } from '../stack/progress';
-import { PACKAGE_ROOT } from '../stack/provision';
-import { LocalStack } from '../stack/stack';
+import { loadStackConfig } from '../../src/config';
+import { consoleProgress } from '../../src/devstack/stack/progress';
+import { PACKAGE_ROOT } from '../../src/version';
+import { LocalStack } from '../../src/devstack/stack/stack';
 import { SOAK_SIZES, soakVerdict } from './sizes';
 import { runSoak } from './soak';
 
@@ -96,7 +96,7 @@ async function main(): Promise<void> {
   ];
   process.stdout.write(`\npoimen-relay chaos soak (${mode}, seed ${out.seed}, ${out.duration_s} s)\n`);
   for (const [k, v] of rows) process.stdout.write(`  ${k.padEnd(40)} ${v}\n`);
-  const dir = path.join(PACKAGE_ROOT, 'bench', 'results');
+  const dir = path.join(PACKAGE_ROOT, 'tools', 'results');
   fs.mkdirSync(dir, { recursive: true });
   const file = path.join(dir, `chaos-${out.date.slice(0, 10)}${mode === 'quick' ? '-quick' : ''}.json`);
   fs.writeFileSync(file, `${JSON.stringify(out, null, 2)}\n`);

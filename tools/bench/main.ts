@@ -1,18 +1,18 @@
 /**
  * `npm run bench [-- --quick]`: the relay against the bare-Temporal ceiling and a plain Kafka→HTTP consumer,
  * side by side, in one run on one machine, same Kafka, same Temporal, same minimal runs API. Prints one table
- * and writes bench/results/<date>[-quick].json. Figures are measured, never assumed.
+ * and writes tools/results/<date>[-quick].json. Figures are measured, never assumed.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Command } from 'commander';
 import { Kafka, logLevel } from 'kafkajs';
-import { loadRelayConfig, loadStackConfig } from '../config';
-import { freePort } from '../dev/ports';
-import { consoleProgress } from '../stack/progress';
-import { PACKAGE_ROOT } from '../stack/provision';
-import { LocalStack } from '../stack/stack';
+import { loadRelayConfig, loadStackConfig } from '../../src/config';
+import { freePort } from '../../src/devstack/ports';
+import { consoleProgress } from '../../src/devstack/stack/progress';
+import { PACKAGE_ROOT } from '../../src/version';
+import { LocalStack } from '../../src/devstack/stack/stack';
 import { codecDecodeBench, codecTable } from './codecs';
 import { round } from './measure';
 import { type BenchTarget, baseline, ceiling, ingesterMemory, latency, relayDrain } from './phases';
@@ -209,7 +209,7 @@ async function main(): Promise<void> {
     );
     for (const [k, v] of rows) process.stdout.write(`  ${k.padEnd(44)} ${v}\n`);
     process.stdout.write(`\nKafka codec decode cost\n${codecTable(codecDecode)}`);
-    const dir = path.join(PACKAGE_ROOT, 'bench', 'results');
+    const dir = path.join(PACKAGE_ROOT, 'tools', 'results');
     fs.mkdirSync(dir, { recursive: true });
     const file = path.join(dir, `${result.date.slice(0, 10)}${mode === 'quick' ? '-quick' : ''}.json`);
     fs.writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);

@@ -5,21 +5,21 @@
  * sells — nothing lost, nothing doubled — against the wire (the API double's requests), Kafka (DLQ records,
  * group lag) and Temporal (executions), never against the relay's own account of itself.
  *
- * `npm run chaos` (src/chaos/main.ts) runs the full soak; test/it_chaos.test.ts runs the quick one.
+ * `npm run chaos` (tools/chaos/main.ts) runs the full soak; test/it_chaos.test.ts runs the quick one.
  */
 import crypto from 'node:crypto';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { Kafka, logLevel, type Producer } from 'kafkajs';
-import { childEnv } from '../config';
-import { parseDlqRecord, topics, workflowId } from '../contract';
+import { childEnv } from '../../src/config';
+import { parseDlqRecord, topics, workflowId } from '../../src/contract';
 import { committedAtLogEnd } from '../bench/groupOffsets';
-import { freePort } from '../dev/ports';
-import { type RelayProcess, startRelayProcess } from '../dev/relayProcess';
-import { type Fault, RunsApiDouble } from '../dev/runsApi';
-import { readRange, watermarks } from '../kafka/readRange';
-import { ensureTopics, tenantTopicSpecs } from '../kafka/topics';
-import type { ServiceName } from '../stack/services';
+import { freePort } from '../../src/devstack/ports';
+import { type RelayProcess, startRelayProcess } from '../../src/devstack/relayProcess';
+import { type Fault, RunsApiDouble } from '../../src/devstack/runsApi';
+import { readRange, watermarks } from '../../src/kafka/readRange';
+import { ensureTopics, tenantTopicSpecs } from '../../src/kafka/topics';
+import type { ServiceName } from '../../src/devstack/stack/services';
 import {
   type DedupAccount,
   type DlqAccount,
