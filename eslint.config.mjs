@@ -62,6 +62,13 @@ export default tseslint.config(
               allowTypeImports: true,
               message: 'Workflows may only `import type` from activities.',
             },
+            {
+              // Barrels and Node-only modules would pull Buffer, crypto or zod into the sandbox bundle.
+              regex: '^\\.\\./(contract(/index|/dlqRecord)?|config(/index|/env|/schema|/stack|/tls)?)$',
+              allowTypeImports: true,
+              message:
+                'Workflows import only the pure modules ../contract/names, ../contract/dispatch, ../config/defaults.',
+            },
           ],
         },
       ],

@@ -1,4 +1,5 @@
 import pino, { type Logger } from 'pino';
+import { LOG_REDACT_PATHS, REDACTED } from './redact';
 
 export type { Logger };
 
@@ -12,19 +13,8 @@ export function createLogger(name: string, level: string = 'info'): Logger {
       name,
       level,
       redact: {
-        paths: [
-          'token',
-          '*.token',
-          'authorization',
-          '*.authorization',
-          'headers.authorization',
-          '*.headers.authorization',
-          'password',
-          '*.password',
-          'apiKey',
-          '*.apiKey',
-        ],
-        censor: '<redacted>',
+        paths: LOG_REDACT_PATHS,
+        censor: REDACTED,
       },
     },
     // Synchronous: a crashed or SIGKILLed process must not take its last log lines with it.

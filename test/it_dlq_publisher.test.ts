@@ -7,7 +7,7 @@
 import net from 'node:net';
 import type { ISocketFactory, Kafka } from 'kafkajs';
 import { type DlqRecord, buildDlqRecord, dispatchRecordKey, topics } from '../src/contract';
-import { dlqRecordId } from '../src/contract/dlqId';
+import { dlqRecordId } from '../src/contract';
 import { createKafka } from '../src/kafka/client';
 import { DlqPublisher } from '../src/kafka/dlqPublisher';
 import { ensureTopics, tenantTopicSpecs } from '../src/kafka/topics';

@@ -2,6 +2,7 @@
  * What an answer of `POST /v1/runs` means for the relay (SPEC §5). Pure: the activity does the I/O and hands
  * the status, headers and body (or the transport error code) here, so every row of the table is unit-testable.
  */
+import { redactBearer } from '../redact';
 
 export type RunsApiAnswer =
   | {
@@ -205,14 +206,10 @@ export function bodyExcerpt(body: string, max = 200): string {
     }
     const piece = pendingSpace ? ` ${ch}` : ch;
     const pieceChars = pendingSpace ? 2 : 1;
-    if (chars + pieceChars > max) return maskBearer(`${out}…`);
+    if (chars + pieceChars > max) return redactBearer(`${out}…`);
     out += piece;
     chars += pieceChars;
     pendingSpace = false;
   }
-  return maskBearer(out);
-}
-
-function maskBearer(text: string): string {
-  return text.replace(/\b(Bearer)\s+[^\s"',;]+/gi, '$1 <redacted>');
+  return redactBearer(out);
 }

@@ -21,7 +21,7 @@ import {
   workflowId,
   type DlqSource,
 } from '../contract';
-import { dlqRecordId } from '../contract/dlqId';
+import { dlqRecordId } from '../contract';
 import type { DlqPublisher } from '../kafka/dlqPublisher';
 import { startRefusal } from '../temporal/startRefusal';
 import type { DispatchOutcome } from '../metrics';

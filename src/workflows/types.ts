@@ -1,5 +1,7 @@
 /** Shapes shared by the ingester, the workflow and its activities. Pure: imported by workflow code. */
-import type { Dispatch, DispatchHead, DlqSource, LegacyDispatch } from '../contract';
+import type { Dispatch, DispatchHead, LegacyDispatch } from '../contract/dispatch';
+import type { DlqSource } from '../contract/dlqRecord';
+import { RETRY_DEFAULTS, RUNS_API_TIMEOUT_MS_DEFAULT } from '../config/defaults';
 
 /** Retry and timeout settings for the `postRun` activity (SPEC §5 defaults). */
 export interface DispatchPolicy {
@@ -15,12 +17,10 @@ export interface DispatchPolicy {
   deadLetterTimeoutMs?: number;
 }
 
+/** The contract's §5 defaults, for executions whose input carries no policy. */
 export const DEFAULT_DISPATCH_POLICY: DispatchPolicy = {
-  attemptTimeoutMs: 10_000,
-  initialIntervalMs: 1_000,
-  backoff: 2.0,
-  maxIntervalMs: 60_000,
-  maxAttempts: 10,
+  attemptTimeoutMs: RUNS_API_TIMEOUT_MS_DEFAULT,
+  ...RETRY_DEFAULTS,
 };
 
 /**

@@ -1,4 +1,4 @@
-import { dlqRecordId } from '../../src/contract/dlqId';
+import { dlqRecordId } from '../../src/contract';
 import {
   base64Decode,
   base64Encode,

@@ -3,7 +3,8 @@
  * widen a topic pattern, and the API token is taken out of any text an echoing API sends back.
  */
 import fc from 'fast-check';
-import { readRedacted, redactedHead, secretRedactor } from '../../src/activities';
+import { readRedacted } from '../../src/activities/postRun';
+import { redactedHead, secretRedactor } from '../../src/redact';
 import { bodyExcerpt } from '../../src/activities/classify';
 import {
   DEFAULT_DISPATCH_TOPIC_PATTERN,

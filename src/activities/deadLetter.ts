@@ -1,0 +1,117 @@
+/**
+ * `deadLetter`: publishes the contract §6 record of a failed dispatch through the process's shared producer,
+ * carrying the source record as consumed when Kafka still holds it.
+ */
+import { Context } from '@temporalio/activity';
+import {
+  type Dispatch,
+  type LegacyDispatch,
+  type RecordHeaders,
+  buildDlqRecord,
+  dispatchRecordKey,
+  dlqRecordId,
+  runsApiBody,
+  validateDispatch,
+} from '../contract';
+import { secretRedactor } from '../redact';
+import type { DeadLetterInput } from '../workflows/types';
+import { bodyExcerpt } from './classify';
+import type { ActivityDeps } from './index';
+
+/** Share of a `deadLetter` attempt's start-to-close timeout it spends publishing before it gives up. */
+const DEAD_LETTER_TIME_SHARE = 0.9;
+
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(new Error('the attempt is out of time'));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(new Error('the attempt is out of time'));
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
+export function createDeadLetter(deps: ActivityDeps) {
+  const target = `${deps.runsApi.url}/v1/runs`;
+  const redact = secretRedactor(deps.runsApi.token);
+
+  /**
+   * The record a dead letter carries: the source record as consumed (value, key, headers; SPEC §6), read back
+   * from Kafka by its coordinates and checked to be this dispatch. When it cannot be (retention deleted it, a
+   * topic made anew, no read access), the four-field body rebuilt from the workflow input, and why.
+   */
+  async function original(
+    input: DeadLetterInput,
+    dispatchKey: string,
+    signal: AbortSignal,
+  ): Promise<{ value: Uint8Array | string; key?: Uint8Array | null; headers?: RecordHeaders; note: string }> {
+    let why: string;
+    try {
+      // Bounded by the attempt's own deadline: a read left behind publishes nothing.
+      const found = await untilAborted(deps.sourceRecord(input.source), signal);
+      const verdict = found && validateDispatch(found.value, { tenant: input.tenant, maxBytes: Infinity });
+      if (found && verdict?.ok && verdict.dispatch.dispatch_key === dispatchKey) {
+        return { value: found.value!, key: found.key, headers: found.headers, note: '' };
+      }
+      why = found ? 'holds another record' : 'is no longer in Kafka';
+    } catch (err) {
+      why = `could not be read (${err instanceof Error ? err.message : String(err)})`;
+    }
+    const dispatch: Dispatch | LegacyDispatch =
+      input.dispatch ?? (await deps.startInput(input.workflowId, input.workflowRunId)).dispatch;
+    const s = input.source;
+    return {
+      value: runsApiBody(dispatch),
+      note: ` [payload rebuilt from the workflow input: ${s.topic} partition ${s.partition} offset ${s.offset} ${why}]`,
+    };
+  }
+
+  async function deadLetter(input: DeadLetterInput): Promise<void> {
+    const ctx = Context.current();
+    // Give up inside the attempt's own timeout, so it ends as a retryable failure and nothing keeps publishing
+    // once Temporal has moved on to the next attempt; Temporal's cancellation (a heartbeat's answer, worker
+    // shutdown, or core's local start-to-close timer) stops it too. A timer, not AbortSignal.timeout: a timeout
+    // signal referenced only by AbortSignal.any can be garbage-collected and never fire.
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(), ctx.info.startToCloseTimeoutMs * DEAD_LETTER_TIME_SHARE);
+    try {
+      await publishDeadLetter(input, AbortSignal.any([ctx.cancellationSignal, deadline.signal]));
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async function publishDeadLetter(input: DeadLetterInput, signal: AbortSignal): Promise<void> {
+    const ctx = Context.current();
+    // Executions started before `dispatchKey` was passed carry the dispatch itself.
+    const dispatchKey =
+      input.dispatchKey ??
+      input.dispatch?.dispatch_key ??
+      (await deps.startInput(input.workflowId, input.workflowRunId)).dispatch.dispatch_key;
+    const { value, key, headers, note } = await original(input, dispatchKey, signal);
+    const record = buildDlqRecord({
+      // Derived from the execution, so a retried `deadLetter` activity writes the same id again.
+      id: dlqRecordId(`${input.workflowId}/${input.workflowRunId}`),
+      timestamp: Date.now(),
+      type: 'dispatch_failure',
+      tenant: input.tenant,
+      dispatchKey,
+      runId: input.workflowRunId,
+      error: redact(bodyExcerpt(input.error, 1000)) + note,
+      httpStatus: input.httpStatus,
+      retryCount: input.retryCount,
+      maxRetries: input.maxRetries,
+      targetUrl: target,
+      source: input.source,
+      ...(key !== undefined ? { key } : {}),
+      ...(headers !== undefined ? { headers } : {}),
+      value,
+    });
+    await deps.dlq.publish(record, dispatchRecordKey(input.tenant, dispatchKey), {
+      signal,
+      // Heartbeats carry a cancellation of the execution to a running attempt.
+      onRetry: () => ctx.heartbeat(),
+    });
+  }
+
+  return { deadLetter };
+}

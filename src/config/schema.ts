@@ -1,0 +1,57 @@
+/** Parsing of single environment values: each value is checked by a schema, and a bad one throws a ConfigError
+ * whose one line names the variable (a secret's value is never echoed). */
+import { z } from 'zod';
+import { ConfigError } from '../errors';
+import { REDACTED, isSecretName } from '../redact';
+
+export type Env = Record<string, string | undefined>;
+
+export function read<T>(env: Env, name: string, schema: z.ZodType<T>, fallback: T): T;
+export function read<T>(env: Env, name: string, schema: z.ZodType<T>): T | undefined;
+export function read<T>(env: Env, name: string, schema: z.ZodType<T>, fallback?: T): T | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const parsed = schema.safeParse(raw.trim());
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    // Never echo a secret's value back into a log line.
+    const shown = isSecretName(name) ? REDACTED : JSON.stringify(raw);
+    throw new ConfigError(name, `= ${shown}: ${issue?.message ?? 'invalid value'}`);
+  }
+  return parsed.data;
+}
+
+export const intIn = (min: number, max: number) =>
+  z
+    .string()
+    .regex(/^\d+$/, 'must be a whole number')
+    .transform(Number)
+    .pipe(z.number().int().min(min, `must be >= ${min}`).max(max, `must be <= ${max}`));
+
+export const port = intIn(0, 65535);
+export const bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'], { message: 'must be true or false' })
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+export const hostPort = z.string().regex(/^[A-Za-z0-9.\-_[\]:]+:\d{1,5}$/, 'must be host:port');
+export const nonEmpty = z.string().min(1, 'must not be empty');
+// A bearer token goes into a header verbatim: a character a header cannot carry would fail every call until
+// retries run out, so it is refused at start (RFC 9110 field-value: visible ASCII, space and tab inside).
+export const headerToken = nonEmpty.regex(
+  /^[\x21-\x7e]([\x20-\x7e\t]*[\x21-\x7e])?$/,
+  'must be printable ASCII (a header value)',
+);
+
+export const regex = z.string().transform((v, ctx) => {
+  try {
+    return new RegExp(v);
+  } catch {
+    ctx.addIssue({ code: 'custom', message: 'is not a valid regular expression' });
+    return z.NEVER;
+  }
+});
+
+export const httpUrl = z
+  .string()
+  .url('must be an http(s) URL')
+  .refine((v) => /^https?:\/\//.test(v), 'must start with http:// or https://')
+  .transform((v) => v.replace(/\/+$/, ''));

@@ -1,0 +1,68 @@
+/** Settings of the local development stack (`poimen-relay stack`, the demo, the tests): not the relay's own. */
+import os from 'node:os';
+import path from 'node:path';
+import { z } from 'zod';
+import { type Env, bool, intIn, nonEmpty, port, read } from './schema';
+
+/** Where the local development stack keeps its downloads (cache) and its data and logs (state). */
+export interface StackConfig {
+  cacheDir: string;
+  stateDir: string;
+  kafkaVersion: string;
+  temporalCliVersion: string;
+  tctlVersion: string;
+  kafkaPort: number;
+  kafkaControllerPort: number;
+  temporalPort: number;
+  temporalUiPort: number;
+  temporalMetricsPort: number;
+  namespace: string;
+  startTimeoutMs: number;
+  /** Temporal without a database file (the benchmark compares it with SQLite WAL). */
+  temporalInMemory: boolean;
+  /** Extra dynamic config of the dev server, `key=value` each (e.g. a lowered blob size limit in a test). */
+  temporalDynamicConfig: string[];
+}
+
+export function loadStackConfig(env: Env = process.env): StackConfig {
+  const home = os.homedir();
+  const cacheDir = read(env, 'POIMEN_CACHE_DIR', nonEmpty, path.join(home, '.cache', 'poimen-relay'));
+  const temporalPort = read(env, 'POIMEN_STACK_TEMPORAL_PORT', port, 7233);
+  return {
+    cacheDir: path.resolve(cacheDir),
+    stateDir: path.resolve(
+      read(env, 'POIMEN_STATE_DIR', nonEmpty, path.join(home, '.local', 'state', 'poimen-relay')),
+    ),
+    kafkaVersion: read(
+      env,
+      'POIMEN_KAFKA_VERSION',
+      z.string().regex(/^4\.\d+\.\d+$/, 'must be a Kafka 4.x version'),
+      '4.1.1',
+    ),
+    temporalCliVersion: 'v1.5.1',
+    // v1.18.4 is refused by the Go module proxy here (403); v1.18.0 is the newest tctl it serves.
+    tctlVersion: 'v1.18.0',
+    kafkaPort: read(env, 'POIMEN_STACK_KAFKA_PORT', port, 9092),
+    kafkaControllerPort: read(env, 'POIMEN_STACK_KAFKA_CONTROLLER_PORT', port, 9093),
+    temporalPort,
+    temporalUiPort: read(env, 'POIMEN_STACK_TEMPORAL_UI_PORT', port, temporalPort + 1000),
+    temporalMetricsPort: read(env, 'POIMEN_STACK_TEMPORAL_METRICS_PORT', port, temporalPort + 1001),
+    namespace: read(env, 'TEMPORAL_NAMESPACE', nonEmpty, 'default'),
+    startTimeoutMs: read(env, 'POIMEN_STACK_START_TIMEOUT_MS', intIn(1000, 600_000), 60_000),
+    temporalInMemory: read(env, 'POIMEN_STACK_TEMPORAL_IN_MEMORY', bool, false),
+    temporalDynamicConfig: read(
+      env,
+      'POIMEN_STACK_TEMPORAL_DYNAMIC_CONFIG',
+      z
+        .string()
+        .transform((v) => v.split(/\s+/).filter(Boolean))
+        .pipe(z.array(z.string().regex(/^[A-Za-z0-9_.]+=\S+$/, 'must be space-separated key=value pairs'))),
+      [],
+    ),
+  };
+}
+
+/** The environment a child process inherits, plus overrides (e.g. GOBIN for `go install`). */
+export function childEnv(overrides: Env = {}): NodeJS.ProcessEnv {
+  return { ...process.env, ...overrides };
+}

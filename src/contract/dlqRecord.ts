@@ -1,0 +1,272 @@
+/**
+ * Dead-letter records (contract §6): the builder, the reader for tools, and the original bytes for replay.
+ * Node-only (Buffer, crypto): workflow code never loads it; workflows import ./names and ./dispatch only.
+ */
+import crypto from 'node:crypto';
+import { type JsonObject, decodeUtf8, isJsonObject } from './json';
+import { topics, workflowId } from './names';
+
+// ---------------------------------------------------------------------------------------------------------
+
+export type DlqType = 'malformed_dispatch' | 'tenant_mismatch' | 'dispatch_failure';
+export const DLQ_TYPES: readonly DlqType[] = ['malformed_dispatch', 'tenant_mismatch', 'dispatch_failure'];
+
+/** Where the dead-lettered dispatch was read from. `timestamp` is the Kafka record timestamp as kafkajs gives it. */
+export interface DlqSource {
+  topic: string;
+  partition: number;
+  offset: string;
+  timestamp: string;
+}
+
+/**
+ * A dead letter's `source`: the coordinates, plus the record's key and headers as consumed (SPEC §6), so a replay
+ * re-publishes the same message. The workflow input carries only the coordinates (`DlqSource`, whose shape is
+ * pinned): the key and headers are read back from Kafka when a dispatch is dead-lettered.
+ */
+export interface DlqRecordSource extends DlqSource {
+  /** The key as UTF-8 text; null when there was none, or when it was not UTF-8 (then `key_base64`). */
+  key: string | null;
+  key_base64?: string;
+  /** Header values as UTF-8 text; a header given more than once keeps every value, in order. */
+  headers: Record<string, string | string[]>;
+}
+
+/** Kafka headers as kafkajs gives them (Buffer or string values, arrays for repeated headers). */
+export type RecordHeaders = Record<string, Uint8Array | string | (Uint8Array | string)[] | undefined>;
+
+export interface DlqRecord {
+  id: string;
+  type: DlqType;
+  tenant_id: string;
+  dispatch_key: string | null;
+  workflow_id: string | null;
+  run_id: string | null;
+  error: string;
+  http_status: number | null;
+  timestamp: string;
+  retry_count: number;
+  max_retries: number;
+  topic: string;
+  target_url: string | null;
+  source: DlqRecordSource;
+  payload: string | null;
+  /** Present only when the original value was not valid UTF-8; then `payload` is null. */
+  payload_base64?: string;
+}
+
+export interface DlqRecordInput {
+  /** A fresh UUID; supplied by the caller so this module stays pure (and deterministic in workflows). */
+  id: string;
+  /** When the record was dead-lettered; supplied by the caller for the same reason. */
+  timestamp: Date | number;
+  type: DlqType;
+  tenant: string;
+  dispatchKey: string | null;
+  runId?: string | null;
+  error: string;
+  httpStatus?: number | null;
+  retryCount?: number;
+  maxRetries?: number;
+  targetUrl?: string | null;
+  source: DlqSource;
+  /** The source record's key and headers as consumed; absent when the record could not be read back. */
+  key?: Uint8Array | string | null;
+  headers?: RecordHeaders;
+  /** The original record value (bytes as read from Kafka), or the dispatch re-serialized as text. */
+  value: Uint8Array | string | null;
+}
+
+export function buildDlqRecord(input: DlqRecordInput): DlqRecord {
+  // Only a dispatch_failure has a workflow behind it; for records rejected at ingest the id would point at
+  // nothing, or worse at an unrelated earlier execution with the same dispatch_key.
+  const workflow =
+    input.type === 'dispatch_failure' && input.dispatchKey !== null
+      ? workflowId(input.tenant, input.dispatchKey)
+      : null;
+  return {
+    id: input.id,
+    type: input.type,
+    tenant_id: input.tenant,
+    dispatch_key: input.dispatchKey,
+    workflow_id: workflow,
+    run_id: input.runId ?? null,
+    error: input.error,
+    http_status: input.httpStatus ?? null,
+    timestamp: new Date(input.timestamp).toISOString(),
+    retry_count: input.retryCount ?? 0,
+    max_retries: input.maxRetries ?? 0,
+    topic: topics.dlq(input.tenant),
+    target_url: input.targetUrl == null ? null : withoutUserinfo(input.targetUrl),
+    source: { ...input.source, ...recordKey(input.key ?? null), headers: headerTexts(input.headers ?? {}) },
+    ...dlqPayload(input.value),
+  };
+}
+
+function recordKey(key: Uint8Array | string | null): Pick<DlqRecordSource, 'key' | 'key_base64'> {
+  if (key === null || typeof key === 'string') return { key };
+  const text = decodeUtf8(key, true);
+  return text === undefined ? { key: null, key_base64: base64Encode(key) } : { key: text };
+}
+
+function headerTexts(headers: RecordHeaders): Record<string, string | string[]> {
+  const text = (v: Uint8Array | string) => (typeof v === 'string' ? v : (decodeUtf8(v, true) ?? ''));
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined) continue;
+    out[name] = Array.isArray(value) ? value.map(text) : text(value);
+  }
+  return out;
+}
+
+/**
+ * The same dead letter without the record's value, for a DLQ topic that refuses the whole as too large (one
+ * created by hand with a smaller max.message.bytes, or a DISPATCH_MAX_BYTES raised past DLQ_MAX_MESSAGE_BYTES):
+ * the reason and the source coordinates still reach the DLQ, and the error says where the value is.
+ */
+export function withoutPayload(record: DlqRecord, encodedBytes: number): DlqRecord {
+  const { payload_base64: _dropped, ...rest } = record;
+  const s = record.source;
+  return {
+    ...rest,
+    payload: null,
+    error:
+      `${record.error} [payload omitted: the dead letter was ${encodedBytes} bytes, more than ${record.topic} ` +
+      `accepts; the original record is ${s.topic} partition ${s.partition} offset ${s.offset}]`,
+  };
+}
+
+function dlqPayload(value: Uint8Array | string | null): Pick<DlqRecord, 'payload' | 'payload_base64'> {
+  if (value === null || typeof value === 'string') return { payload: value };
+  // Keep a BOM as U+FEFF so a replay re-publishes the exact original bytes.
+  const text = decodeUtf8(value, true);
+  return text === undefined ? { payload: null, payload_base64: base64Encode(value) } : { payload: text };
+}
+
+/** Credentials embedded in RUNS_API_URL (`http://user:secret@host`) must never reach a dead letter. */
+export function withoutUserinfo(url: string): string {
+  return url.replace(/^([A-Za-z][A-Za-z0-9+.-]*:\/\/)[^/?#@]*@/, '$1');
+}
+
+/**
+ * Reads a dead-letter value for tools (list, replay). Loose on purpose: records written by older versions
+ * may lack optional fields, which default to null / 0; undefined only when the value is not a DLQ record.
+ */
+export function parseDlqRecord(value: Uint8Array | string | null): DlqRecord | undefined {
+  if (value === null) return undefined;
+  const text = typeof value === 'string' ? value : decodeUtf8(value);
+  if (text === undefined) return undefined;
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (!isJsonObject(json)) return undefined;
+  return dlqRecordFromObject(json);
+}
+
+function dlqRecordFromObject(o: JsonObject): DlqRecord | undefined {
+  const source = isJsonObject(o['source']) ? dlqSourceFromObject(o['source']) : undefined;
+  const type = o['type'];
+  const required = [o['id'], o['tenant_id'], o['error'], o['timestamp'], o['topic']];
+  if (!source || !DLQ_TYPES.includes(type as DlqType) || !required.every((v) => typeof v === 'string')) {
+    return undefined;
+  }
+  const nullableFields = ['dispatch_key', 'workflow_id', 'run_id', 'target_url', 'payload'] as const;
+  const nullable: Partial<Record<(typeof nullableFields)[number], string | null>> = {};
+  for (const field of nullableFields) {
+    const v = o[field] ?? null;
+    if (v !== null && typeof v !== 'string') return undefined;
+    nullable[field] = v;
+  }
+  const httpStatus = o['http_status'] ?? null;
+  if (httpStatus !== null && typeof httpStatus !== 'number') return undefined;
+  const base64 = o['payload_base64'];
+  return {
+    id: o['id'] as string,
+    type: type as DlqType,
+    tenant_id: o['tenant_id'] as string,
+    dispatch_key: nullable.dispatch_key ?? null,
+    workflow_id: nullable.workflow_id ?? null,
+    run_id: nullable.run_id ?? null,
+    error: o['error'] as string,
+    http_status: httpStatus,
+    timestamp: o['timestamp'] as string,
+    retry_count: typeof o['retry_count'] === 'number' ? o['retry_count'] : 0,
+    max_retries: typeof o['max_retries'] === 'number' ? o['max_retries'] : 0,
+    topic: o['topic'] as string,
+    target_url: nullable.target_url ?? null,
+    source,
+    payload: nullable.payload ?? null,
+    ...(typeof base64 === 'string' ? { payload_base64: base64 } : {}),
+  };
+}
+
+function dlqSourceFromObject(s: JsonObject): DlqRecordSource | undefined {
+  const { topic, partition, offset, timestamp, key, key_base64, headers } = s;
+  if (typeof topic !== 'string' || typeof partition !== 'number' || !Number.isInteger(partition))
+    return undefined;
+  // Some writers emit offsets and timestamps as numbers; tools only need them as text.
+  if (!isStringOrNumber(offset) || !isStringOrNumber(timestamp)) return undefined;
+  // Dead letters written before key and headers were kept have neither: null and none.
+  const h: Record<string, string | string[]> = {};
+  if (isJsonObject(headers)) {
+    for (const [name, v] of Object.entries(headers)) {
+      if (typeof v === 'string') h[name] = v;
+      else if (Array.isArray(v) && v.every((x) => typeof x === 'string')) h[name] = v as string[];
+    }
+  }
+  return {
+    topic,
+    partition,
+    offset: String(offset),
+    timestamp: String(timestamp),
+    key: typeof key === 'string' ? key : null,
+    ...(typeof key_base64 === 'string' ? { key_base64 } : {}),
+    headers: h,
+  };
+}
+
+/** A dead letter's source record key, as bytes to re-publish on replay; null when it had none. */
+export function dlqRecordKey(record: DlqRecord): Uint8Array | null {
+  if (record.source.key !== null) return new TextEncoder().encode(record.source.key);
+  if (record.source.key_base64 !== undefined) return base64Decode(record.source.key_base64) ?? null;
+  return null;
+}
+
+function isStringOrNumber(value: unknown): value is string | number {
+  return typeof value === 'string' || typeof value === 'number';
+}
+
+/**
+ * The original record value of a dead letter, as bytes to re-publish on replay; null for a tombstone;
+ * undefined when payload_base64 is not valid base64.
+ */
+export function dlqRecordPayload(record: DlqRecord): Uint8Array | null | undefined {
+  if (record.payload !== null) return new TextEncoder().encode(record.payload);
+  if (record.payload_base64 !== undefined) return base64Decode(record.payload_base64);
+  return null;
+}
+
+/**
+ * A DLQ record id derived from what the record is about (an execution, or a source record's coordinates), in
+ * UUID form. A write repeated after a crash — a retried activity, a record redelivered to a restarted
+ * ingester — carries the same id, so DLQ consumers (and `dlq replay`) can tell a repeat from a new failure.
+ */
+export function dlqRecordId(seed: string): string {
+  const h = crypto.createHash('sha256').update(seed).digest('hex');
+  const variant = ((parseInt(h.slice(16, 17), 16) & 3) | 8).toString(16);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+export function base64Encode(bytes: Uint8Array): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
+}
+
+/** Strict padded base64 (RFC 4648): undefined on any character or length outside it, where Buffer alone would skip them. */
+export function base64Decode(text: string): Uint8Array | undefined {
+  return BASE64.test(text) ? new Uint8Array(Buffer.from(text, 'base64')) : undefined;
+}

@@ -1,0 +1,81 @@
+/**
+ * Secret redaction, in one place: which configuration values are secrets, which log fields pino censors, and how
+ * the runs API token is taken out of text (answers, failure messages, dead letters) before anything quotes it.
+ */
+
+export const REDACTED = '<redacted>';
+
+/** Environment variables whose values are never echoed, not even in a one-line config error. */
+export function isSecretName(name: string): boolean {
+  return /PASSWORD|TOKEN|API_KEY/.test(name);
+}
+
+/** Log fields pino censors: every place an Authorization value or a credential could sit. */
+export const LOG_REDACT_PATHS = [
+  'token',
+  '*.token',
+  'authorization',
+  '*.authorization',
+  'headers.authorization',
+  '*.headers.authorization',
+  'password',
+  '*.password',
+  'apiKey',
+  '*.apiKey',
+];
+
+/**
+ * The token as sent and in the forms an echoing API may write it, longest first: a form inside another must
+ * not be replaced first and break the longer one apart.
+ */
+function tokenForms(token: string): string[] {
+  return [
+    ...new Set([
+      token,
+      JSON.stringify(token).slice(1, -1),
+      JSON.stringify(token).slice(1, -1).replace(/\//g, '\\/'),
+      encodeURIComponent(token),
+    ]),
+  ].sort((a, b) => b.length - a.length);
+}
+
+/**
+ * The one place the API token is taken out of text that reaches failure messages, logs and dead letters: the
+ * token as sent and in the forms an echoing API may write it (JSON-escaped, `\/`-escaped, URL-encoded).
+ * Applied to the API's answer as soon as it is read, before anything excerpts (and could cut through) it.
+ */
+export function secretRedactor(token: string | undefined): (text: string) => string {
+  if (!token) return (text) => text;
+  const forms = tokenForms(token);
+  return (text) => forms.reduce((out, form) => out.split(form).join(REDACTED), text);
+}
+
+/**
+ * The first `max` characters of a body, redacted. Whole forms of the token are redacted before the cut. A form
+ * that the cut, or the end of what was read (`more`: the body goes on past `text`), goes through is not whole,
+ * so no redaction can see it: its start, at the very end of the head, is dropped instead. Otherwise the first
+ * characters of a token would survive, and an excerpt that collapses the whitespace before them would show
+ * them.
+ */
+export function redactedHead(text: string, max: number, token: string | undefined, more: boolean): string {
+  const redacted = secretRedactor(token)(text);
+  if (redacted.length <= max && !more) return redacted;
+  const head = redacted.slice(0, max);
+  if (!token) return head;
+  let keep = head.length;
+  for (const form of tokenForms(token)) {
+    // The longest proper prefix of this form that the head ends with (a whole form was redacted above).
+    for (let k = Math.min(form.length - 1, head.length); k > 0; k--) {
+      if (head.endsWith(form.slice(0, k))) {
+        keep = Math.min(keep, head.length - k);
+        break;
+      }
+    }
+  }
+  return head.slice(0, keep);
+}
+
+/** Any `Bearer <credential>` in text an answer echoed, whoever's credential it is. */
+export function redactBearer(text: string): string {
+  return text.replace(/\b(Bearer)\s+[^\s"',;]+/gi, `$1 ${REDACTED}`);
+}
