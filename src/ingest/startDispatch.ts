@@ -5,12 +5,7 @@
  * alone (temporal/startRefusal.ts) is dead-lettered.
  */
 import { type Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
-import {
-  SearchAttributeType,
-  ValueError,
-  defineSearchAttributeKey,
-  type SearchAttributePair,
-} from '@temporalio/common';
+import { ValueError, type SearchAttributePair } from '@temporalio/common';
 import type { KafkaMessage } from 'kafkajs';
 import {
   WORKFLOW_TYPE,
@@ -23,16 +18,12 @@ import {
 } from '../contract';
 import { dlqRecordId } from '../contract';
 import type { DlqPublisher } from '../kafka/dlqPublisher';
+import { SEARCH_ATTRIBUTE_KEYS } from '../temporal/searchAttributes';
 import { startRefusal } from '../temporal/startRefusal';
 import type { DispatchOutcome } from '../metrics';
 import type { DispatchInput, DispatchPolicy } from '../workflows/types';
 
-const SA = {
-  TenantId: defineSearchAttributeKey('TenantId', SearchAttributeType.KEYWORD),
-  DispatchKey: defineSearchAttributeKey('DispatchKey', SearchAttributeType.KEYWORD),
-  WorkflowRef: defineSearchAttributeKey('WorkflowRef', SearchAttributeType.KEYWORD),
-  GoalId: defineSearchAttributeKey('GoalId', SearchAttributeType.KEYWORD),
-};
+const SA = SEARCH_ATTRIBUTE_KEYS;
 /**
  * Temporal refuses a start whose Keyword value is too large (2 KiB of JSON-encoded value by default, so 512
  * emoji or escaped control characters in a workflow_ref are enough), and a refused start would be retried

@@ -1,9 +1,17 @@
 import { temporal } from '@temporalio/proto';
 import type { Connection } from '@temporalio/client';
-import { SEARCH_ATTRIBUTE_NAMES } from '../contract';
+import { SearchAttributeType, defineSearchAttributeKey } from '@temporalio/common';
+import { SEARCH_ATTRIBUTE_NAMES, type SearchAttributeName } from '../contract';
 import { StackError } from '../errors';
 
 const KEYWORD = temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD;
+
+const keywordKey = (name: SearchAttributeName) => defineSearchAttributeKey(name, SearchAttributeType.KEYWORD);
+
+/** The typed keys of the contract's search attributes (§4), made from the one list of names. */
+export const SEARCH_ATTRIBUTE_KEYS = Object.fromEntries(
+  SEARCH_ATTRIBUTE_NAMES.map((name) => [name, keywordKey(name)]),
+) as Record<SearchAttributeName, ReturnType<typeof keywordKey>>;
 
 /** Search attributes of SPEC §4 missing on the namespace (empty when all are registered as Keyword). */
 export async function missingSearchAttributes(connection: Connection, namespace: string): Promise<string[]> {
