@@ -3,6 +3,7 @@
  * process without collisions. Label values never carry secrets: codes, topics, tenants and partitions only.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { readBuildInfo } from './buildInfo';
 
 export interface RelayMetrics {
   registry: Registry;
@@ -20,10 +21,28 @@ export interface RelayMetrics {
 
 export type DispatchOutcome = 'started' | 'duplicate' | 'dead_lettered';
 
-export function createMetrics(opts: { defaultMetrics?: boolean } = {}): RelayMetrics {
+export type ProcessRole = 'ingester' | 'worker';
+
+/**
+ * `role`: the process these metrics belong to; it adds `poimen_relay_build_info` (the `*_build_info` convention:
+ * value 1, the facts in labels, so a query can join them onto any series by instance).
+ */
+export function createMetrics(opts: { defaultMetrics?: boolean; role?: ProcessRole } = {}): RelayMetrics {
   const registry = new Registry();
   if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: registry });
   const registers = [registry];
+  if (opts.role) {
+    const build = readBuildInfo();
+    new Gauge({
+      name: 'poimen_relay_build_info',
+      help: 'Always 1; labels: the relay version, Node.js version and git commit ("unknown" if the build did not record it), and the process role',
+      labelNames: ['version', 'node_version', 'commit', 'role'],
+      registers,
+    }).set(
+      { version: build.version, node_version: build.nodeVersion, commit: build.commit, role: opts.role },
+      1,
+    );
+  }
   return {
     registry,
     inboxLag: new Gauge({

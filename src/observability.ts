@@ -12,6 +12,36 @@ export interface Probe {
   detail?(): string;
 }
 
+/**
+ * Every interface, IPv6 included: Node binds `::` dual-stack (its `ipv6Only` defaults to false and is set on the
+ * socket, whatever the host's bindv6only), so IPv4 scrapers reach it too. A host without IPv6 refuses `::` (EAFNOSUPPORT, or EADDRNOTAVAIL when it is
+ * disabled); then IPv4 alone. Any other error (a port in use) is the caller's to see.
+ */
+const ANY_ADDRESSES = ['::', '0.0.0.0'];
+const NO_SUCH_ADDRESS = new Set(['EAFNOSUPPORT', 'EADDRNOTAVAIL']);
+
+export async function listenOnAnyAddress(
+  server: http.Server,
+  port: number,
+  addresses: readonly string[] = ANY_ADDRESSES,
+): Promise<void> {
+  for (const [i, host] of addresses.entries()) {
+    try {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, host, () => {
+          server.off('error', reject);
+          resolve();
+        });
+      });
+      return;
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (i === addresses.length - 1 || !code || !NO_SUCH_ADDRESS.has(code)) throw err;
+    }
+  }
+}
+
 export class ObservabilityServer {
   private closed = false;
 
@@ -39,10 +69,7 @@ export class ObservabilityServer {
         }
       })();
     });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, '0.0.0.0', () => resolve());
-    });
+    await listenOnAnyAddress(server, port);
     return new ObservabilityServer(server);
   }
 

@@ -18,7 +18,7 @@ export function ingestCommand(): Command {
     .action(async () => {
       const cfg = loadRelayConfig('ingester');
       const logger = createLogger('poimen-ingester', cfg.logLevel);
-      const metrics = createMetrics();
+      const metrics = createMetrics({ role: 'ingester' });
       const parts: Closeable[] = [];
       await checkTemporalTls(cfg.temporal);
       const connection = createClientConnection(cfg.temporal);

@@ -21,7 +21,7 @@ export function workerCommand(): Command {
           sdkLog[e.level === 'ERROR' ? 'error' : 'warn'](e.meta ?? {}, e.message),
         ),
       });
-      const metrics = createMetrics();
+      const metrics = createMetrics({ role: 'worker' });
       const relay = await startRelayWorker(cfg, metrics, logger);
       const http = await ObservabilityServer.start(cfg.metricsPort, metrics.registry, { ready: relay.ready });
       logger.info(

@@ -6,9 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { History } from '@temporalio/common/lib/proto-utils';
-import * as proto from '@temporalio/proto';
-import { patchProtobufRoot } from '@temporalio/proto/lib/patch-protobuf-root';
+import { type History, historyFromJSON, historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { workflowId } from '../../src/contract';
 import type { DispatchInput } from '../../src/workflows/types';
 
@@ -24,34 +22,16 @@ export interface HistoryFixture {
 }
 
 /*
- * Proto JSON <-> History. The SDK's own historyFromJSON/historyToJSON (@temporalio/common/lib/proto-utils) throw
- * "type must be a Type" in this install: @temporalio/common and @temporalio/proto each get a nested copy of
- * protobufjs 8 (the top level holds grpc-js's protobufjs 7), and protobufjs' protojson only accepts message
- * types of its own copy. So the conversion uses the protojson of the copy that @temporalio/proto's types
- * were built with, wherever npm placed it. Worker.runReplayHistories converts JSON itself with the broken
- * function, so it is given History messages.
+ * Proto JSON <-> History with the SDK's own converters. They need the protobufjs copy @temporalio/* were built
+ * with to be the only one they see (protojson accepts message types of its own copy only); package.json
+ * pins that version as a direct dependency so npm hoists it (the replay test checks there is one copy).
  */
-interface ProtoJson {
-  fromJson(type: unknown, json: unknown, options?: { ignoreUnknownFields?: boolean }): unknown;
-  toJson(type: unknown, message: unknown): unknown;
-}
-// A require by resolved path: which protobufjs copy is the point here.
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const protojson = require(
-  require.resolve('protobufjs/ext/protojson', {
-    paths: [path.dirname(require.resolve('@temporalio/proto/package.json'))],
-  }),
-) as ProtoJson;
-const historyType = (patchProtobufRoot(proto) as unknown as { lookupType(name: string): unknown }).lookupType(
-  'temporal.api.history.v1.History',
-);
-
 export function historyFromJson(json: unknown): History {
-  return protojson.fromJson(historyType, json, { ignoreUnknownFields: true }) as History;
+  return historyFromJSON(json);
 }
 
 export function historyToJson(history: History): unknown {
-  return protojson.toJson(historyType, proto.temporal.api.history.v1.History.fromObject(history));
+  return JSON.parse(historyToJSON(history));
 }
 
 interface JsonHistory {

@@ -4,6 +4,7 @@
  * workflow that would break executions already running in production (another activity call, a reordered
  * dead letter, a different command sequence) fails here with a DeterminismViolationError, without services.
  */
+import path from 'node:path';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { type HistoryFixture, loadHistoryFixtures } from '../support/histories';
 
@@ -26,6 +27,17 @@ beforeAll(async () => {
     expect(result.workflowId).toBe(fixture.workflowId);
     outcomes.set(fixture.name, result.error ? { error: result.error } : {});
   }
+});
+
+test('@temporalio/* share one protobufjs copy (their JSON history converters accept only its message types)', () => {
+  const copies = new Set(
+    ['common', 'proto', 'worker'].map((sdk) =>
+      require.resolve('protobufjs', {
+        paths: [path.dirname(require.resolve(`@temporalio/${sdk}/package.json`))],
+      }),
+    ),
+  );
+  expect([...copies]).toEqual([require.resolve('protobufjs')]);
 });
 
 const OUTCOMES = [

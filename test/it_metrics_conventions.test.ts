@@ -1,0 +1,84 @@
+/**
+ * The relay's real processes follow the Prometheus conventions operators expect: each exports
+ * `poimen_relay_build_info` = 1 naming what runs (version, Node.js version, commit, role), and its metrics server
+ * answers on IPv6 loopback as well as IPv4.
+ */
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import path from 'node:path';
+import { REPO_ROOT } from './support/cli';
+import { metricValue, type RelayProcess } from './support/relay';
+import { createHarness, type Harness } from './support/relayHarness';
+
+const PACKAGE_VERSION = (
+  JSON.parse(fs.readFileSync(`${REPO_ROOT}/package.json`, 'utf8')) as { version: string }
+).version;
+// The commit the relay reports when run from this checkout (a copy without .git has none to tell).
+const HEAD = fs.existsSync(path.join(REPO_ROOT, '.git'))
+  ? execFileSync('git', ['rev-parse', 'HEAD'], { cwd: REPO_ROOT, encoding: 'utf8' }).trim()
+  : 'unknown';
+
+function get(host: string, port: number, path: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    http
+      .get({ host, port, path }, (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (body += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      })
+      .on('error', reject);
+  });
+}
+
+function hasIpv6Loopback(): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = net.createServer();
+    probe.once('error', () => resolve(false));
+    probe.listen(0, '::1', () => probe.close(() => resolve(true)));
+  });
+}
+
+let h: Harness;
+const processes: Record<'ingester' | 'worker', RelayProcess | undefined> = {
+  ingester: undefined,
+  worker: undefined,
+};
+
+beforeAll(async () => {
+  h = await createHarness();
+  processes.worker = await h.startWorker();
+  processes.ingester = await h.startIngester();
+});
+
+afterAll(async () => {
+  await h?.cleanup();
+});
+
+describe.each(['ingester', 'worker'] as const)('the %s process', (role) => {
+  it('exports poimen_relay_build_info 1 with its version, Node.js version, commit and role', async () => {
+    const text = await processes[role]!.metrics();
+    expect(text).toContain('# TYPE poimen_relay_build_info gauge');
+    expect(
+      metricValue(text, 'poimen_relay_build_info', {
+        version: PACKAGE_VERSION,
+        node_version: process.version,
+        commit: HEAD,
+        role,
+      }),
+    ).toBe(1);
+  });
+
+  it('serves /metrics and /healthz on 127.0.0.1 and, when the host has IPv6 loopback, on [::1]', async () => {
+    const port = processes[role]!.metricsPort;
+    expect((await get('127.0.0.1', port, '/healthz')).status).toBe(200);
+    if (await hasIpv6Loopback()) {
+      expect((await get('::1', port, '/healthz')).status).toBe(200);
+      expect((await get('::1', port, '/metrics')).body).toContain('poimen_relay_build_info');
+    } else {
+      await expect(get('::1', port, '/healthz')).rejects.toThrow();
+    }
+  });
+});
