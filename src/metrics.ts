@@ -1,5 +1,5 @@
 /**
- * The relay's Prometheus metrics (SPEC §7), on a registry per process so tests can run several in one
+ * The relay's Prometheus metrics (contract §7), on a registry per process so tests can run several in one
  * process without collisions. Label values never carry secrets: codes, topics, tenants and partitions only.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';

@@ -1,5 +1,5 @@
 /**
- * SPEC §6: a dead letter carries the source record as it was consumed — its value byte for byte (not a rebuilt
+ * contract §6: a dead letter carries the source record as it was consumed — its value byte for byte (not a rebuilt
  * body), its key and its headers — and `dlq replay` re-publishes that same message, key and headers included.
  * Real Kafka, real Temporal, the relay's processes and CLI.
  */

@@ -258,7 +258,7 @@ describe('inbox relay (T10.7)', () => {
     // Each malformed record dead-lettered exactly once (one id per source record, none twice).
     expect(dlq).toHaveLength(bad.length);
     expect(new Set(dlq.map((r) => r.id)).size).toBe(bad.length);
-    // SPEC §6: keyed <tenant>:<dispatch_key> when the dispatch_key is known, else the source record's key.
+    // contract §6: keyed <tenant>:<dispatch_key> when the dispatch_key is known, else the source record's key.
     expect(messages.filter((m) => m.record.dispatch_key !== null).length).toBeGreaterThanOrEqual(2);
     for (const { key, record } of messages) {
       expect(key).toBe(record.dispatch_key !== null ? `${h.tenant}:${record.dispatch_key}` : 'source-key');
@@ -412,7 +412,7 @@ describe('inbox relay (T10.7)', () => {
     );
   });
 
-  test('the worker counts every runs-API answer by code and times every call and every success (SPEC §8 metrics)', async () => {
+  test('the worker counts every runs-API answer by code and times every call and every success (contract §8 metrics)', async () => {
     h = await createHarness();
     const worker = await h.startWorker();
     await h.startIngester();

@@ -161,7 +161,7 @@ describe('records at the size limit, under the heap limits', () => {
       // Large calls run a few at a time per worker (8 slots by default), never all at once.
       expect(t.api.maxInFlight).toBeGreaterThan(1);
       expect(t.api.maxInFlight).toBeLessThanOrEqual(8);
-      // The dead letter carries the source record whole, read back from Kafka (SPEC §6).
+      // The dead letter carries the source record whole, read back from Kafka (contract §6).
       const [dead] = await t.readDlq(1, 120_000);
       expect(dead).toMatchObject({ type: 'dispatch_failure', dispatch_key: 'refused-big', http_status: 422 });
       expect(dead!.payload).toBe(refused.toString('utf8'));

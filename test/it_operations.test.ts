@@ -68,7 +68,7 @@ describe('topics', () => {
     );
     expect(list.find((t) => t.topic === topics.dlq(tenant))).toMatchObject({
       partitions: 2,
-      // SPEC §2: 14 days, as the literal the SPEC gives (not the code's own constant).
+      // contract §2: 14 days, as the literal the SPEC gives (not the code's own constant).
       retentionMs: '1209600000',
     });
     expect(list.find((t) => t.topic === topics.dispatch(tenant))).toMatchObject({ partitions: 2 });

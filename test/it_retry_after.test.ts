@@ -1,5 +1,5 @@
 /**
- * SPEC §5: a `Retry-After` never delays an attempt beyond the retry policy's maximum interval. Temporal itself
+ * contract §5: a `Retry-After` never delays an attempt beyond the retry policy's maximum interval. Temporal itself
  * does not bound an activity's `nextRetryDelay` by `maximumInterval`, so a proxy answering `Retry-After: 86400`
  * (or a date far ahead, or a number too large for a Duration) would otherwise park a dispatch for a day per attempt.
  */

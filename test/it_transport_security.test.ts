@@ -2,7 +2,7 @@
  * Issue #6, transport security with real services and the relay's real processes: Kafka over SASL/SCRAM + TLS
  * (a dedicated broker with a SASL_SSL listener), Temporal over mTLS with an API key (HAProxy terminating TLS in
  * front of the dev server, client certificate required), the runs API over HTTPS with a custom CA. All of it is
- * configured through the environment only (SPEC §8 plus KAFKA_SSL_CA and RUNS_API_CA, docs/configuration.md).
+ * configured through the environment only (contract §8 plus KAFKA_SSL_CA and RUNS_API_CA, docs/configuration.md).
  *
  * The dev server does not check API keys; what this suite can honestly show for TEMPORAL_API_KEY is that the
  * relay works with one set and never prints it.

@@ -1,5 +1,5 @@
 /**
- * What an answer of `POST /v1/runs` means for the relay (SPEC §5). Pure: the activity does the I/O and hands
+ * What an answer of `POST /v1/runs` means for the relay (contract §5). Pure: the activity does the I/O and hands
  * the status, headers and body (or the transport error code) here, so every row of the table is unit-testable.
  */
 import { redactBearer } from '../redact';

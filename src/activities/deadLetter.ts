@@ -35,7 +35,7 @@ export function createDeadLetter(deps: ActivityDeps) {
   const redact = secretRedactor(deps.runsApi.token);
 
   /**
-   * The record a dead letter carries: the source record as consumed (value, key, headers; SPEC §6), read back
+   * The record a dead letter carries: the source record as consumed (value, key, headers; contract §6), read back
    * from Kafka by its coordinates and checked to be this dispatch. When it cannot be (retention deleted it, a
    * topic made anew, no read access), the four-field body rebuilt from the workflow input, and why.
    */

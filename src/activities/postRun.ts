@@ -42,11 +42,11 @@ export async function readRedacted(
   return redactedHead(text, maxBytes, token, more);
 }
 
-/** Used only if an attempt arrives without its retry policy: SPEC §5's default maximum interval. */
+/** Used only if an attempt arrives without its retry policy: contract §5's default maximum interval. */
 const FALLBACK_MAX_INTERVAL_MS = 5 * 60_000;
 
 /**
- * The delay a `Retry-After` asks for, capped at the retry policy's maximum interval (SPEC §5): Temporal does not
+ * The delay a `Retry-After` asks for, capped at the retry policy's maximum interval (contract §5): Temporal does not
  * cap `nextRetryDelay` itself, so a proxy's `Retry-After: 86400` would park the dispatch for a day per attempt,
  * and a value past what a Duration holds would fail the attempt's completion. Undefined leaves the delay to the
  * policy: a zero delay (Retry-After: 0 or a past date) means "retry now", but Temporal reads a zero
@@ -115,7 +115,7 @@ export function createPostRun(deps: ActivityDeps) {
         dispatcher: deps.dispatcher,
         method: 'POST',
         headers,
-        // Exactly the four fields, values as received (SPEC §5).
+        // Exactly the four fields, values as received (contract §5).
         body: bodyOf(input, inputText),
         signal,
       });

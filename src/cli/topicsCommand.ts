@@ -12,7 +12,7 @@ const positiveInt = (flag: string) => (v: string) => {
 };
 
 export function topicsCommand(): Command {
-  const topics = new Command('topics').description('declare and list the relay topics (SPEC §2)');
+  const topics = new Command('topics').description('declare and list the relay topics (contract §2)');
   topics
     .command('apply')
     .description('idempotently declare .dispatch, .events and .dispatch.dlq (14-day retention) per tenant')

@@ -117,7 +117,7 @@ export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig
     sasl = { mechanism, username, password };
   }
 
-  // Extensions beyond SPEC §8 (docs/configuration.md): the CA of a TLS Kafka, and Node's own extra-CA file,
+  // Extensions beyond contract §8 (docs/configuration.md): the CA of a TLS Kafka, and Node's own extra-CA file,
   // which Node merely warns about when unreadable.
   const kafkaSsl = read(env, 'KAFKA_SSL', bool);
   const kafkaSslCa = read(env, 'KAFKA_SSL_CA', caFile);
@@ -217,7 +217,7 @@ export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig
       ...(runsApiCa ? { caPath: runsApiCa } : {}),
     },
     retry,
-    // Tuning knobs beyond SPEC §8, prefixed POIMEN_ (docs/configuration.md).
+    // Tuning knobs beyond contract §8, prefixed POIMEN_ (docs/configuration.md).
     ingest: {
       maxInFlight: read(env, 'POIMEN_INGEST_MAX_IN_FLIGHT', intIn(1, 10_000), 16),
       maxInFlightBytes: read(env, 'POIMEN_INGEST_MAX_IN_FLIGHT_BYTES', intIn(1024, 1024 ** 3), 1024 * 1024),

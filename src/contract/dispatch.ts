@@ -29,7 +29,7 @@ export function validTraceparent(value: string | undefined): string | undefined 
 }
 
 /**
- * A validated dispatch as the relay carries it: the four fields of the `POST /v1/runs` body (SPEC §5), with
+ * A validated dispatch as the relay carries it: the four fields of the `POST /v1/runs` body (contract §5), with
  * `input` kept as the record's own JSON text. Why text, not the parsed value: a parsed input lives in the
  * workflow sandbox as objects, 10–20× its size (a 1 MB array of `{}` is ~300,000 objects), and a few such
  * records at once exhausted the worker's heap; as text it costs its size once. It also reaches the API exactly
@@ -55,7 +55,7 @@ export interface LegacyDispatch {
 }
 
 /**
- * The exact `POST /v1/runs` body: the four fields in SPEC order, `input` spliced in as its JSON text. Also the
+ * The exact `POST /v1/runs` body: the four fields in the contract's order, `input` spliced in as its JSON text. Also the
  * text of a dispatch_failure dead letter's payload, so a replay publishes what the API would have received.
  */
 export function runsApiBody(d: Dispatch | LegacyDispatch): string {
@@ -79,7 +79,7 @@ export const DISPATCH_KEY_MAX_CHARS = 256;
  * thousand levels, which would turn one record into an endless retry; 512 is far above any real input.
  */
 export const INPUT_MAX_DEPTH = 512;
-/** The top-level fields SPEC §3 gives a meaning to; naming one of them twice makes the record ambiguous. */
+/** The top-level fields contract §3 gives a meaning to; naming one of them twice makes the record ambiguous. */
 const GOVERNED_FIELDS = new Set(['workflow_ref', 'input', 'goal_id', 'dispatch_key', 'tenant_id']);
 const DISPATCH_KEY_CHARS = /^[A-Za-z0-9._:@/-]+$/;
 const DISPATCH_KEY_BAD_CHAR = /[^A-Za-z0-9._:@/-]/u;
@@ -98,7 +98,7 @@ type FieldCheck = { ok: true } | { ok: false; reason: string };
 const FIELD_OK: FieldCheck = { ok: true };
 
 /**
- * Applies every rule of SPEC §3 to a raw record value; the first broken rule is reported with a reason an
+ * Applies every rule of contract §3 to a raw record value; the first broken rule is reported with a reason an
  * operator can act on without opening the payload.
  *
  * `input` is carried as its JSON text, cut from the record, so numbers reach the API digit-for-digit. A number

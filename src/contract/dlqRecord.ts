@@ -20,7 +20,7 @@ export interface DlqSource {
 }
 
 /**
- * A dead letter's `source`: the coordinates, plus the record's key and headers as consumed (SPEC §6), so a replay
+ * A dead letter's `source`: the coordinates, plus the record's key and headers as consumed (contract §6), so a replay
  * re-publishes the same message. The workflow input carries only the coordinates (`DlqSource`, whose shape is
  * pinned): the key and headers are read back from Kafka when a dispatch is dead-lettered.
  */

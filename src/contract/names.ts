@@ -18,7 +18,7 @@ export const DLQ_RETENTION_MS = 1_209_600_000;
  */
 export const DLQ_MAX_MESSAGE_BYTES = 8 * 1024 * 1024;
 
-/** Keyword search attributes the relay sets on every dispatch execution (SPEC §4). */
+/** Keyword search attributes the relay sets on every dispatch execution (contract §4). */
 export const SEARCH_ATTRIBUTE_NAMES = ['TenantId', 'DispatchKey', 'WorkflowRef', 'GoalId'] as const;
 export type SearchAttributeName = (typeof SEARCH_ATTRIBUTE_NAMES)[number];
 
@@ -44,7 +44,7 @@ export function tenantFromTopic(topic: string): string | undefined {
   return tenant !== undefined && isValidTenant(tenant) ? tenant : undefined;
 }
 
-/** Kafka key of a dispatch or dead-letter record, by convention (SPEC §2, §6). */
+/** Kafka key of a dispatch or dead-letter record, by convention (contract §2, §6). */
 export function dispatchRecordKey(tenant: string, dispatchKey: string): string {
   return `${tenant}:${dispatchKey}`;
 }

@@ -1,6 +1,6 @@
 /**
- * Publishes dead-letter records (SPEC §6). One pooled producer per process (acks=-1), shared by every caller.
- * The DLQ topic is declared on first use when missing, with the SPEC's 14-day retention, so a tenant whose
+ * Publishes dead-letter records (contract §6). One pooled producer per process (acks=-1), shared by every caller.
+ * The DLQ topic is declared on first use when missing, with the contract's 14-day retention, so a tenant whose
  * topics were created by hand still gets its dead letters; `topics apply` is the normal path.
  *
  * The producer is not idempotent (docs/design.md, "Dead letters: at least once"): kafkajs 2.2.4 rolls an

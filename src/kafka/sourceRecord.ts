@@ -1,6 +1,6 @@
 /**
  * Reads back the source record of a dispatch (topic, partition, offset) so its dead letter carries the record as
- * it was consumed — value, key and headers (SPEC §6) — without the workflow input carrying a second copy of it.
+ * it was consumed — value, key and headers (contract §6) — without the workflow input carrying a second copy of it.
  * Used only on the dead-letter path. The record may be gone (retention, a topic made anew): then undefined, and
  * the caller says so in the dead letter. Reads are few at a time: each joins a throwaway consumer group.
  */

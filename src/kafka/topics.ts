@@ -12,7 +12,7 @@ export const DLQ_TOPIC_CONFIG = [
   { name: 'max.message.bytes', value: String(DLQ_MAX_MESSAGE_BYTES) },
 ];
 
-/** The three topics of a tenant (SPEC §2). */
+/** The three topics of a tenant (contract §2). */
 export function tenantTopicSpecs(tenant: string, opts: TenantTopicOptions = {}): ITopicConfig[] {
   const base = { numPartitions: opts.partitions ?? 3, replicationFactor: opts.replicationFactor ?? 1 };
   return [

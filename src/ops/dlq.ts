@@ -1,5 +1,5 @@
 /**
- * DLQ tools (SPEC §6, §8): list dead letters without consuming them, replay the original dispatches to
+ * DLQ tools (contract §6, §8): list dead letters without consuming them, replay the original dispatches to
  * `.dispatch`, and discard the ones an operator has dealt with. Replay cannot make a duplicate run: the
  * dispatch keeps its `dispatch_key`, so Temporal refuses a second run of a completed dispatch and starts a
  * failed one anew, and the API dedups by key as well.

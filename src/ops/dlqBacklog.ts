@@ -1,4 +1,4 @@
-/** The DLQ backlog gauges (SPEC §7): `dlq_consumer_lag` and `dlq_oldest_message_age_seconds` per DLQ topic. */
+/** The DLQ backlog gauges (contract §7): `dlq_consumer_lag` and `dlq_oldest_message_age_seconds` per DLQ topic. */
 import type { Admin } from 'kafkajs';
 import { watermarks } from '../kafka/readRange';
 import { loadProgress } from './dlqProgress';

@@ -1,5 +1,5 @@
 /**
- * `topics apply` / `topics list`: declare the tenant topics of SPEC §2 (and other DLQ topics a platform needs)
+ * `topics apply` / `topics list`: declare the tenant topics of contract §2 (and other DLQ topics a platform needs)
  * idempotently. A topic that already exists with the declared settings is success; one that exists with
  * different settings is reported, never silently accepted or silently changed.
  */
@@ -35,7 +35,7 @@ const topicsFileSchema = z.object({
 
 export function validateTenants(tenants: string[]): void {
   for (const t of tenants) {
-    // A tenant is a topic-name segment: anything outside the SPEC pattern (dots, regex characters) could
+    // A tenant is a topic-name segment: anything outside the contract's pattern (dots, regex characters) could
     // widen the ingester's pattern or collide with another tenant's topics.
     if (!isValidTenant(t))
       throw new ConfigError('--tenant', `${JSON.stringify(t)} must match ^[a-z0-9][a-z0-9_-]{0,62}$`);

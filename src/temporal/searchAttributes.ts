@@ -13,7 +13,7 @@ export const SEARCH_ATTRIBUTE_KEYS = Object.fromEntries(
   SEARCH_ATTRIBUTE_NAMES.map((name) => [name, keywordKey(name)]),
 ) as Record<SearchAttributeName, ReturnType<typeof keywordKey>>;
 
-/** Search attributes of SPEC §4 missing on the namespace (empty when all are registered as Keyword). */
+/** Search attributes of contract §4 missing on the namespace (empty when all are registered as Keyword). */
 export async function missingSearchAttributes(connection: Connection, namespace: string): Promise<string[]> {
   const res = await connection.operatorService.listSearchAttributes({ namespace });
   const custom = res.customAttributes ?? {};

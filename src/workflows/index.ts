@@ -1,5 +1,5 @@
 /**
- * The `dispatch` workflow (SPEC §4): one durable call of POST /v1/runs with Temporal-managed retries; when
+ * The `dispatch` workflow (contract §4): one durable call of POST /v1/runs with Temporal-managed retries; when
  * they run out, or the API refuses the dispatch for good, a dead letter is published and the execution fails
  * so it shows as Failed in the Web UI (and can be replayed: the id reuse policy allows a new run after a
  * failure only).

@@ -3,7 +3,7 @@ import type { Dispatch, DispatchHead, LegacyDispatch } from '../contract/dispatc
 import type { DlqSource } from '../contract/dlqRecord';
 import { RETRY_DEFAULTS, RUNS_API_TIMEOUT_MS_DEFAULT } from '../config/defaults';
 
-/** Retry and timeout settings for the `postRun` activity (SPEC §5 defaults). */
+/** Retry and timeout settings for the `postRun` activity (contract §5 defaults). */
 export interface DispatchPolicy {
   attemptTimeoutMs: number;
   initialIntervalMs: number;

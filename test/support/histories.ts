@@ -2,7 +2,7 @@
  * Recorded `dispatch` histories (test/fixtures/histories/*.json) for the replay test. Each file is one
  * history in the JSON form `temporal workflow show -o json` and the Web UI's "Download" write, so a history
  * taken from production can be dropped in as it is. The workflow id is not part of a history; it is derived
- * from the execution's input, as the ingester derives it (SPEC §4).
+ * from the execution's input, as the ingester derives it (contract §4).
  */
 import fs from 'node:fs';
 import path from 'node:path';

@@ -5,7 +5,7 @@ export function uniqueName(prefix: string): string {
   return `${prefix}-${crypto.randomUUID()}`;
 }
 
-/** A tenant name that satisfies SPEC §2's pattern. */
+/** A tenant name that satisfies contract §2's pattern. */
 export function uniqueTenant(): string {
   return `t${crypto.randomUUID().replace(/-/g, '').slice(0, 20)}`;
 }

@@ -30,7 +30,7 @@ export function relayEnv(e: RelayEnv): NodeJS.ProcessEnv {
     TEMPORAL_TASK_QUEUE: e.taskQueue,
     DISPATCH_TOPIC_PATTERN: e.tenantPattern,
     RUNS_API_URL: e.runsApiUrl,
-    // Short retries so the suite stays quick; production defaults are SPEC §5's.
+    // Short retries so the suite stays quick; production defaults are contract §5's.
     RETRY_INITIAL_INTERVAL_MS: '200',
     RETRY_MAX_INTERVAL_MS: '1000',
     RETRY_MAX_ATTEMPTS: '4',

@@ -38,7 +38,7 @@ export interface Harness {
    * stands then, so a duplicate beyond the expected count is returned too (tests assert exact counts by id).
    */
   readDlq(expected: number, timeoutMs?: number): Promise<DlqRecord[]>;
-  /** As readDlq, with each record's Kafka key (SPEC §6: `<tenant>:<dispatch_key>` when known). */
+  /** As readDlq, with each record's Kafka key (contract §6: `<tenant>:<dispatch_key>` when known). */
   readDlqMessages(expected: number, timeoutMs?: number): Promise<{ key: string | null; record: DlqRecord }[]>;
   wfId(key: string): string;
   /** The group's committed offsets and the topic's end offsets, per partition of the tenant's .dispatch. */

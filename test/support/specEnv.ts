@@ -1,4 +1,4 @@
-/** SPEC §8: every environment variable the relay reads (copied from the contract on purpose: tests pin it). */
+/** contract §8: every environment variable the relay reads (copied from the contract on purpose: tests pin it). */
 export const SPEC_ENV = [
   'KAFKA_BROKERS',
   'KAFKA_CLIENT_ID',

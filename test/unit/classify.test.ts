@@ -15,7 +15,7 @@ function respond(
   return classifyRunsApiAnswer({ kind: 'response', status, headers, body, nowMs: NOW });
 }
 
-describe('SPEC §5: 200, 201, 202 are success', () => {
+describe('contract §5: 200, 201, 202 are success', () => {
   it.each([200, 201, 202])('%i with a JSON run_id: admission created, run_id read', (status) => {
     expect(respond(status, '{"run_id":"r-1","other":1}')).toEqual({
       outcome: 'success',
@@ -36,7 +36,7 @@ describe('SPEC §5: 200, 201, 202 are success', () => {
   });
 });
 
-describe('SPEC §5: 409 is success with admission existing', () => {
+describe('contract §5: 409 is success with admission existing', () => {
   it('reads run_id from the body when present', () => {
     expect(respond(409, '{"run_id":"r-9"}')).toEqual({
       outcome: 'success',
@@ -50,7 +50,7 @@ describe('SPEC §5: 409 is success with admission existing', () => {
   });
 });
 
-describe('SPEC §5: 408, 425, 429, 5xx are retryable', () => {
+describe('contract §5: 408, 425, 429, 5xx are retryable', () => {
   it.each([408, 425, 429, 500, 502, 503, 504, 599])('%i is retryable with its status', (status) => {
     expect(respond(status, 'upstream busy')).toEqual({
       outcome: 'retryable',
@@ -82,7 +82,7 @@ describe('SPEC §5: 408, 425, 429, 5xx are retryable', () => {
   });
 });
 
-describe('SPEC §5: 401, 403 are retryable (credentials are fixed by operators)', () => {
+describe('contract §5: 401, 403 are retryable (credentials are fixed by operators)', () => {
   it.each([401, 403])('%i', (status) => {
     expect(respond(status, 'denied')).toEqual({
       outcome: 'retryable',
@@ -92,7 +92,7 @@ describe('SPEC §5: 401, 403 are retryable (credentials are fixed by operators)'
   });
 });
 
-describe('SPEC §5: any other 4xx is non-retryable', () => {
+describe('contract §5: any other 4xx is non-retryable', () => {
   it.each([400, 404, 405, 410, 413, 415, 422, 451, 499])('%i is fatal', (status) => {
     expect(respond(status, '{"error":"bad workflow_ref"}')).toEqual({
       outcome: 'fatal',
@@ -110,7 +110,7 @@ describe('SPEC §5: any other 4xx is non-retryable', () => {
   });
 });
 
-describe('statuses outside the SPEC §5 table are fatal (redirects are not followed)', () => {
+describe('statuses outside the contract §5 table are fatal (redirects are not followed)', () => {
   it.each([100, 204, 301, 302, 304, 307, 308, 600])('%i is fatal as an unexpected status', (status) => {
     const result = respond(status);
     expect(result).toEqual({
@@ -127,7 +127,7 @@ describe('statuses outside the SPEC §5 table are fatal (redirects are not follo
   });
 });
 
-describe('SPEC §5: connect, reset and timeout errors are retryable (classified by code)', () => {
+describe('contract §5: connect, reset and timeout errors are retryable (classified by code)', () => {
   it.each([
     'UND_ERR_CONNECT_TIMEOUT',
     'UND_ERR_HEADERS_TIMEOUT',

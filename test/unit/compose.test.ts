@@ -1,6 +1,6 @@
 /**
  * The container setup (Dockerfile, docker-compose.yml, Prometheus config and alerts) must agree with
- * the external contract (SPEC §7 ports and metric names, §8 environment) and with the local stack's
+ * the external contract (contract §7 ports and metric names, §8 environment) and with the local stack's
  * defaults, so that the CLI on the host works against either one unchanged. No Docker engine is needed:
  * the files are parsed and checked, not run.
  */
@@ -17,7 +17,7 @@ const read = (file: string): string => fs.readFileSync(path.join(root, file), 'u
 // Compose resolves YAML merge keys (`<<: *relay-env`); YAML 1.2 parsers need to be told to.
 const parseYaml = (file: string): unknown => parse(read(file), { merge: true });
 
-/** SPEC §7 metrics ports. */
+/** contract §7 metrics ports. */
 const INGESTER_METRICS_PORT = 9464;
 const WORKER_METRICS_PORT = 9465;
 
@@ -114,7 +114,7 @@ describe('docker-compose.yml', () => {
   });
 
   it.each(['worker', 'ingester', 'topics'])(
-    '%s sets only environment variables of SPEC §8 (and Node’s own NODE_OPTIONS)',
+    '%s sets only environment variables of contract §8 (and Node’s own NODE_OPTIONS)',
     (name) => {
       const names = Object.keys(envOf(service(name)));
       expect(names.length).toBeGreaterThan(0);
@@ -140,7 +140,7 @@ describe('docker-compose.yml', () => {
     expect(worker.RUNS_API_TOKEN).toBe('${RUNS_API_TOKEN:-}');
   });
 
-  it('serves metrics on the SPEC §7 ports, published on loopback only', () => {
+  it('serves metrics on the contract §7 ports, published on loopback only', () => {
     const worker = service('worker');
     const ingester = service('ingester');
     expect(envOf(worker).METRICS_PORT).toBe(String(WORKER_METRICS_PORT));
@@ -198,7 +198,7 @@ describe('docker-compose.yml', () => {
     expect(stack.temporalUiPort).toBe(8233);
   });
 
-  it('registers every search attribute of SPEC §4 on the Temporal dev server', () => {
+  it('registers every search attribute of contract §4 on the Temporal dev server', () => {
     const cmd = commandOf(service('temporal'));
     const registered = cmd.flatMap((arg, i) => (arg === '--search-attribute' ? [cmd[i + 1]] : []));
     expect(registered.sort()).toEqual(SEARCH_ATTRIBUTE_NAMES.map((n) => `${n}=Keyword`).sort());
@@ -245,7 +245,7 @@ describe('deploy/prometheus', () => {
     });
   });
 
-  it('defines the seven relay alerts on SPEC §7 metrics, each with severity, summary and runbook', () => {
+  it('defines the seven relay alerts on contract §7 metrics, each with severity, summary and runbook', () => {
     const rules = parseYaml('deploy/prometheus/alerts.yml') as Rules;
     expect(rules.groups.map((g) => g.name)).toEqual(['poimen-relay']);
     const alerts = rules.groups.flatMap((g) => g.rules);

@@ -49,7 +49,7 @@ beforeAll(() => {
 });
 afterAll(() => fs.rmSync(pemDir, { recursive: true, force: true }));
 
-describe('configuration (SPEC §8)', () => {
+describe('configuration (contract §8)', () => {
   test('defaults match the SPEC', () => {
     const cfg = loadRelayConfig('ingester', {});
     expect(cfg.kafka.brokers).toEqual(['127.0.0.1:9092']);
@@ -174,7 +174,7 @@ describe('configuration (SPEC §8)', () => {
   });
 });
 
-describe('transport security settings (SPEC §8 plus KAFKA_SSL_CA, RUNS_API_CA)', () => {
+describe('transport security settings (contract §8 plus KAFKA_SSL_CA, RUNS_API_CA)', () => {
   const missing = path.join(pemDir, 'does-not-exist.pem');
 
   test("KAFKA_SSL_CA names the brokers' CA file and implies TLS", () => {

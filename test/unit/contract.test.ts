@@ -37,7 +37,7 @@ function expectMalformed(result: DispatchValidation, reason: string | RegExp): v
   else expect(result.reason).toMatch(reason);
 }
 
-describe('SPEC §2 topics: tenantFromTopic', () => {
+describe('contract §2 topics: tenantFromTopic', () => {
   it('takes the tenant from poimen.<tenant>.dispatch', () => {
     expect(tenantFromTopic('poimen.acme.dispatch')).toBe('acme');
     expect(tenantFromTopic('poimen.a_b-9.dispatch')).toBe('a_b-9');
@@ -63,7 +63,7 @@ describe('SPEC §2 topics: tenantFromTopic', () => {
   });
 });
 
-describe('SPEC §4 workflow id and §2 record key', () => {
+describe('contract §4 workflow id and §2 record key', () => {
   it('workflow id is dispatch:<tenant>:<dispatch_key>', () => {
     expect(workflowId('acme', 'd-0001')).toBe('dispatch:acme:d-0001');
   });
@@ -73,7 +73,7 @@ describe('SPEC §4 workflow id and §2 record key', () => {
   });
 });
 
-describe('SPEC §3 dispatch message: accepted records', () => {
+describe('contract §3 dispatch message: accepted records', () => {
   it('accepts the SPEC example and returns exactly the four fields', () => {
     expect(validate(base)).toEqual({ ok: true, dispatch: carried });
   });
@@ -164,7 +164,7 @@ describe('SPEC §3 dispatch message: accepted records', () => {
   });
 });
 
-describe('SPEC §3 dispatch message: malformed_dispatch', () => {
+describe('contract §3 dispatch message: malformed_dispatch', () => {
   it('tombstone (null value)', () => {
     expectMalformed(validateDispatch(null, opts), 'tombstone: record value is null');
   });
@@ -300,7 +300,7 @@ describe('SPEC §3 dispatch message: malformed_dispatch', () => {
   });
 });
 
-describe('SPEC §3 dispatch message: tenant_mismatch', () => {
+describe('contract §3 dispatch message: tenant_mismatch', () => {
   it('tenant_id different from the topic tenant', () => {
     const result = validate({ ...base, tenant_id: 'other' });
     expect(result).toEqual({
@@ -322,7 +322,7 @@ describe('SPEC §3 dispatch message: tenant_mismatch', () => {
   });
 });
 
-describe('SPEC §6 dead-letter record', () => {
+describe('contract §6 dead-letter record', () => {
   const source = { topic: 'poimen.acme.dispatch', partition: 3, offset: '42', timestamp: '1700000000000' };
   const failure: DlqRecordInput = {
     id: '1b4e28ba-2fa1-11d2-883f-0016d3cca427',
@@ -482,7 +482,7 @@ describe('SPEC §6 dead-letter record', () => {
   });
 });
 
-describe('SPEC §6 dead-letter record ids', () => {
+describe('contract §6 dead-letter record ids', () => {
   const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
   it('are UUIDs derived from what they are about: a repeated write after a crash repeats the id', () => {

@@ -165,7 +165,7 @@ const fieldValue = fc.oneof(
   fc.constantFrom('', ' ', 'a b', 'ключ', '\ud800', 'k'.repeat(257), 'w'.repeat(513), TENANT, 'ACME', null),
 );
 
-/** An independent reading of SPEC §3, to compare the validator against. */
+/** An independent reading of contract §3, to compare the validator against. */
 function specVerdict(o: Record<string, unknown>): 'ok' | 'malformed_dispatch' | 'tenant_mismatch' {
   const has = (f: string) => Object.hasOwn(o, f);
   const chars = (s: string) => [...s].length;
@@ -232,7 +232,7 @@ describe('validateDispatch properties (fast-check)', () => {
     );
   });
 
-  it('accepts exactly the records SPEC §3 accepts, and tells tenant_mismatch from malformed', () => {
+  it('accepts exactly the records contract §3 accepts, and tells tenant_mismatch from malformed', () => {
     fc.assert(
       fc.property(candidate, (record) => {
         expect(outcome(validateDispatch(encode(record), opts))).toBe(specVerdict(record));

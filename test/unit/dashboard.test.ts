@@ -1,7 +1,7 @@
 /**
  * The Grafana dashboard's `tenant` variable: its values are the tenants whose dispatch topics the ingesters
  * report, and every panel on a metric that names a tenant (by a `tenant` label, or a `topic` label holding
- * `poimen.<tenant>.dispatch[.dlq]`, SPEC §2) shows only the selected tenants. The runs API metrics carry no
+ * `poimen.<tenant>.dispatch[.dlq]`, contract §2) shows only the selected tenants. The runs API metrics carry no
  * tenant and stay global.
  */
 import fs from 'node:fs';

@@ -1,6 +1,6 @@
 /**
  * The Kubernetes manifests (deploy/k8s), the declarative topics file (deploy/topics.yaml) and the Grafana
- * dashboard (deploy/grafana) must agree with the external contract: SPEC §7 metric names and ports, SPEC §8
+ * dashboard (deploy/grafana) must agree with the external contract: contract §7 metric names and ports, contract §8
  * environment, the CLI commands, and the operational rules of docs/configuration.md. No cluster is needed:
  * the files are parsed and checked, not applied.
  */
@@ -18,7 +18,7 @@ const NAMESPACE = 'poimen';
 /** The credentials: only ever in the Secret. */
 const SECRET_ENV = ['RUNS_API_TOKEN', 'KAFKA_SASL_USERNAME', 'KAFKA_SASL_PASSWORD', 'TEMPORAL_API_KEY'];
 
-/** SPEC §7 metric names. */
+/** contract §7 metric names. */
 const SPEC_METRICS = [
   'poimen_inbox_lag',
   'poimen_dispatch_records_total',
@@ -213,7 +213,7 @@ describe('deploy/k8s', () => {
     ['ingest', 9464],
     ['worker', 9465],
   ])(
-    '%s serves metrics, /healthz and /readyz on its SPEC §7 port, scraped by Prometheus',
+    '%s serves metrics, /healthz and /readyz on its contract §7 port, scraped by Prometheus',
     (command, port) => {
       const d = deploymentRunning(command);
       const c = onlyContainer(d);
@@ -328,7 +328,7 @@ describe('deploy/k8s', () => {
     }
   });
 
-  it('sets in the ConfigMap only SPEC §8 variables and documented POIMEN_ tuning knobs, as strings', () => {
+  it('sets in the ConfigMap only contract §8 variables and documented POIMEN_ tuning knobs, as strings', () => {
     const tuning = tuningVariables();
     expect(tuning).toContain('POIMEN_WORKER_SHUTDOWN_GRACE_MS');
     const allowed = [...SPEC_ENV, ...tuning];
@@ -458,13 +458,13 @@ describe('deploy/grafana/poimen-relay-dashboard.json', () => {
     }
   });
 
-  it('queries only SPEC §7 metrics', () => {
+  it('queries only contract §7 metrics', () => {
     expect(exprs.length).toBeGreaterThan(0);
     const used = exprs.flatMap((e) => e.match(/\b(?:poimen|dlq)_[a-z0-9_]*/g) ?? []);
     const base = (m: string): string =>
       SPEC_METRICS.includes(m) ? m : m.replace(/_(bucket|sum|count)$/, '');
     expect(used.filter((m) => !SPEC_METRICS.includes(base(m)))).toEqual([]);
-    // Every SPEC §7 metric has a panel.
+    // Every contract §7 metric has a panel.
     expect([...new Set(used.map(base))].sort()).toEqual([...SPEC_METRICS].sort());
   });
 

@@ -1,9 +1,9 @@
 import type { SoakOptions, SoakResult } from './soak';
 
 /**
- * Relay settings for the soak: the SPEC's retry shape with shorter intervals, so a run drains in minutes
+ * Relay settings for the soak: the the contract's retry shape with shorter intervals, so a run drains in minutes
  * instead of waiting out 60 s backoffs, and a shorter group session so a killed ingester's partitions move in
- * 10 s instead of 30 s. Attempts stay at the SPEC default of 10.
+ * 10 s instead of 30 s. Attempts stay at the contract default of 10.
  */
 const SOAK_ENV = {
   RETRY_INITIAL_INTERVAL_MS: '200',
