@@ -9,7 +9,7 @@ import { Client, Connection } from '@temporalio/client';
 import type { Kafka } from 'kafkajs';
 import { type StackConfig, childEnv } from '../config';
 import { parseDlqRecord, topics, workflowId, type DlqRecord } from '../contract';
-import { RunsApiDouble } from './runsApi';
+import { SampleRunsApi } from './sampleRunsApi';
 import { type RelayProcess, metricValue, startRelayProcess } from './relayProcess';
 import { ensureTopics, tenantTopicSpecs } from '../kafka/topics';
 import { freePort } from './ports';
@@ -37,13 +37,9 @@ export async function runDemo(
 ): Promise<DemoReport> {
   const run = crypto.randomBytes(3).toString('hex');
   const key = (name: string) => `demo-${run}-${name}`;
-  const api = await RunsApiDouble.start({ port: await pickPort(8080) });
-  api.scriptFor(key('refused'), {
-    kind: 'status',
-    status: 422,
-    body: '{"error":"unknown workflow_ref nope@v0"}',
-  });
-  api.scriptFor(key('flaky'), { kind: 'status', status: 503, retryAfter: '1' });
+  const api = await SampleRunsApi.start({ port: await pickPort(8080) });
+  api.answerFirst(key('refused'), { status: 422, body: '{"error":"unknown workflow_ref nope@v0"}' });
+  api.answerFirst(key('flaky'), { status: 503, retryAfter: '1' });
   progress(`sample runs API on ${api.url}`);
 
   const admin = kafka.admin();
@@ -148,14 +144,14 @@ export async function runDemo(
     for (const name of ['welcome', 'report', 'flaky', 'refused']) {
       const handle = client.workflow.getHandle(workflowId(TENANT, key(name)));
       const desc = await handle.describe().catch(() => undefined);
-      const calls = api.requestsFor(key(name));
+      const calls = api.callsFor(key(name));
       lines.push(
         `  ${key(name).padEnd(24)} workflow ${(desc?.status.name ?? 'missing').padEnd(10)} ` +
-          `API calls ${calls.map((c) => c.answer).join(', ') || 'none'}${api.runs.has(key(name)) ? `  → run ${api.runs.get(key(name))}` : ''}`,
+          `API calls ${calls.map((c) => c.status).join(', ') || 'none'}${api.runs.has(key(name)) ? `  → run ${api.runs.get(key(name))}` : ''}`,
       );
     }
     lines.push(
-      `  duplicate of ${key('welcome')}: no second run (runs API saw ${api.requestsFor(key('welcome')).length} call)`,
+      `  duplicate of ${key('welcome')}: no second run (runs API saw ${api.callsFor(key('welcome')).length} call)`,
     );
     const dlq = await readDlq(kafka, expectedDlq, `demo-${run}-`);
     lines.push('', `Dead letters in ${topics.dlq(TENANT)}:`);
@@ -166,7 +162,7 @@ export async function runDemo(
       '',
       'Metrics (Prometheus text at /metrics while the processes run):',
       `  poimen_dispatch_records_total{tenant="demo"}: started ${metricValue(m, 'poimen_dispatch_records_total', { tenant: TENANT, outcome: 'started' }) ?? 0}, duplicate ${metricValue(m, 'poimen_dispatch_records_total', { tenant: TENANT, outcome: 'duplicate' }) ?? 0}, dead_lettered ${metricValue(m, 'poimen_dispatch_records_total', { tenant: TENANT, outcome: 'dead_lettered' }) ?? 0}`,
-      `  runs API calls by the worker: ${api.requests.length}; runs created: ${api.runs.size}`,
+      `  runs API calls by the worker: ${api.calls.length}; runs created: ${api.runs.size}`,
       '',
       'Where to look:',
       `  Temporal Web UI: http://127.0.0.1:${cfg.temporalUiPort}/namespaces/${cfg.namespace}/workflows?query=${encodeURIComponent(`TenantId="${TENANT}"`)}`,
@@ -180,7 +176,7 @@ export async function runDemo(
       dlq.length === expectedDlq &&
       ['welcome', 'report', 'flaky'].every((n) => api.runs.has(key(n))) &&
       !api.runs.has(key('refused')) &&
-      api.requestsFor(key('welcome')).length === 1;
+      api.callsFor(key('welcome')).length === 1;
     return { lines, ok };
   } finally {
     await producer.disconnect().catch(() => undefined);

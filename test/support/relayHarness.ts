@@ -9,7 +9,7 @@ import { ensureTopics, tenantTopicSpecs } from '../../src/kafka/topics';
 import { uniqueName, uniqueTenant } from './names';
 import { type RelayProcess, relayEnv, startRelayProcess } from './relay';
 import { RunsApiDouble } from './runsApiDouble';
-import type { RunsApiOptions } from '../../src/devstack/runsApi';
+import type { RunsApiOptions } from './runsApiDouble';
 import { testServices } from './testEnv';
 import { waitFor } from './wait';
 

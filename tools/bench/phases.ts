@@ -13,7 +13,7 @@ import { WORKFLOW_TYPE, topics } from '../../src/contract';
 import { dispatchStartOptions } from '../../src/ingest/startDispatch';
 import { freePort } from '../../src/devstack/ports';
 import { type RelayProcess, startRelayProcess } from '../../src/devstack/relayProcess';
-import { RunsApiDouble } from '../../src/devstack/runsApi';
+import { RunsApiDouble } from '../../test/support/runsApiDouble';
 import { ensureTopics, tenantTopicSpecs } from '../../src/kafka/topics';
 import { waitUntil } from '../../src/devstack/stack/processes';
 import { DEFAULT_DISPATCH_POLICY, type DispatchInput } from '../../src/workflows/types';

@@ -16,7 +16,7 @@ import { parseDlqRecord, topics, workflowId } from '../../src/contract';
 import { committedAtLogEnd } from '../bench/groupOffsets';
 import { freePort } from '../../src/devstack/ports';
 import { type RelayProcess, startRelayProcess } from '../../src/devstack/relayProcess';
-import { type Fault, RunsApiDouble } from '../../src/devstack/runsApi';
+import { type Fault, RunsApiDouble } from '../../test/support/runsApiDouble';
 import { readRange, watermarks } from '../../src/kafka/readRange';
 import { ensureTopics, tenantTopicSpecs } from '../../src/kafka/topics';
 import type { ServiceName } from '../../src/devstack/stack/services';
