@@ -1,9 +1,9 @@
 /**
- * The worker process's parts: a Temporal worker running the `dispatch` workflow and its activities, with the
- * clients the activities need (an undici pool for the runs API, one shared DLQ producer).
+ * The worker's parts, built from configuration: Temporal workers running the `dispatch` workflow and its
+ * activities, with the clients the activities need (an undici pool for the runs API, one shared DLQ producer).
  */
 import fs from 'node:fs';
-import { NativeConnection, Worker } from '@temporalio/worker';
+import { DefaultLogger, IllegalStateError, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { Agent } from 'undici';
 import type { RelayConfig } from '../config';
 import { createActivities } from '../activities';
@@ -12,29 +12,55 @@ import { DlqPublisher } from '../kafka/dlqPublisher';
 import { SourceRecordReader } from '../kafka/sourceRecord';
 import type { Closeable } from '../lifecycle';
 import type { Logger } from '../logger';
-import type { RelayMetrics } from '../metrics';
+import { type RelayService, type RelayServiceDeps, closeOnce } from '../service';
 import { checkTemporalTls, createNativeConnection } from '../temporal/connection';
 import { startInputReader } from '../temporal/history';
 import { VERSION } from '../version';
 import { largeInputTaskQueue } from '../workflows/types';
 import { workflowSource } from './workflowBundle';
 
-export interface RelayWorker {
-  worker: Worker;
-  run: Promise<void>;
-  parts: Closeable[];
-  ready(): boolean;
-}
-
 /** Reading a dead-lettered dispatch's source record back is one group join and one fetch: well within this. */
 const SOURCE_READ_TIMEOUT_MS = 20_000;
 
-export async function startRelayWorker(
+/**
+ * Routes the SDK's own logs through ours, at WARN and above. Must precede any connection; an application that
+ * installed the SDK runtime itself keeps its own.
+ */
+function installSdkLogger(logger: Logger): void {
+  const sdkLog = logger.child({ component: 'temporal-sdk' });
+  try {
+    Runtime.install({
+      logger: new DefaultLogger('WARN', (e) =>
+        sdkLog[e.level === 'ERROR' ? 'error' : 'warn'](e.meta ?? {}, e.message),
+      ),
+    });
+  } catch (err) {
+    if (!(err instanceof IllegalStateError)) throw err;
+    logger.debug('Temporal SDK runtime already installed: its logs keep their own logger');
+  }
+}
+
+export async function createWorker(
   cfg: RelayConfig,
-  metrics: RelayMetrics,
-  logger: Logger,
-): Promise<RelayWorker> {
+  { logger, metrics }: RelayServiceDeps,
+): Promise<RelayService> {
+  installSdkLogger(logger);
   const parts: Closeable[] = [];
+  const close = closeOnce(logger, parts);
+  try {
+    return await assemble(cfg, { logger, metrics }, parts, close);
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
+
+async function assemble(
+  cfg: RelayConfig,
+  { logger, metrics }: RelayServiceDeps,
+  parts: Closeable[],
+  close: () => Promise<void>,
+): Promise<RelayService> {
   await checkTemporalTls(cfg.temporal);
   const connection: NativeConnection = await createNativeConnection(cfg.temporal);
   parts.push({ name: 'temporal connection', close: () => connection.close() });
@@ -92,13 +118,27 @@ export async function startRelayWorker(
     shutdownGraceTime: cfg.worker.shutdownGraceMs,
   });
   const workers = [worker, largeWorker];
-  const run = Promise.all(workers.map((w) => w.run())).then(() => undefined);
+  let run: Promise<void> | undefined;
+  let started!: () => void;
+  const running = new Promise<void>((resolve) => (started = resolve));
+  const done = running.then(() => run);
   parts.push({
     name: 'temporal worker',
     close: async () => {
       for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
+      started();
       await run;
     },
   });
-  return { worker, run, parts, ready: () => workers.every((w) => w.getState() === 'RUNNING') };
+  return {
+    async start() {
+      run = Promise.all(workers.map((w) => w.run())).then(() => undefined);
+      started();
+      logger.info({ taskQueue: cfg.temporal.taskQueue, namespace: cfg.temporal.namespace }, 'worker running');
+    },
+    done,
+    ready: () => workers.every((w) => w.getState() === 'RUNNING'),
+    readinessDetail: () => `workers ${workers.map((w) => w.getState()).join(', ')}`,
+    close,
+  };
 }

@@ -1,0 +1,33 @@
+/**
+ * How `ingest` and `worker` run: configuration from the environment, the service, its metrics and probes server,
+ * then SIGTERM drains (a second signal forces exit). The same for both, so the two commands stay symmetric.
+ */
+import { type RelayConfig, type Role, loadRelayConfig } from '../config';
+import { type Closeable, handleSignals } from '../lifecycle';
+import { createLogger } from '../logger';
+import { createMetrics } from '../metrics';
+import { ObservabilityServer } from '../observability';
+import type { RelayService, RelayServiceDeps } from '../service';
+
+export async function serve(
+  role: Exclude<Role, 'cli'>,
+  create: (cfg: RelayConfig, deps: RelayServiceDeps) => Promise<RelayService>,
+): Promise<void> {
+  const cfg = loadRelayConfig(role);
+  const logger = createLogger(`poimen-${role}`, cfg.logLevel);
+  const metrics = createMetrics({ role });
+  const service = await create(cfg, { logger, metrics });
+  const parts: Closeable[] = [{ name: role, close: () => service.close() }];
+  // Served before start: /healthz and /readyz answer (503 with the reason) while the start waits on Kafka.
+  const http = await ObservabilityServer.start(cfg.metricsPort, metrics.registry, {
+    ready: () => service.ready(),
+    detail: () => service.readinessDetail() ?? '',
+  });
+  parts.unshift({ name: 'metrics server', close: () => http.close() });
+  logger.info({ metricsPort: http.port }, 'metrics server listening');
+  await service.start();
+  const drained = handleSignals(logger, () => parts);
+  await Promise.race([service.done, drained]);
+  await drained;
+  logger.info(`${role} stopped`);
+}

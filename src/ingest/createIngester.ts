@@ -1,0 +1,67 @@
+/**
+ * The ingester's parts, built from configuration: a Temporal client (the namespace must have the contract's
+ * search attributes), the DLQ producer and the consumer that starts one `dispatch` workflow per record.
+ */
+import { Client } from '@temporalio/client';
+import type { RelayConfig } from '../config';
+import { createKafka } from '../kafka/client';
+import { DlqPublisher } from '../kafka/dlqPublisher';
+import type { Closeable } from '../lifecycle';
+import { type RelayService, type RelayServiceDeps, closeOnce } from '../service';
+import { checkTemporalTls, createClientConnection } from '../temporal/connection';
+import { requireSearchAttributes } from '../temporal/searchAttributes';
+import { Ingester } from './ingester';
+
+export async function createIngester(
+  cfg: RelayConfig,
+  { logger, metrics }: RelayServiceDeps,
+): Promise<RelayService> {
+  const parts: Closeable[] = [];
+  const close = closeOnce(logger, parts);
+  try {
+    await checkTemporalTls(cfg.temporal);
+    const connection = createClientConnection(cfg.temporal);
+    parts.push({ name: 'temporal connection', close: () => connection.close() });
+    await requireSearchAttributes(connection, cfg.temporal.namespace, logger);
+
+    const kafka = createKafka(cfg.kafka, logger);
+    const dlq = new DlqPublisher(kafka, metrics, logger.child({ component: 'dlq' }));
+    parts.push({ name: 'DLQ producer', close: () => dlq.close() });
+    const ingester = new Ingester(
+      cfg,
+      kafka,
+      {
+        client: new Client({ connection, namespace: cfg.temporal.namespace }),
+        dlq,
+        taskQueue: cfg.temporal.taskQueue,
+        maxBytes: cfg.dispatchMaxBytes,
+        maxInputBytes: cfg.ingest.maxInputBytes,
+        startTimeoutMs: cfg.ingest.startTimeoutMs,
+        policy: { ...cfg.retry, attemptTimeoutMs: cfg.runsApi.timeoutMs },
+      },
+      metrics,
+      logger,
+      cfg.ingest,
+    );
+    let stopped!: () => void;
+    const done = new Promise<void>((resolve) => (stopped = resolve));
+    parts.push({ name: 'stopped', close: async () => stopped() });
+    return {
+      async start() {
+        await ingester.start();
+        parts.push({ name: 'ingester', close: () => ingester.close() });
+        logger.info(
+          { pattern: cfg.dispatchTopicPattern.source, group: cfg.kafka.groupId },
+          'ingester running',
+        );
+      },
+      done,
+      ready: () => ingester.ready(),
+      readinessDetail: () => ingester.readinessDetail(),
+      close,
+    };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
