@@ -18,7 +18,13 @@ import { historyJson, recordingHistories, writeHistoryFixture } from './support/
 import { dispatchWorkflowId, historyFromJson } from './support/histories';
 import { type Harness, createHarness } from './support/relayHarness';
 import type { Fault } from './support/runsApiDouble';
-import { temporalCli, temporalUiUrl, tctl } from './support/temporalOps';
+import {
+  TCTL_BUILD_TIMEOUT_MS,
+  provisionTctl,
+  temporalCli,
+  temporalUiUrl,
+  tctl,
+} from './support/temporalOps';
 import { waitFor } from './support/wait';
 
 jest.setTimeout(240_000);
@@ -26,6 +32,8 @@ jest.setTimeout(240_000);
 const SCREENSHOTS = path.join(REPO_ROOT, 'test-artifacts', 'webui');
 const CHROMIUM = process.env.POIMEN_TEST_CHROMIUM ?? '/usr/bin/chromium';
 const { PendingActivityState, WorkflowExecutionStatus } = temporal.api.enums.v1;
+
+beforeAll(provisionTctl, TCTL_BUILD_TIMEOUT_MS);
 
 let h: Harness | undefined;
 let browser: Browser | undefined;

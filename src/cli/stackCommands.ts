@@ -19,8 +19,9 @@ export function stackCommand(): Command {
   stack
     .command('provision')
     .description('download Kafka jars and build the temporal CLI into the cache, without starting anything')
-    .action(async () => {
-      await provision(loadStackConfig(), consoleProgress());
+    .option('--tctl', 'also build tctl (the archived Temporal CLI; minutes the first time)')
+    .action(async (opts: { tctl?: boolean }) => {
+      await provision(loadStackConfig(), consoleProgress(), { tctl: opts.tctl === true });
     });
 
   stack

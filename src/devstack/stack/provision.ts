@@ -6,8 +6,10 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import readline from 'node:readline';
 import { type StackConfig, childEnv } from '../../config';
 import { StackError } from '../../errors';
+import { type BuildWatch, watchBuild } from './buildProgress';
 import type { Progress } from './progress';
 import { PACKAGE_ROOT } from '../../version';
 import { requireTool } from './tools';
@@ -15,8 +17,19 @@ import { requireTool } from './tools';
 export interface Binaries {
   kafkaLibsDir: string;
   temporalBin: string;
-  tctlBin: string;
+  tctlBin?: string;
 }
+
+/**
+ * What a command needs built. The stack (`stack up`, the demo, the tests' global setup) runs Kafka and the
+ * temporal dev server; tctl, minutes of `go build` the first time, only for the suite that drives it and for
+ * `stack provision --tctl`.
+ */
+export interface ProvisionPlan {
+  tctl: boolean;
+}
+
+export const STACK_PLAN: ProvisionPlan = { tctl: false };
 
 export function kafkaLibsDir(cfg: StackConfig): string {
   return path.join(cfg.cacheDir, 'kafka', cfg.kafkaVersion, 'libs');
@@ -26,29 +39,38 @@ export function temporalBinPath(cfg: StackConfig): string {
   return path.join(cfg.cacheDir, 'bin', `temporal-${cfg.temporalCliVersion}`);
 }
 
+/** Runs a build step, its output into the log file and, line by line, into the progress watcher. */
 function run(
   cmd: string,
   args: string[],
-  opts: { cwd?: string; env?: NodeJS.ProcessEnv; logFile: string },
+  opts: { cwd?: string; env?: NodeJS.ProcessEnv; logFile: string; watch: BuildWatch },
 ): Promise<void> {
   return new Promise((resolve, reject) => {
-    const out = fs.openSync(opts.logFile, 'a');
-    const child = spawn(cmd, args, { cwd: opts.cwd, env: opts.env, stdio: ['ignore', out, out] });
+    const log = fs.createWriteStream(opts.logFile, { flags: 'a' });
+    const child = spawn(cmd, args, { cwd: opts.cwd, env: opts.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    for (const stream of [child.stdout, child.stderr]) {
+      stream.pipe(log, { end: false });
+      readline.createInterface({ input: stream }).on('line', (l) => opts.watch.line(l));
+    }
+    let settled = false;
     child.on('error', (err) => {
-      fs.closeSync(out);
-      reject(new StackError(`${cmd} could not be started: ${err.message}`));
+      if (settled) return;
+      settled = true;
+      log.end(() => reject(new StackError(`${cmd} could not be started: ${err.message}`)));
     });
-    child.on('exit', (code, signal) => {
-      fs.closeSync(out);
-      if (code === 0) resolve();
-      else {
+    // 'close', not 'exit': the output is fully in the log before its tail is read.
+    child.on('close', (code, signal) => {
+      if (settled) return;
+      settled = true;
+      log.end(() => {
+        if (code === 0) return resolve();
         const tail = fs.readFileSync(opts.logFile, 'utf8').split('\n').slice(-15).join('\n');
         reject(
           new StackError(
             `${cmd} ${args.join(' ')} failed (${signal ?? `exit ${code}`}); log ${opts.logFile}:\n${tail}`,
           ),
         );
-      }
+      });
     });
   });
 }
@@ -68,18 +90,19 @@ export async function ensureKafka(cfg: StackConfig, progress: Progress): Promise
   progress(
     `kafka ${cfg.kafkaVersion}: resolving org.apache.kafka:kafka_2.13 and its runtime from Maven Central (log ${logFile})`,
   );
+  const watch = watchBuild(`kafka ${cfg.kafkaVersion}`, progress);
   await run(
     'mvn',
     [
+      // Not -q: the progress watcher counts the "Downloaded from" lines.
       '-B',
-      '-q',
       `-Dkafka.version=${cfg.kafkaVersion}`,
       'dependency:copy-dependencies',
       '-DincludeScope=runtime',
       `-DoutputDirectory=${path.join(work, 'libs')}`,
     ],
-    { cwd: work, logFile },
-  );
+    { cwd: work, logFile, watch },
+  ).finally(() => watch.stop());
   const jars = fs.readdirSync(path.join(work, 'libs'));
   if (!jars.some((j) => j.startsWith(`kafka_2.13-${cfg.kafkaVersion}`))) {
     throw new StackError(`maven did not produce kafka_2.13-${cfg.kafkaVersion}.jar (see ${logFile})`);
@@ -89,9 +112,15 @@ export async function ensureKafka(cfg: StackConfig, progress: Progress): Promise
   ensureDir(path.dirname(target));
   fs.renameSync(work, target);
   fs.writeFileSync(done, new Date().toISOString());
-  progress(`kafka ${cfg.kafkaVersion}: ${jars.length} jars in ${libs}`);
+  progress(`kafka ${cfg.kafkaVersion}: ${jars.length} jars in ${libs} (${watch.stop()})`);
   return libs;
 }
+
+/**
+ * GOTOOLCHAIN=auto: a host Go older than a module asks for (the temporal CLI asks for 1.25) fetches that
+ * toolchain from the module proxy instead of failing, so distribution Go packages from 1.21 on do.
+ */
+const GO_ENV = { GOFLAGS: '-buildvcs=false', CGO_ENABLED: '0', GOTOOLCHAIN: 'auto' };
 
 async function ensureGoBinary(
   cfg: StackConfig,
@@ -111,15 +140,17 @@ async function ensureGoBinary(
   progress(
     `${name} ${version}: building ${pkg}@${version} from the Go module proxy (a few minutes the first time; log ${logFile})`,
   );
-  await run('go', ['install', `${pkg}@${version}`], {
+  const watch = watchBuild(`${name} ${version}`, progress);
+  await run('go', ['install', '-v', `${pkg}@${version}`], {
     cwd: work,
     logFile,
-    env: childEnv({ GOBIN: path.join(work, 'bin'), GOFLAGS: '-buildvcs=false', CGO_ENABLED: '0' }),
-  });
+    env: childEnv({ GOBIN: path.join(work, 'bin'), ...GO_ENV }),
+    watch,
+  }).finally(() => watch.stop());
   ensureDir(path.dirname(target));
   fs.renameSync(path.join(work, 'bin', name), target);
   fs.rmSync(work, { recursive: true, force: true });
-  progress(`${name} ${version}: built ${target}`);
+  progress(`${name} ${version}: built ${target} (${watch.stop()})`);
   return target;
 }
 
@@ -128,7 +159,8 @@ export function tctlBinPath(cfg: StackConfig): string {
 }
 
 /**
- * tctl (archived) for operators who replay with it. `go install tctl@version` fails here because the proxy
+ * tctl (archived): for the suite that resets a dispatch with it, and operators who ask (`stack provision --tctl`),
+ * never for the stack itself. `go install tctl@version` fails here because the proxy
  * refuses the module's version list (used for the deprecation check), so it is built inside a throwaway module.
  */
 export async function ensureTctl(cfg: StackConfig, progress: Progress): Promise<string> {
@@ -140,19 +172,32 @@ export async function ensureTctl(cfg: StackConfig, progress: Progress): Promise<
   requireTool('go');
   const work = fs.mkdtempSync(path.join(ensureDir(path.join(cfg.cacheDir, 'tmp')), 'tctl-'));
   const logFile = path.join(work, 'go-build.log');
-  progress(`tctl ${cfg.tctlVersion}: building from the Go module proxy (about a minute; log ${logFile})`);
-  const env = childEnv({ GOFLAGS: '-mod=mod -buildvcs=false', CGO_ENABLED: '0' });
-  await run('go', ['mod', 'init', 'poimen.local/tctl-build'], { cwd: work, logFile, env });
-  await run('go', ['get', `github.com/temporalio/tctl@${cfg.tctlVersion}`], { cwd: work, logFile, env });
-  await run('go', ['build', '-o', path.join(work, 'tctl'), 'github.com/temporalio/tctl/cmd/tctl'], {
-    cwd: work,
-    logFile,
-    env,
-  });
+  progress(
+    `tctl ${cfg.tctlVersion}: building from the Go module proxy (minutes the first time; log ${logFile})`,
+  );
+  const env = childEnv({ ...GO_ENV, GOFLAGS: '-mod=mod -buildvcs=false' });
+  const watch = watchBuild(`tctl ${cfg.tctlVersion}`, progress);
+  try {
+    await run('go', ['mod', 'init', 'poimen.local/tctl-build'], { cwd: work, logFile, env, watch });
+    await run('go', ['get', `github.com/temporalio/tctl@${cfg.tctlVersion}`], {
+      cwd: work,
+      logFile,
+      env,
+      watch,
+    });
+    await run('go', ['build', '-v', '-o', path.join(work, 'tctl'), 'github.com/temporalio/tctl/cmd/tctl'], {
+      cwd: work,
+      logFile,
+      env,
+      watch,
+    });
+  } finally {
+    watch.stop();
+  }
   ensureDir(path.dirname(target));
   fs.renameSync(path.join(work, 'tctl'), target);
   fs.rmSync(work, { recursive: true, force: true });
-  progress(`tctl ${cfg.tctlVersion}: built ${target}`);
+  progress(`tctl ${cfg.tctlVersion}: built ${target} (${watch.stop()})`);
   return target;
 }
 
@@ -167,18 +212,23 @@ export function ensureTemporal(cfg: StackConfig, progress: Progress): Promise<st
   );
 }
 
-export async function provision(cfg: StackConfig, progress: Progress): Promise<Binaries> {
+export async function provision(
+  cfg: StackConfig,
+  progress: Progress,
+  plan: ProvisionPlan = STACK_PLAN,
+): Promise<Binaries> {
   // Check the tools before any step so a fresh machine learns what is missing before minutes of building.
   if (!fs.existsSync(path.join(path.dirname(kafkaLibsDir(cfg)), '.complete'))) {
     requireTool('java');
     requireTool('mvn');
   }
-  if (!fs.existsSync(temporalBinPath(cfg)) || !fs.existsSync(tctlBinPath(cfg))) requireTool('go');
+  const goBuilt = [temporalBinPath(cfg), ...(plan.tctl ? [tctlBinPath(cfg)] : [])];
+  if (!goBuilt.every((bin) => fs.existsSync(bin))) requireTool('go');
   requireTool('java');
   const kafkaLibs = await ensureKafka(cfg, progress);
   const temporalBin = await ensureTemporal(cfg, progress);
-  const tctlBin = await ensureTctl(cfg, progress);
-  return { kafkaLibsDir: kafkaLibs, temporalBin, tctlBin };
+  if (!plan.tctl) return { kafkaLibsDir: kafkaLibs, temporalBin };
+  return { kafkaLibsDir: kafkaLibs, temporalBin, tctlBin: await ensureTctl(cfg, progress) };
 }
 
 export function ensureDir(dir: string): string {

@@ -9,7 +9,7 @@ import { StackError } from '../../errors';
 import { ensureSearchAttributes } from '../../temporal/searchAttributes';
 import { portInUse, stopDaemon, waitUntil } from './processes';
 import { type Progress, silentProgress } from './progress';
-import { provision } from './provision';
+import { type Binaries, STACK_PLAN, provision } from './provision';
 import {
   type Service,
   type ServiceName,
@@ -42,8 +42,13 @@ export class LocalStack {
     return stackPaths(this.cfg).root;
   }
 
+  /** What the stack runs on: Kafka's jars and the temporal CLI, not tctl (the demo has no use for it). */
+  provision(): Promise<Binaries> {
+    return provision(this.cfg, this.progress, STACK_PLAN);
+  }
+
   async up(): Promise<ServiceStatus[]> {
-    await provision(this.cfg, this.progress);
+    await this.provision();
     for (const service of Object.values(this.services)) await this.startService(service.name);
     return this.status();
   }

@@ -7,7 +7,9 @@ const TOOLS = {
   mvn: { args: ['-v'], install: 'apt-get install -y maven' },
   go: {
     args: ['version'],
-    install: 'apt-get install -y golang-go (Go >= 1.24 is needed; or use the official tarball)',
+    // From 1.21 Go fetches the newer toolchain a module asks for (provision.ts sets GOTOOLCHAIN=auto).
+    install:
+      'apt-get install -y golang-go (Go >= 1.21 is needed; or use the official tarball from go.dev/dl)',
   },
 } as const;
 
