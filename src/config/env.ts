@@ -88,7 +88,25 @@ export interface RelayConfig {
   logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent';
 }
 
+/**
+ * Example Secrets ship placeholders; one applied unedited would start a relay whose every call is refused (401),
+ * so a credential that is only a placeholder stops start-up. Exact matches only: real tokens may contain words.
+ * The value is not echoed (it sits in a credential variable).
+ */
+const PLACEHOLDER = /^(replace[-_ ]?me|change[-_ ]?me|todo|fixme|placeholder|x{3,}|<[^>]*>|\$\{[^}]*\})$/i;
+function rejectPlaceholderCredentials(env: Env): void {
+  for (const name of ['RUNS_API_TOKEN', 'KAFKA_SASL_USERNAME', 'KAFKA_SASL_PASSWORD', 'TEMPORAL_API_KEY']) {
+    if (PLACEHOLDER.test((env[name] ?? '').trim())) {
+      throw new ConfigError(
+        name,
+        'is a placeholder: set the real credential (docs/operations.md#the-secret)',
+      );
+    }
+  }
+}
+
 export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig {
+  rejectPlaceholderCredentials(env);
   const brokers = read(env, 'KAFKA_BROKERS', z.string(), '127.0.0.1:9092')
     .split(',')
     .map((b) => b.trim())

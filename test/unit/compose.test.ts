@@ -87,10 +87,10 @@ function buildOf(s: Service): { context: string; dockerfile: string } {
 }
 
 describe('docker-compose.yml', () => {
-  it('uses the Compose spec (no version key) and names exactly the six services', () => {
+  it('uses the Compose spec (no version key) and names exactly the six services and the two samples', () => {
     expect(compose.version).toBeUndefined();
     expect(Object.keys(compose.services).sort()).toEqual(
-      ['ingester', 'kafka', 'prometheus', 'temporal', 'topics', 'worker'].sort(),
+      ['ingester', 'kafka', 'prometheus', 'temporal', 'topics', 'worker', 'runs-api', 'producer'].sort(),
     );
   });
 
@@ -288,9 +288,13 @@ describe('Dockerfile', () => {
     .filter((l) => l !== '' && !l.startsWith('#'));
   const froms = instructions.filter((l) => /^FROM\s/i.test(l));
 
-  it('is multi-stage on a glibc (Debian) Node 20 base', () => {
+  it('is multi-stage on a glibc (Debian) Node 24 LTS base', () => {
     expect(froms.length).toBeGreaterThanOrEqual(2);
-    expect(dockerfile).toMatch(/node:20-bookworm-slim/);
+    expect(dockerfile).toMatch(/^ARG NODE_IMAGE=node:24-bookworm-slim$/m);
+    expect(froms.every((f) => /^FROM \$\{NODE_IMAGE\} AS \w+$/.test(f))).toBe(true);
+    // Hosts may still run the CLI on Node >= 20.18; developers get 24 from .nvmrc.
+    expect(read('.nvmrc').trim()).toBe('24');
+    expect((JSON.parse(read('package.json')) as { engines: { node: string } }).engines.node).toBe('>=20.18');
     // @temporalio/core-bridge ships glibc binaries only: no musl (alpine) stage.
     expect(dockerfile).not.toMatch(/^(FROM|ARG)\s+\S*alpine/im);
     expect(instructions.some((l) => /COPY\s+--from=build\b/.test(l))).toBe(true);

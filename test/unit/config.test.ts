@@ -152,6 +152,51 @@ describe('configuration (contract §8)', () => {
     expect((caught as ConfigError).message.split('\n')).toHaveLength(1);
   });
 
+  // A Secret applied from an example file still holding its placeholders must not start a relay that then
+  // fails every call with 401: each credential variable is checked, whether or not its feature is on.
+  test.each([
+    ['RUNS_API_TOKEN', 'REPLACE_ME'],
+    ['RUNS_API_TOKEN', 'changeme'],
+    ['RUNS_API_TOKEN', '<your-token>'],
+    ['KAFKA_SASL_USERNAME', 'replace-me'],
+    ['KAFKA_SASL_PASSWORD', 'CHANGE_ME'],
+    ['TEMPORAL_API_KEY', '${TEMPORAL_API_KEY}'],
+    ['TEMPORAL_API_KEY', 'xxxxxxxx'],
+  ])('a placeholder %s (%s) stops start-up with one line naming it, without the value', (variable, value) => {
+    let caught: unknown;
+    try {
+      loadRelayConfig('worker', { [variable]: value });
+    } catch (err) {
+      caught = err;
+    }
+    expect(caught).toBeInstanceOf(ConfigError);
+    expect((caught as ConfigError).variable).toBe(variable);
+    expect((caught as ConfigError).message).toMatch(
+      new RegExp(`^invalid configuration: ${variable} is a placeholder`),
+    );
+    expect((caught as ConfigError).message).not.toContain(value);
+    expect((caught as ConfigError).message.split('\n')).toHaveLength(1);
+  });
+
+  test('real-looking credentials that merely contain common words are accepted', () => {
+    for (const token of ['replace-me-not-9f2c1e', 'todo-service-token-1', 'x', 'tok']) {
+      expect(loadRelayConfig('worker', { RUNS_API_TOKEN: token }).runsApi.token).toBe(token);
+    }
+  });
+
+  test('the relay exits 2 with one line when the Secret still holds a placeholder', async () => {
+    for (const role of ['worker', 'ingest']) {
+      const res = await runCli([role], { ...process.env, RUNS_API_TOKEN: 'REPLACE_ME' }, 30_000);
+      expect({ role, code: res.code, stderr: res.stderr.trim() }).toEqual({
+        role,
+        code: 2,
+        stderr: expect.stringMatching(
+          /^poimen-relay: invalid configuration: RUNS_API_TOKEN is a placeholder[^\n]*$/,
+        ),
+      });
+    }
+  });
+
   test('SASL without credentials names the missing variable; a secret is never echoed', () => {
     expect(() =>
       loadRelayConfig('ingester', { KAFKA_SASL_MECHANISM: 'plain', KAFKA_SASL_USERNAME: 'u' }),
