@@ -24,8 +24,16 @@ export async function serve(
     detail: () => service.readinessDetail() ?? '',
   });
   parts.unshift({ name: 'metrics server', close: () => http.close() });
-  logger.info({ metricsPort: http.port }, 'metrics server listening');
   await service.start();
+  logger.info(
+    {
+      metricsPort: http.port,
+      namespace: cfg.temporal.namespace,
+      taskQueue: cfg.temporal.taskQueue,
+      ...(role === 'ingester' ? { pattern: cfg.dispatchTopicPattern.source, group: cfg.kafka.groupId } : {}),
+    },
+    `${role} running`,
+  );
   const drained = handleSignals(logger, () => parts);
   await Promise.race([service.done, drained]);
   await drained;
