@@ -50,10 +50,6 @@ export async function createIngester(
       async start() {
         await ingester.start();
         parts.push({ name: 'ingester', close: () => ingester.close() });
-        logger.info(
-          { pattern: cfg.dispatchTopicPattern.source, group: cfg.kafka.groupId },
-          'ingester running',
-        );
       },
       done,
       ready: () => ingester.ready(),

@@ -134,7 +134,6 @@ async function assemble(
     async start() {
       run = Promise.all(workers.map((w) => w.run())).then(() => undefined);
       started();
-      logger.info({ taskQueue: cfg.temporal.taskQueue, namespace: cfg.temporal.namespace }, 'worker running');
     },
     done,
     ready: () => workers.every((w) => w.getState() === 'RUNNING'),
