@@ -3,7 +3,7 @@ export class ConfigError extends Error {
   override readonly name = 'ConfigError';
   constructor(
     readonly variable: string,
-    reason: string,
+    readonly reason: string,
   ) {
     super(`invalid configuration: ${variable} ${reason}`);
   }

@@ -50,9 +50,9 @@ describe('topics', () => {
       await cli(['topics', 'apply', '--tenant', tenant, '--partitions', '2', '--json']),
     );
     expect(first).toEqual([
-      { topic: topics.dispatch(tenant), action: 'created', differences: [] },
-      { topic: topics.events(tenant), action: 'created', differences: [] },
-      { topic: topics.dlq(tenant), action: 'created', differences: [] },
+      { topic: topics.dispatch(tenant), action: 'created', differences: [], warnings: [] },
+      { topic: topics.events(tenant), action: 'created', differences: [], warnings: [] },
+      { topic: topics.dlq(tenant), action: 'created', differences: [], warnings: [] },
     ]);
     const again = await cli(['topics', 'apply', '--tenant', tenant, '--partitions', '2']);
     expect(again.code).toBe(0);

@@ -93,7 +93,10 @@ export function dlqCommand(): Command {
       'with --type malformed_dispatch or tenant_mismatch: replay them too (they will be dead-lettered again)',
     )
     .option('--from-beginning', 're-read every retained record, not only those not yet replayed')
-    .option('--json', 'print the summary as JSON (the only thing on stdout)')
+    .option(
+      '--json',
+      'print the summary as JSON: {examined, replayed, wouldReplay, …, records} (the only thing on stdout)',
+    )
     .action(async (opts: ReplayFlags & { rate?: number; force?: boolean; fromBeginning?: boolean }) => {
       await run(opts, {
         ...(opts.rate ? { ratePerSec: opts.rate } : {}),
@@ -104,7 +107,7 @@ export function dlqCommand(): Command {
   dlq
     .command('discard')
     .description(
-      'take dead letters out of the backlog without re-publishing them (after dealing with them otherwise); they stay readable until they expire',
+      'take dead letters out of the backlog without re-publishing them (after dealing with them otherwise); they stay readable until they expire; one of --id, --type, --since, --all is required',
     )
     .requiredOption('--tenant <tenant>', 'tenant')
     .option('--id <id...>', 'these DLQ record ids')
@@ -112,7 +115,10 @@ export function dlqCommand(): Command {
     .option('--since <when>', 'records dead-lettered since (ISO-8601, or 30m / 12h / 7d)', parseSince)
     .option('--all', 'every record not yet replayed, including ones that are not DLQ records')
     .option('--dry-run', 'show what would be discarded; record nothing')
-    .option('--json', 'print the summary as JSON (the only thing on stdout)')
+    .option(
+      '--json',
+      'print the summary as JSON: {examined, discarded, …, records} (the only thing on stdout)',
+    )
     .action(async (opts: ReplayFlags & { all?: boolean }) => {
       if (!opts.all && !opts.id && !opts.type && opts.since === undefined)
         throw new ConfigError('--id, --type, --since or --all', 'is required: say which records to discard');

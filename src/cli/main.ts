@@ -1,27 +1,10 @@
-/** The `poimen-relay` executable: wiring only; each command lives in its own module. */
+/** The `poimen-relay` executable: wiring only; the command tree is src/cli/program.ts. */
 import { Command, CommanderError } from 'commander';
 import { EXIT, exitCodeOf, isUserFacingError } from '../errors';
-import { VERSION } from '../version';
-import { demoCommand } from './demoCommand';
-import { dispatchCommand } from './dispatchCommand';
-import { dlqCommand } from './dlqCommand';
-import { ingestCommand } from './ingestCommand';
-import { workerCommand } from './workerCommand';
-import { stackCommand } from './stackCommands';
-import { temporalCommand } from './temporalCommand';
-import { topicsCommand } from './topicsCommand';
+import { nameTheFlag } from './conventions';
+import { buildProgram } from './program';
 
-const program = new Command('poimen-relay')
-  .description('Kafka dispatch topics -> one Temporal workflow per dispatch -> POST /v1/runs')
-  .version(VERSION)
-  .addCommand(ingestCommand())
-  .addCommand(workerCommand())
-  .addCommand(topicsCommand())
-  .addCommand(temporalCommand())
-  .addCommand(dlqCommand())
-  .addCommand(dispatchCommand())
-  .addCommand(stackCommand())
-  .addCommand(demoCommand());
+const program = buildProgram();
 
 // Commander exits 1 on a usage error by itself; 1 means "not found" here, so it throws and is mapped below.
 (function throwOnExit(cmd: Command): void {
@@ -29,9 +12,10 @@ const program = new Command('poimen-relay')
   cmd.commands.forEach(throwOnExit);
 })(program);
 
-program.parseAsync(process.argv).catch((err: unknown) => {
+program.parseAsync(process.argv).catch((caught: unknown) => {
   // Commander has printed its one line (or the help, or the version) already.
-  if (err instanceof CommanderError) process.exit(err.exitCode === 0 ? EXIT.ok : EXIT.usage);
+  if (caught instanceof CommanderError) process.exit(caught.exitCode === 0 ? EXIT.ok : EXIT.usage);
+  const err = nameTheFlag(caught);
   // Configuration, usage and service problems are one clear line; anything else is a bug and keeps its stack.
   process.stderr.write(
     `poimen-relay: ${isUserFacingError(err) ? err.message : err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,

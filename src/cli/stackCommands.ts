@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import { loadStackConfig } from '../config';
+import { EXIT } from '../errors';
 import { consoleProgress } from '../devstack/stack/progress';
 import { provision } from '../devstack/stack/provision';
 import { LocalStack, type ServiceStatus } from '../devstack/stack/stack';
@@ -27,11 +28,15 @@ export function stackCommand(): Command {
   stack
     .command('up')
     .description('provision (cached) and start Kafka and Temporal; harmless when already up')
-    .action(async () => {
+    .option('--json', 'print the services as JSON, as `stack status --json` does')
+    .action(async (opts: { json?: boolean }) => {
       const cfg = loadStackConfig();
       const statuses = await new LocalStack(cfg, consoleProgress()).up();
-      printStatus(statuses);
-      process.stdout.write(`state and logs: ${cfg.stateDir}\n`);
+      if (opts.json) process.stdout.write(`${JSON.stringify(statuses, null, 2)}\n`);
+      else {
+        printStatus(statuses);
+        process.stdout.write(`state and logs: ${cfg.stateDir}\n`);
+      }
     });
 
   stack
@@ -44,12 +49,12 @@ export function stackCommand(): Command {
   stack
     .command('status')
     .description('report each service; exits 1 when one is not ready')
-    .option('--json', 'print JSON')
+    .option('--json', 'print JSON: [{name, address, detail, running, ready, log}]')
     .action(async (opts: { json?: boolean }) => {
       const statuses = await new LocalStack(loadStackConfig()).status();
       if (opts.json) process.stdout.write(`${JSON.stringify(statuses, null, 2)}\n`);
       else printStatus(statuses);
-      if (!statuses.every((s) => s.ready)) process.exitCode = 1;
+      if (!statuses.every((s) => s.ready)) process.exitCode = EXIT.notFound;
     });
 
   return stack;

@@ -11,12 +11,18 @@ export function temporalCommand(): Command {
     .description(
       `register the Keyword search attributes ${SEARCH_ATTRIBUTE_NAMES.join(', ')} on the namespace (idempotent)`,
     )
-    .action(async () => {
+    .option('--json', 'print JSON: {namespace, registered, alreadyPresent}')
+    .action(async (opts: { json?: boolean }) => {
       const { namespace, added } = await withTemporal(async (connection, cfg) => ({
         namespace: cfg.temporal.namespace,
         added: await ensureSearchAttributes(connection, cfg.temporal.namespace),
       }));
       const present = SEARCH_ATTRIBUTE_NAMES.filter((n) => !added.includes(n));
+      if (opts.json) {
+        const out = { namespace, registered: added, alreadyPresent: present };
+        process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+        return;
+      }
       process.stdout.write(
         `namespace ${namespace}: registered [${added.join(', ')}], already present [${present.join(', ')}]\n`,
       );

@@ -1,8 +1,10 @@
 /** `poimen-relay topics apply | list`: wiring only. */
 import { Command, Option } from 'commander';
-import { ConfigError } from '../errors';
+import { ConfigError, EXIT } from '../errors';
+import { clusterDefaultReplicationFactor } from '../kafka/brokerDefaults';
 import { tenantTopicSpecs } from '../kafka/topics';
 import { withKafkaAdmin } from './kafkaAdmin';
+import { replicationWarnings } from '../ops/replicationWarnings';
 import { applyTopics, listTopics, specsFromFile, validateTenants } from '../ops/topics';
 
 const positiveInt = (flag: string) => (v: string) => {
@@ -15,12 +17,14 @@ export function topicsCommand(): Command {
   const topics = new Command('topics').description('declare and list the relay topics (contract §2)');
   topics
     .command('apply')
-    .description('idempotently declare .dispatch, .events and .dispatch.dlq (14-day retention) per tenant')
-    .addOption(new Option('--tenant <tenant...>', 'tenant(s) to declare').default([]))
-    .option('--file <path>', 'declarative topics file (see deploy/topics.yaml)')
+    .description(
+      'idempotently declare .dispatch, .events and .dispatch.dlq (14-day retention) per tenant; --tenant or --file is required',
+    )
+    .addOption(new Option('--tenant <tenant...>', 'tenant(s) to declare (or --file)').default([]))
+    .option('--file <path>', 'declarative topics file, see deploy/topics.yaml (or --tenant)')
     .option('--partitions <n>', 'partitions per topic', positiveInt('--partitions'), 3)
     .option('--replication-factor <n>', 'replication factor', positiveInt('--replication-factor'), 1)
-    .option('--json', 'print JSON')
+    .option('--json', 'print JSON: [{topic, action, differences, warnings}]')
     .action(
       async (opts: {
         tenant: string[];
@@ -37,7 +41,12 @@ export function topicsCommand(): Command {
           ...(opts.file ? specsFromFile(opts.file) : []),
         ];
         if (specs.length === 0) throw new ConfigError('--tenant', 'or --file is required');
-        const results = await withKafkaAdmin((_kafka, admin) => applyTopics(admin, specs));
+        const results = await withKafkaAdmin(async (_kafka, admin) => {
+          const warnings = replicationWarnings(specs, await clusterDefaultReplicationFactor(admin));
+          if (warnings.summary) process.stderr.write(`poimen-relay: warning: ${warnings.summary}\n`);
+          const applied = await applyTopics(admin, specs);
+          return applied.map((r) => ({ ...r, warnings: warnings.byTopic[r.topic] ?? [] }));
+        });
         if (opts.json) process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
         else {
           for (const r of results) {
@@ -51,14 +60,14 @@ export function topicsCommand(): Command {
           process.stderr.write(
             `poimen-relay: ${differing.length} topic(s) exist with settings that differ from the declaration; change them deliberately (kafka-configs / kafka-topics), not by re-applying\n`,
           );
-          process.exitCode = 3;
+          process.exitCode = EXIT.topicsDiffer;
         }
       },
     );
   topics
     .command('list')
     .description('topics with partitions, replication factor and retention')
-    .option('--json', 'print JSON')
+    .option('--json', 'print JSON: [{topic, partitions, replicationFactor, retentionMs}]')
     .action(async (opts: { json?: boolean }) => {
       const list = await withKafkaAdmin((_kafka, admin) => listTopics(admin));
       if (opts.json) process.stdout.write(`${JSON.stringify(list, null, 2)}\n`);

@@ -51,7 +51,12 @@ export interface KafkaListenerOptions {
   formatArgs?: string[];
 }
 
-export function kafkaService(cfg: StackConfig, extra?: KafkaListenerOptions): Service {
+/** `brokerProperties`: extra server.properties lines of the broker itself (a test's own broker defaults). */
+export function kafkaService(
+  cfg: StackConfig,
+  extra?: KafkaListenerOptions,
+  brokerProperties: string[] = [],
+): Service {
   const p = stackPaths(cfg);
   const address = `127.0.0.1:${cfg.kafkaPort}`;
   const pidFile = path.join(p.runDir, 'kafka.pid');
@@ -89,6 +94,7 @@ export function kafkaService(cfg: StackConfig, extra?: KafkaListenerOptions): Se
       'auto.create.topics.enable=false',
       // Tests create many uuid-named topics; keep segments small so the state folder stays small.
       'log.segment.bytes=16777216',
+      ...brokerProperties,
       '',
     ].join('\n');
 

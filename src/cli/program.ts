@@ -1,0 +1,28 @@
+/** The `poimen-relay` command tree: each command lives in its own module; the shared conventions are applied here. */
+import { Command } from 'commander';
+import { VERSION } from '../version';
+import { applyConventions } from './conventions';
+import { demoCommand } from './demoCommand';
+import { dispatchCommand } from './dispatchCommand';
+import { dlqCommand } from './dlqCommand';
+import { ingestCommand } from './ingestCommand';
+import { workerCommand } from './workerCommand';
+import { stackCommand } from './stackCommands';
+import { temporalCommand } from './temporalCommand';
+import { topicsCommand } from './topicsCommand';
+
+export function buildProgram(): Command {
+  const program = new Command('poimen-relay')
+    .description('Kafka dispatch topics -> one Temporal workflow per dispatch -> POST /v1/runs')
+    .version(VERSION)
+    .addCommand(ingestCommand())
+    .addCommand(workerCommand())
+    .addCommand(topicsCommand())
+    .addCommand(temporalCommand())
+    .addCommand(dlqCommand())
+    .addCommand(dispatchCommand())
+    .addCommand(stackCommand())
+    .addCommand(demoCommand());
+  applyConventions(program);
+  return program;
+}

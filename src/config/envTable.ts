@@ -1,0 +1,280 @@
+/**
+ * Every environment variable the config module reads, once: its one-line meaning, which commands it affects
+ * and whether a flag may stand for it. `--help` lists and the override flags are generated from this table, and
+ * test/unit/envTable.test.ts keeps it equal to what the loaders actually read. Defaults stay with the loaders
+ * (docs/configuration.md lists them).
+ */
+
+/** Who reads a variable: the two processes, the one-shot commands by the service they talk to, the dev stack. */
+export type EnvReader = 'ingest' | 'worker' | 'kafka-cli' | 'temporal-cli' | 'stack';
+
+export interface EnvVar {
+  name: string;
+  description: string;
+  readBy: readonly EnvReader[];
+  /**
+   * Present: the commands that read it also take `flagOf(name) <flagArg>`, which wins over the variable. Never
+   * for secrets or certificate paths: a command line shows up in `ps` and shell history.
+   */
+  flagArg?: string;
+}
+
+const RELAY: readonly EnvReader[] = ['ingest', 'worker'];
+const KAFKA_USERS: readonly EnvReader[] = ['ingest', 'worker', 'kafka-cli'];
+const TEMPORAL_USERS: readonly EnvReader[] = ['ingest', 'worker', 'temporal-cli'];
+
+export const ENV_VARS: readonly EnvVar[] = [
+  {
+    name: 'KAFKA_BROKERS',
+    description: 'Kafka bootstrap brokers, host:port[,host:port]',
+    readBy: KAFKA_USERS,
+    flagArg: '<host:port,...>',
+  },
+  { name: 'KAFKA_CLIENT_ID', description: 'Kafka client id', readBy: KAFKA_USERS },
+  {
+    name: 'KAFKA_GROUP_ID',
+    description: "the ingester's consumer group",
+    readBy: ['ingest'],
+    flagArg: '<group>',
+  },
+  { name: 'KAFKA_SSL', description: 'TLS to the brokers (true/false)', readBy: KAFKA_USERS },
+  {
+    name: 'KAFKA_SSL_CA',
+    description: "PEM file of the CA(s) of the brokers' certificates",
+    readBy: KAFKA_USERS,
+  },
+  {
+    name: 'KAFKA_SASL_MECHANISM',
+    description: 'plain, scram-sha-256 or scram-sha-512 (needs the username and password)',
+    readBy: KAFKA_USERS,
+  },
+  { name: 'KAFKA_SASL_USERNAME', description: 'SASL user name', readBy: KAFKA_USERS },
+  { name: 'KAFKA_SASL_PASSWORD', description: 'SASL password (never logged)', readBy: KAFKA_USERS },
+  {
+    name: 'NODE_EXTRA_CA_CERTS',
+    description: "Node's extra trusted CA file, checked at start",
+    readBy: [...KAFKA_USERS, 'temporal-cli'],
+  },
+  {
+    name: 'DISPATCH_TOPIC_PATTERN',
+    description: 'regular expression of the dispatch topics to drain',
+    readBy: ['ingest'],
+    flagArg: '<regex>',
+  },
+  {
+    name: 'DISPATCH_MAX_BYTES',
+    description: 'larger dispatch records are dead-lettered',
+    readBy: ['ingest'],
+  },
+  {
+    name: 'TEMPORAL_ADDRESS',
+    description: 'Temporal frontend, host:port',
+    readBy: TEMPORAL_USERS,
+    flagArg: '<host:port>',
+  },
+  {
+    name: 'TEMPORAL_NAMESPACE',
+    description: 'Temporal namespace',
+    readBy: [...TEMPORAL_USERS, 'stack'],
+    flagArg: '<namespace>',
+  },
+  {
+    name: 'TEMPORAL_TASK_QUEUE',
+    description: 'task queue of the dispatch workflows',
+    readBy: RELAY,
+    flagArg: '<queue>',
+  },
+  {
+    name: 'TEMPORAL_API_KEY',
+    description: 'API key sent as a bearer token; implies TLS (never logged)',
+    readBy: TEMPORAL_USERS,
+  },
+  {
+    name: 'TEMPORAL_TLS_CERT',
+    description: 'PEM client certificate (mTLS), with TEMPORAL_TLS_KEY',
+    readBy: TEMPORAL_USERS,
+  },
+  { name: 'TEMPORAL_TLS_KEY', description: 'PEM private key of TEMPORAL_TLS_CERT', readBy: TEMPORAL_USERS },
+  { name: 'TEMPORAL_TLS_CA', description: "PEM CA(s) of the frontend's certificate", readBy: TEMPORAL_USERS },
+  {
+    name: 'POIMEN_TEMPORAL_UI_URL',
+    description: 'Temporal Web UI base URL, for the links `dispatch status` prints',
+    readBy: ['temporal-cli'],
+  },
+  {
+    name: 'RUNS_API_URL',
+    description: 'runs API base URL; the relay POSTs to /v1/runs',
+    readBy: ['worker'],
+    flagArg: '<url>',
+  },
+  { name: 'RUNS_API_TOKEN', description: 'bearer token for the runs API (never logged)', readBy: ['worker'] },
+  { name: 'RUNS_API_CA', description: "PEM CA(s) of an https runs API's certificate", readBy: ['worker'] },
+  {
+    name: 'RUNS_API_TIMEOUT_MS',
+    description: 'timeout of one runs API call; travels in each workflow input',
+    readBy: ['ingest'],
+  },
+  {
+    name: 'RETRY_INITIAL_INTERVAL_MS',
+    description: 'first retry interval of a runs API call',
+    readBy: ['ingest'],
+  },
+  { name: 'RETRY_BACKOFF', description: 'retry interval multiplier', readBy: ['ingest'] },
+  { name: 'RETRY_MAX_INTERVAL_MS', description: 'longest retry interval', readBy: ['ingest'] },
+  {
+    name: 'RETRY_MAX_ATTEMPTS',
+    description: 'attempts before a dispatch is dead-lettered',
+    readBy: ['ingest'],
+  },
+  {
+    name: 'METRICS_PORT',
+    description: 'port of /metrics, /healthz and /readyz',
+    readBy: RELAY,
+    flagArg: '<port>',
+  },
+  {
+    name: 'LOG_LEVEL',
+    description: 'trace, debug, info, warn, error, fatal or silent',
+    readBy: [...RELAY, 'kafka-cli'],
+    flagArg: '<level>',
+  },
+  {
+    name: 'POIMEN_INGEST_MAX_IN_FLIGHT',
+    description: 'workflow starts / DLQ writes in flight',
+    readBy: ['ingest'],
+  },
+  { name: 'POIMEN_INGEST_MAX_IN_FLIGHT_BYTES', description: 'record bytes in flight', readBy: ['ingest'] },
+  {
+    name: 'POIMEN_INGEST_PARTITIONS_CONCURRENTLY',
+    description: 'partitions consumed at the same time',
+    readBy: ['ingest'],
+  },
+  {
+    name: 'POIMEN_INGEST_COMMIT_EVERY',
+    description: 'commit at least every N records of a batch',
+    readBy: ['ingest'],
+  },
+  {
+    name: 'POIMEN_TOPIC_REFRESH_MS',
+    description: 'how often new dispatch topics are looked for',
+    readBy: ['ingest'],
+  },
+  {
+    name: 'POIMEN_LAG_REFRESH_MS',
+    description: 'how often poimen_inbox_lag is recomputed',
+    readBy: ['ingest'],
+  },
+  {
+    name: 'POIMEN_DLQ_REFRESH_MS',
+    description: 'how often the DLQ backlog gauges are recomputed',
+    readBy: ['ingest'],
+  },
+  {
+    name: 'POIMEN_TEMPORAL_START_TIMEOUT_MS',
+    description: 'deadline of one workflow start before it is retried',
+    readBy: ['ingest'],
+  },
+  { name: 'POIMEN_KAFKA_FETCH_MAX_BYTES', description: 'bytes one fetch round may hold', readBy: ['ingest'] },
+  {
+    name: 'POIMEN_KAFKA_FETCH_MAX_BYTES_PER_PARTITION',
+    description: 'bytes one fetch round may hold per partition',
+    readBy: ['ingest'],
+  },
+  {
+    name: 'POIMEN_KAFKA_SESSION_TIMEOUT_MS',
+    description: "how long the group waits for a silent ingester's partitions",
+    readBy: ['ingest'],
+  },
+  {
+    name: 'POIMEN_TEMPORAL_MAX_INPUT_BYTES',
+    description: 'largest workflow input started; larger dispatches are dead-lettered',
+    readBy: ['ingest'],
+  },
+  {
+    name: 'POIMEN_WORKER_MAX_ACTIVITIES',
+    description: 'concurrent runs API calls (inputs up to 32 KiB)',
+    readBy: ['worker'],
+  },
+  { name: 'POIMEN_WORKER_MAX_WORKFLOW_TASKS', description: 'concurrent workflow tasks', readBy: ['worker'] },
+  {
+    name: 'POIMEN_WORKER_MAX_LARGE_ACTIVITIES',
+    description: 'concurrent runs API calls with inputs over 32 KiB',
+    readBy: ['worker'],
+  },
+  {
+    name: 'POIMEN_WORKER_MAX_CACHED_WORKFLOWS',
+    description: 'sticky workflow cache size (0: off)',
+    readBy: ['worker'],
+  },
+  {
+    name: 'POIMEN_RUNS_API_CONNECTIONS',
+    description: 'keep-alive connections to the runs API',
+    readBy: ['worker'],
+  },
+  {
+    name: 'POIMEN_WORKER_SHUTDOWN_GRACE_MS',
+    description: 'how long SIGTERM waits for running calls',
+    readBy: ['worker'],
+  },
+  {
+    name: 'POIMEN_CLI_CONNECT_TIMEOUT_MS',
+    description: 'how long a one-shot command waits for a first answer before exit 4',
+    readBy: ['kafka-cli', 'temporal-cli'],
+  },
+  { name: 'POIMEN_CACHE_DIR', description: 'downloads and builds of the dev stack', readBy: ['stack'] },
+  { name: 'POIMEN_STATE_DIR', description: "the dev stack's data, logs and pid files", readBy: ['stack'] },
+  { name: 'POIMEN_KAFKA_VERSION', description: 'Kafka 4.x version of the dev stack', readBy: ['stack'] },
+  { name: 'POIMEN_STACK_KAFKA_PORT', description: "the dev stack's Kafka port", readBy: ['stack'] },
+  {
+    name: 'POIMEN_STACK_KAFKA_CONTROLLER_PORT',
+    description: "the dev stack's KRaft controller port",
+    readBy: ['stack'],
+  },
+  {
+    name: 'POIMEN_STACK_TEMPORAL_PORT',
+    description: "the dev stack's Temporal gRPC port",
+    readBy: ['stack'],
+  },
+  {
+    name: 'POIMEN_STACK_TEMPORAL_UI_PORT',
+    description: "the dev stack's Temporal Web UI port",
+    readBy: ['stack'],
+  },
+  {
+    name: 'POIMEN_STACK_TEMPORAL_METRICS_PORT',
+    description: "the dev stack's Temporal metrics port",
+    readBy: ['stack'],
+  },
+  {
+    name: 'POIMEN_STACK_START_TIMEOUT_MS',
+    description: 'how long the dev stack may take to be ready',
+    readBy: ['stack'],
+  },
+  {
+    name: 'POIMEN_STACK_TEMPORAL_IN_MEMORY',
+    description: 'dev stack Temporal without a database file',
+    readBy: ['stack'],
+  },
+  {
+    name: 'POIMEN_STACK_TEMPORAL_DYNAMIC_CONFIG',
+    description: 'extra dynamic config of the dev server, key=value ...',
+    readBy: ['stack'],
+  },
+];
+
+export function envVarsReadBy(reader: EnvReader): EnvVar[] {
+  return ENV_VARS.filter((v) => v.readBy.includes(reader));
+}
+
+/** The flag that stands for a variable: its name in lower case with dashes (KAFKA_BROKERS: --kafka-brokers). */
+export function flagOf(name: string): string {
+  return `--${name.toLowerCase().replace(/_/g, '-')}`;
+}
+
+/**
+ * Flags given on the command line, written over the environment before any loader reads it, so a flag wins
+ * over its variable everywhere in the process (and is validated like it).
+ */
+export function applyFlagOverrides(values: Readonly<Record<string, string>>): void {
+  for (const [name, value] of Object.entries(values)) process.env[name] = value;
+}

@@ -1,0 +1,49 @@
+/**
+ * The table of environment variables (src/config/envTable.ts) is what `--help` prints and which flags exist, so
+ * it must name exactly the variables the config module reads: observed by handing the loaders an environment
+ * that records every name asked for, not by reading source text.
+ */
+import { ENV_VARS, flagOf } from '../../src/config/envTable';
+import { type Env, loadRelayConfig, loadStackConfig } from '../../src/config';
+
+function recordingEnv(values: Env): { env: Env; asked: Set<string> } {
+  const asked = new Set<string>();
+  const env = new Proxy(values, {
+    get(target, name) {
+      if (typeof name === 'string') asked.add(name);
+      return target[name as string];
+    },
+  });
+  return { env, asked };
+}
+
+test('the table names exactly the variables the config module reads', () => {
+  // SASL set, so the variables read only with a mechanism are asked for too.
+  const { env, asked } = recordingEnv({
+    KAFKA_SASL_MECHANISM: 'plain',
+    KAFKA_SASL_USERNAME: 'u',
+    KAFKA_SASL_PASSWORD: 'p',
+  });
+  for (const role of ['ingester', 'worker', 'cli'] as const) loadRelayConfig(role, env);
+  loadStackConfig(env);
+  expect(ENV_VARS.map((v) => v.name).sort()).toEqual([...asked].sort());
+});
+
+test('each variable once, described in one line, read by someone', () => {
+  const names = ENV_VARS.map((v) => v.name);
+  expect(new Set(names).size).toBe(names.length);
+  for (const v of ENV_VARS) {
+    expect({ name: v.name, ok: /^[^\n]{10,120}$/.test(v.description) }).toEqual({ name: v.name, ok: true });
+    expect(v.readBy.length).toBeGreaterThan(0);
+  }
+});
+
+test('a flag is the variable in lower case with dashes; secrets never have one (a command line shows in ps)', () => {
+  expect(flagOf('KAFKA_BROKERS')).toBe('--kafka-brokers');
+  expect(flagOf('TEMPORAL_TASK_QUEUE')).toBe('--temporal-task-queue');
+  const withFlags = ENV_VARS.filter((v) => v.flagArg).map((v) => v.name);
+  expect(withFlags).toEqual(
+    expect.arrayContaining(['KAFKA_BROKERS', 'TEMPORAL_ADDRESS', 'TEMPORAL_NAMESPACE']),
+  );
+  for (const name of withFlags) expect(name).not.toMatch(/PASSWORD|TOKEN|API_KEY|_KEY$|_CERT$/);
+});
