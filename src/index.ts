@@ -26,7 +26,7 @@ export { createIngester } from './ingest/createIngester';
 export { type Logger, createLogger } from './logger';
 export { type RelayMetrics, createMetrics } from './metrics';
 export { ObservabilityServer } from './observability';
-export type { RelayService, RelayServiceDeps } from './service';
+export type { RelayService, RelayServiceDeps } from './lifecycle';
 export { VERSION } from './version';
 export { createWorker } from './worker/createWorker';
 export type { DispatchInput, DispatchPolicy, DispatchResult } from './workflows/types';

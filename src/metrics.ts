@@ -3,7 +3,7 @@
  * process without collisions. Label values never carry secrets: codes, topics, tenants and partitions only.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { readBuildInfo } from './buildInfo';
+import { readBuildInfo } from './version';
 
 export interface RelayMetrics {
   registry: Registry;

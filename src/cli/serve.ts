@@ -3,11 +3,10 @@
  * then SIGTERM drains (a second signal forces exit). The same for both, so the two commands stay symmetric.
  */
 import { type RelayConfig, type Role, loadRelayConfig } from '../config';
-import { type Closeable, handleSignals } from '../lifecycle';
+import { type Closeable, type RelayService, type RelayServiceDeps, handleSignals } from '../lifecycle';
 import { createLogger } from '../logger';
 import { createMetrics } from '../metrics';
 import { ObservabilityServer } from '../observability';
-import type { RelayService, RelayServiceDeps } from '../service';
 
 export async function serve(
   role: Exclude<Role, 'cli'>,

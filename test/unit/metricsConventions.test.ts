@@ -8,7 +8,7 @@ import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { readBuildInfo } from '../../src/buildInfo';
+import { readBuildInfo } from '../../src/version';
 import { createMetrics } from '../../src/metrics';
 import { ObservabilityServer, listenOnAnyAddress } from '../../src/observability';
 import { metricValue } from '../support/relay';
