@@ -17,6 +17,61 @@ const forbiddenInWorkflows = [
   '@temporalio/worker',
 ];
 
+// The Kafka port (src/kafka/port.ts says why): kafkajs, its types included, is named only under src/kafka/.
+const kafkaOnlyInPort = {
+  paths: [
+    {
+      name: 'kafkajs',
+      message: 'kafkajs is imported only under src/kafka/ (the Kafka port): use the names src/kafka exports.',
+      allowTypeImports: false,
+    },
+  ],
+  patterns: [],
+};
+
+// The product boundary: what ships (src/ but the dev stack and the CLI commands that run it) never imports the
+// dev stack, and nothing under src/ imports tools/ or test/ (they are not in the image). Import paths are
+// matched as written; src/ has no folder named devstack, tools or test but those, so a path naming one of them
+// can only mean them.
+const devstack = {
+  group: ['**/devstack', '**/devstack/**'],
+  message:
+    'Product code does not import the dev stack (src/devstack/): only the `stack` and `demo` commands do.',
+};
+const outsideSrc = {
+  regex: '^(\\.\\./)+(tools|test)(/|$)',
+  message: 'Nothing under src/ imports tools/ or test/: they are not part of the product.',
+};
+const restrictImports = ({ kafkajs = false, product = false, workflow = false }) => [
+  'error',
+  {
+    paths: [...(workflow ? workflowPaths : []), ...(kafkajs ? kafkaOnlyInPort.paths : [])],
+    patterns: [...(workflow ? workflowPatterns : []), ...(product ? [devstack] : []), outsideSrc],
+  },
+];
+// The dev stack and the two commands that run it may import it (and kafkajs only through src/kafka).
+const devstackFiles = ['src/devstack/**/*.ts', 'src/cli/stackCommands.ts', 'src/cli/demoCommand.ts'];
+
+const workflowPaths = forbiddenInWorkflows.map((name) => ({
+  name,
+  message: 'Workflow code is deterministic: no Node builtins or I/O clients.',
+  allowTypeImports: false,
+}));
+const workflowPatterns = [
+  {
+    group: ['../activities', '../activities/*', '**/activities/**'],
+    allowTypeImports: true,
+    message: 'Workflows may only `import type` from activities.',
+  },
+  {
+    // Barrels and Node-only modules would pull Buffer, crypto or zod into the sandbox bundle.
+    regex: '^\\.\\./(contract(/index|/dlqRecord)?|config(/index|/env|/schema|/stack|/tls)?)$',
+    allowTypeImports: true,
+    message:
+      'Workflows import only the pure modules ../contract/names, ../contract/dispatch, ../config/defaults.',
+  },
+];
+
 export default tseslint.config(
   { ignores: ['dist/**', 'dist-tools/**', 'node_modules/**', 'coverage/**', 'test-artifacts/**', 'bin/**'] },
   eslint.configs.recommended,
@@ -48,32 +103,22 @@ export default tseslint.config(
     rules: { 'no-restricted-syntax': 'off' },
   },
   {
+    files: ['src/**/*.ts'],
+    ignores: ['src/kafka/**', 'src/workflows/**', ...devstackFiles],
+    rules: { '@typescript-eslint/no-restricted-imports': restrictImports({ kafkajs: true, product: true }) },
+  },
+  {
+    files: ['src/kafka/**/*.ts'],
+    rules: { '@typescript-eslint/no-restricted-imports': restrictImports({ product: true }) },
+  },
+  {
+    files: devstackFiles,
+    rules: { '@typescript-eslint/no-restricted-imports': restrictImports({ kafkajs: true }) },
+  },
+  {
     files: ['src/workflows/**/*.ts'],
     rules: {
-      '@typescript-eslint/no-restricted-imports': [
-        'error',
-        {
-          paths: forbiddenInWorkflows.map((name) => ({
-            name,
-            message: 'Workflow code is deterministic: no Node builtins or I/O clients.',
-            allowTypeImports: false,
-          })),
-          patterns: [
-            {
-              group: ['../activities', '../activities/*', '**/activities/**'],
-              allowTypeImports: true,
-              message: 'Workflows may only `import type` from activities.',
-            },
-            {
-              // Barrels and Node-only modules would pull Buffer, crypto or zod into the sandbox bundle.
-              regex: '^\\.\\./(contract(/index|/dlqRecord)?|config(/index|/env|/schema|/stack|/tls)?)$',
-              allowTypeImports: true,
-              message:
-                'Workflows import only the pure modules ../contract/names, ../contract/dispatch, ../config/defaults.',
-            },
-          ],
-        },
-      ],
+      '@typescript-eslint/no-restricted-imports': restrictImports({ workflow: true, product: true }),
     },
   },
 );

@@ -63,3 +63,17 @@ export function exitCodeOf(err: unknown): number {
   if (err instanceof ConfigError || err instanceof StackError) return EXIT.usage;
   return EXIT.internal;
 }
+
+/**
+ * An error and its causes, outermost first: the Temporal SDK nests them in `cause`, kafkajs in `cause` or
+ * `originalError`. Classifiers look along it by class, type or code, never by message text.
+ */
+export function errorChain(err: unknown): Record<string, unknown>[] {
+  const out: Record<string, unknown>[] = [];
+  for (let e: unknown = err; e && typeof e === 'object' && !out.includes(e as Record<string, unknown>);) {
+    const o = e as Record<string, unknown>;
+    out.push(o);
+    e = o['cause'] ?? o['originalError'];
+  }
+  return out;
+}

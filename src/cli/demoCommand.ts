@@ -1,8 +1,8 @@
 /** `poimen-relay demo`: wiring only; the demo itself is src/devstack/demo.ts. */
 import { Command } from 'commander';
-import { Kafka, logLevel } from 'kafkajs';
 import { loadStackConfig } from '../config';
 import { runDemo } from '../devstack/demo';
+import { createLocalKafka } from '../kafka/client';
 import { consoleProgress } from '../devstack/stack/progress';
 import { LocalStack } from '../devstack/stack/stack';
 import { printStatus } from './stackCommands';
@@ -15,11 +15,7 @@ export function demoCommand(): Command {
       const progress = consoleProgress('demo');
       const stack = new LocalStack(cfg, progress);
       printStatus(await stack.up());
-      const kafka = new Kafka({
-        clientId: 'poimen-demo',
-        brokers: [stack.services.kafka.address],
-        logLevel: logLevel.NOTHING,
-      });
+      const kafka = createLocalKafka('poimen-demo', [stack.services.kafka.address]);
       const report = await runDemo(stack, kafka, cfg, progress);
       for (const line of report.lines) process.stdout.write(`${line}\n`);
       if (!report.ok) {

@@ -1,28 +1,10 @@
-import { type Admin, type Kafka, type LogEntry, logLevel } from 'kafkajs';
 import { type KafkaConfig, loadRelayConfig } from '../config';
 import { UnreachableError } from '../errors';
-import { createKafka } from '../kafka/client';
+import { createQuietKafka } from '../kafka/client';
+import { classifyKafkaError, kafkaWhere } from '../kafka/errors';
+import type { KafkaAdmin, KafkaClient } from '../kafka/port';
 import { type Logger, createLogger } from '../logger';
-import { classifyKafkaError, kafkaWhere } from './serviceErrors';
 import { within } from './reach';
-
-/**
- * kafkajs logs every retry at ERROR; a one-shot command prints one line of its own instead, so its logs are
- * debug (LOG_LEVEL=debug shows them).
- */
-function quietKafka(cfg: KafkaConfig, logger: Logger, overrides: Parameters<typeof createKafka>[2] = {}) {
-  const kafkaLogger = logger.child({ component: 'kafkajs' });
-  return createKafka(cfg, logger, {
-    logLevel: logLevel.INFO,
-    logCreator:
-      () =>
-      ({ log }: LogEntry) => {
-        const { message, ...extra } = log;
-        kafkaLogger.debug(extra, message);
-      },
-    ...overrides,
-  });
-}
 
 /**
  * First contact within the connect timeout, through a client that gives up by then (kafkajs' own budget is
@@ -30,7 +12,7 @@ function quietKafka(cfg: KafkaConfig, logger: Logger, overrides: Parameters<type
  * the cause (socket code, SASL refusal) for the one line; the race is the backstop.
  */
 async function probe(cfg: KafkaConfig, logger: Logger, timeoutMs: number): Promise<void> {
-  const kafka = quietKafka(cfg, logger, {
+  const kafka = createQuietKafka(cfg, logger, {
     connectionTimeout: Math.min(3000, timeoutMs),
     requestTimeout: timeoutMs,
     retry: { retries: 4, initialRetryTime: 200, maxRetryTime: Math.max(200, timeoutMs / 5), factor: 0 },
@@ -51,13 +33,15 @@ async function probe(cfg: KafkaConfig, logger: Logger, timeoutMs: number): Promi
  * For one-shot commands: a Kafka client and a connected admin from the environment, released afterwards.
  * Failures come out as one-line errors of the CLI's classes (unreachable, refused, not found).
  */
-export async function withKafkaAdmin<T>(fn: (kafka: Kafka, admin: Admin) => Promise<T>): Promise<T> {
+export async function withKafkaAdmin<T>(
+  fn: (kafka: KafkaClient, admin: KafkaAdmin) => Promise<T>,
+): Promise<T> {
   const cfg = loadRelayConfig('cli');
   const logger = createLogger('poimen-relay', cfg.logLevel);
-  let admin: Admin | undefined;
+  let admin: KafkaAdmin | undefined;
   try {
     await probe(cfg.kafka, logger, cfg.cliConnectTimeoutMs);
-    const kafka = quietKafka(cfg.kafka, logger);
+    const kafka = createQuietKafka(cfg.kafka, logger);
     admin = kafka.admin();
     await admin.connect();
     const result = await fn(kafka, admin);

@@ -6,14 +6,16 @@
 import crypto from 'node:crypto';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import type { Kafka } from 'kafkajs';
 import { type StackConfig, childEnv } from '../config';
-import { parseDlqRecord, topics, workflowId, type DlqRecord } from '../contract';
+import { topics, workflowId, type DlqRecord } from '../contract';
 import { SampleRunsApi } from './sampleRunsApi';
 import { type RelayProcess, metricValue, startRelayProcess } from './relayProcess';
+import { readDeadLetters } from '../kafka/dlqReader';
+import type { KafkaClient } from '../kafka/port';
 import { ensureTopics, tenantTopicSpecs } from '../kafka/topics';
 import { freePort } from './ports';
-import { portInUse, waitUntil } from './stack/processes';
+import { poll, waitUntil } from '../poll';
+import { portInUse } from './stack/processes';
 import type { Progress } from './stack/progress';
 import type { LocalStack } from './stack/stack';
 
@@ -31,7 +33,7 @@ export interface DemoReport {
 
 export async function runDemo(
   stack: LocalStack,
-  kafka: Kafka,
+  kafka: KafkaClient,
   cfg: StackConfig,
   progress: Progress,
 ): Promise<DemoReport> {
@@ -187,23 +189,26 @@ export async function runDemo(
 }
 
 /** This run's dead letters: their dispatch key (or, for a malformed record, its payload) names the run. */
-async function readDlq(kafka: Kafka, expected: number, marker: string): Promise<DlqRecord[]> {
+async function readDlq(kafka: KafkaClient, expected: number, marker: string): Promise<DlqRecord[]> {
   // Read without committing (a throwaway group) so the DLQ stays as it is for `dlq list` / `dlq replay`.
-  const consumer = kafka.consumer({ groupId: `poimen-demo-reader-${crypto.randomUUID()}` });
-  const found: DlqRecord[] = [];
-  await consumer.connect();
+  const admin = kafka.admin();
+  await admin.connect();
+  let found: DlqRecord[] = [];
   try {
-    await consumer.subscribe({ topic: topics.dlq(TENANT), fromBeginning: true });
-    await consumer.run({
-      autoCommit: false,
-      eachMessage: async ({ message }) => {
-        const rec = parseDlqRecord(message.value);
-        if (rec && (rec.dispatch_key ?? rec.payload ?? '').includes(marker)) found.push(rec);
+    // A read that fails (its consumer crashed) is tried again, as the streaming consumer this replaced did.
+    await poll(
+      async () => {
+        found = (await readDeadLetters(kafka, admin, topics.dlq(TENANT), { timeoutMs: 30_000 }))
+          .map((d) => d.record)
+          .filter(
+            (rec): rec is DlqRecord => !!rec && (rec.dispatch_key ?? rec.payload ?? '').includes(marker),
+          );
+        return found.length >= expected;
       },
-    });
-    await waitUntil(() => found.length >= expected, 30_000, 200);
+      { timeoutMs: 30_000, intervalMs: 500, retryErrors: true },
+    );
   } finally {
-    await consumer.disconnect();
+    await admin.disconnect();
   }
   return found;
 }

@@ -6,7 +6,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { PACKAGE_ROOT } from '../version';
-import { waitUntil } from './stack/processes';
+import { waitUntil } from '../poll';
 
 export type RelayRole = 'ingest' | 'worker';
 

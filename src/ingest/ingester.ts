@@ -17,11 +17,11 @@
  * Over 300 lines on purpose: the consumer's lifecycle (subscribe, re-subscribe, crash restarts, holds) and the
  * batch bookkeeping share the consumer and its state; split apart they would pass that state back and forth.
  */
-import type { Consumer, EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
+import type { ConsumedBatch, KafkaClient, KafkaConsumer, KafkaRecord } from '../kafka/port';
 import type { RelayConfig } from '../config';
 import { tenantFromTopic } from '../contract';
 import { ConfigError } from '../errors';
-import { kafkaAccessProblem } from '../kafka/client';
+import { kafkaAccessProblem } from '../kafka/errors';
 import { codecErrorIn } from '../kafka/codecs';
 import type { Logger } from '../logger';
 import type { RelayMetrics } from '../metrics';
@@ -47,7 +47,7 @@ export type IngesterOptions = Pick<
 >;
 
 export class Ingester {
-  private consumer: Consumer | undefined;
+  private consumer: KafkaConsumer | undefined;
   private readonly admin;
   private subscribed: string[] = [];
   private readonly ignoredTopics = new Set<string>();
@@ -68,7 +68,7 @@ export class Ingester {
 
   constructor(
     private readonly cfg: RelayConfig,
-    private readonly kafka: Kafka,
+    private readonly kafka: KafkaClient,
     private readonly startCtx: StartContext,
     private readonly metrics: RelayMetrics,
     private readonly logger: Logger,
@@ -244,7 +244,7 @@ export class Ingester {
     await consumer?.disconnect();
   }
 
-  private async eachBatch(consumer: Consumer, payload: EachBatchPayload): Promise<void> {
+  private async eachBatch(consumer: KafkaConsumer, payload: ConsumedBatch): Promise<void> {
     const { batch, heartbeat, isRunning, isStale, resolveOffset } = payload;
     const tenant = tenantFromTopic(batch.topic);
     if (tenant === undefined || batch.messages.length === 0) return;
@@ -310,11 +310,11 @@ export class Ingester {
    * after a backoff, and the record fetched again: pausedPartitions.ts) or the ingester is stopping.
    */
   private async process(
-    consumer: Consumer,
+    consumer: KafkaConsumer,
     tenant: string,
     topic: string,
     partition: number,
-    message: KafkaMessage,
+    message: KafkaRecord,
     log: Logger,
   ): Promise<boolean> {
     try {

@@ -3,8 +3,9 @@
  * less the group's committed offset) and, per tenant served, the DLQ backlog not yet replayed with the age of
  * its oldest record. Refreshed on timers of their own; a failed round is retried at the next.
  */
-import type { Admin } from 'kafkajs';
 import { tenantFromTopic, topics as topicNames } from '../contract';
+import { groupPositions } from '../kafka/offsets';
+import type { KafkaAdmin } from '../kafka/port';
 import type { Logger } from '../logger';
 import type { RelayMetrics } from '../metrics';
 import { dlqBacklog } from '../ops/dlq';
@@ -14,7 +15,7 @@ export class IngestMonitor {
   private dlqTimer: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly admin: Admin,
+    private readonly admin: KafkaAdmin,
     private readonly groupId: string,
     private readonly metrics: RelayMetrics,
     private readonly logger: Logger,
@@ -41,19 +42,12 @@ export class IngestMonitor {
     const topics = this.subscribed();
     if (topics.length === 0) return;
     try {
-      const committed = await this.admin.fetchOffsets({ groupId: this.groupId, topics });
-      for (const t of committed) {
-        const watermarks = await this.admin.fetchTopicOffsets(t.topic);
-        for (const p of t.partitions) {
-          const w = watermarks.find((x) => x.partition === p.partition);
-          if (!w) continue;
-          const high = BigInt(w.high);
-          const base = BigInt(p.offset) >= 0n ? BigInt(p.offset) : BigInt(w.low);
-          this.metrics.inboxLag.set(
-            { topic: t.topic, partition: String(p.partition) },
-            Number(high > base ? high - base : 0n),
-          );
-        }
+      for (const p of await groupPositions(this.admin, this.groupId, topics)) {
+        const base = p.committed ?? p.low;
+        this.metrics.inboxLag.set(
+          { topic: p.topic, partition: String(p.partition) },
+          Number(p.high > base ? p.high - base : 0n),
+        );
       }
     } catch (err) {
       this.logger.debug({ err }, 'lag refresh failed');

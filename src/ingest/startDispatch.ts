@@ -6,7 +6,7 @@
  */
 import { type Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { ValueError, type SearchAttributePair } from '@temporalio/common';
-import type { KafkaMessage } from 'kafkajs';
+import type { KafkaRecord } from '../kafka/port';
 import {
   WORKFLOW_TYPE,
   buildDlqRecord,
@@ -90,7 +90,7 @@ export interface StartContext {
 }
 
 /** A header's value; a header given more than once has no single value (W3C trace context: then invalid). */
-function header(message: KafkaMessage, name: string): string | undefined {
+function header(message: KafkaRecord, name: string): string | undefined {
   const raw = message.headers?.[name];
   if (Array.isArray(raw)) return raw.length === 1 ? raw[0]?.toString() : undefined;
   return raw === undefined ? undefined : raw.toString();
@@ -101,7 +101,7 @@ export async function handleRecord(
   tenant: string,
   topic: string,
   partition: number,
-  message: KafkaMessage,
+  message: KafkaRecord,
 ): Promise<DispatchOutcome> {
   const source: DlqSource = { topic, partition, offset: message.offset, timestamp: message.timestamp };
   const deadLetter = async (

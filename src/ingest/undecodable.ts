@@ -9,7 +9,8 @@
  * operator decides (docs/operations.md): fix the producer and move the group past the batch with
  * `kafka-consumer-groups --reset-offsets`, then restart the ingesters (the hold lives in each process).
  */
-import type { Admin, Kafka } from 'kafkajs';
+import { groupPositions } from '../kafka/offsets';
+import type { KafkaAdmin, KafkaClient } from '../kafka/port';
 import type { Logger } from '../logger';
 import type { RelayMetrics } from '../metrics';
 import { type ProbeTarget, type UndecodableBatch, findUndecodableBatches } from '../kafka/decodeProbe';
@@ -18,8 +19,8 @@ export class UndecodablePartitions {
   private readonly held = new Map<string, UndecodableBatch>();
 
   constructor(
-    private readonly kafka: Kafka,
-    private readonly admin: Admin,
+    private readonly kafka: KafkaClient,
+    private readonly admin: KafkaAdmin,
     private readonly groupId: string,
     private readonly metrics: RelayMetrics,
     private readonly logger: Logger,
@@ -28,13 +29,9 @@ export class UndecodablePartitions {
   /** Probes the topics' partitions (not already held) from the group's position; returns how many it newly holds. */
   async find(topics: string[]): Promise<number> {
     const targets: ProbeTarget[] = [];
-    for (const t of await this.admin.fetchOffsets({ groupId: this.groupId, topics })) {
-      const low = new Map((await this.admin.fetchTopicOffsets(t.topic)).map((w) => [w.partition, w.low]));
-      for (const p of t.partitions) {
-        if (this.held.has(`${t.topic}/${p.partition}`)) continue;
-        const offset = BigInt(p.offset) >= 0n ? p.offset : (low.get(p.partition) ?? '0');
-        targets.push({ topic: t.topic, partition: p.partition, offset });
-      }
+    for (const p of await groupPositions(this.admin, this.groupId, topics)) {
+      if (this.held.has(`${p.topic}/${p.partition}`)) continue;
+      targets.push({ topic: p.topic, partition: p.partition, offset: String(p.committed ?? p.low) });
     }
     const found = await findUndecodableBatches(this.kafka, targets);
     for (const u of found) {

@@ -2,7 +2,6 @@ import fs from 'node:fs';
 import { Kafka, type KafkaConfig as KafkaJsConfig, logLevel, type LogEntry, type SASLOptions } from 'kafkajs';
 import type { KafkaConfig } from '../config';
 import type { Logger } from '../logger';
-import { handshakeFailure, tlsRefusal } from '../tlsErrors';
 import { registerKafkaCodecs } from './codecs';
 
 const LEVELS: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
@@ -12,12 +11,26 @@ const LEVELS: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
   [logLevel.DEBUG]: 'debug',
 };
 
+/** kafkajs's log entries as lines of the relay's logger, at kafkajs's level or at one level for all. */
+function logCreatorFor(logger: Logger, level?: 'debug'): KafkaJsConfig['logCreator'] {
+  const kafkaLogger = logger.child({ component: 'kafkajs' });
+  return () =>
+    ({ level: entryLevel, log }: LogEntry) => {
+      const { message, ...extra } = log;
+      kafkaLogger[level ?? LEVELS[entryLevel] ?? 'info'](extra, message);
+    };
+}
+
+/** The only `new Kafka(`: every client of the relay (and its CLI and dev stack) is made here. */
+function newClient(options: KafkaJsConfig): Kafka {
+  return new Kafka(options);
+}
+
 /** The one place a kafkajs client is built from configuration (brokers, TLS, SASL, logging, codecs). */
 export function createKafka(cfg: KafkaConfig, logger: Logger, overrides: Partial<KafkaJsConfig> = {}): Kafka {
   // Tenants' producers compress with snappy, lz4 or zstd; kafkajs alone reads only gzip.
   registerKafkaCodecs();
-  const kafkaLogger = logger.child({ component: 'kafkajs' });
-  return new Kafka({
+  return newClient({
     clientId: cfg.clientId,
     brokers: cfg.brokers,
     // A configured CA replaces the system roots for the brokers' certificates (KAFKA_SSL_CA).
@@ -26,61 +39,36 @@ export function createKafka(cfg: KafkaConfig, logger: Logger, overrides: Partial
     ...(cfg.sasl ? { sasl: cfg.sasl as SASLOptions } : {}),
     // kafkajs reports broker outages at ERROR on every retry; WARN keeps them visible without flooding.
     logLevel: logLevel.WARN,
-    logCreator:
-      () =>
-      ({ level, log }: LogEntry) => {
-        const { message, ...extra } = log;
-        kafkaLogger[LEVELS[level] ?? 'info'](extra, message);
-      },
+    logCreator: logCreatorFor(logger),
     ...overrides,
   });
 }
 
 /**
- * When Kafka refused this client's credentials or the client refused the brokers' certificate, the one-line
- * reason naming the variables to fix; undefined for anything that waiting may cure (broker down, network).
- * Decided by error class and code (kafkajs keeps the socket's `code` on its connection errors), never by
- * message text. No secret goes into the reason.
+ * For one-shot CLI commands: kafkajs logs every retry at ERROR; a one-shot command prints one line of its own
+ * instead, so its client's logs are debug (LOG_LEVEL=debug shows them).
  */
-export function kafkaAccessProblem(
-  err: unknown,
+export function createQuietKafka(
   cfg: KafkaConfig,
-): { variable: string; reason: string } | undefined {
-  const seen = new Set<unknown>();
-  for (let e: unknown = err; e && typeof e === 'object' && !seen.has(e);) {
-    seen.add(e);
-    const { name, code, type } = e as { name?: unknown; code?: unknown; type?: unknown };
-    if (name === 'KafkaJSSASLAuthenticationError' || type === 'SASL_AUTHENTICATION_FAILED') {
-      const who = cfg.sasl ? `${cfg.sasl.mechanism} user ${JSON.stringify(cfg.sasl.username)}` : 'SASL';
-      return {
-        variable: 'KAFKA_SASL_USERNAME/KAFKA_SASL_PASSWORD',
-        reason: `were rejected by Kafka at ${cfg.brokers.join(',')} (${who}: authentication failed)`,
-      };
-    }
-    const refusal = name === 'KafkaJSConnectionError' && cfg.ssl ? tlsRefusal(code) : undefined;
-    if (refusal !== undefined) {
-      const where = `Kafka at ${cfg.brokers.join(',')}`;
-      const detail = String(code);
-      if (refusal === 'untrusted-server') {
-        return cfg.sslCaPath
-          ? { variable: 'KAFKA_SSL_CA', reason: `does not fit ${where}: TLS handshake failed (${detail})` }
-          : {
-              variable: 'KAFKA_SSL',
-              reason: `= true but the TLS handshake with ${where} failed (${detail})`,
-            };
-      }
-      // The CA is not in question here: the brokers refused us (they want a client certificate, which this
-      // relay does not offer), or the two ends share no TLS version or cipher, or the port does not speak TLS.
-      // TLS is on because KAFKA_SSL is true or KAFKA_SSL_CA implies it.
-      return {
-        variable: 'KAFKA_SSL',
-        reason:
-          refusal === 'refused-by-server'
-            ? `is on but ${where} wants a client certificate, which the relay does not offer (${detail})`
-            : `is on but with ${where}: ${handshakeFailure(code)}`,
-      };
-    }
-    e = (e as { cause?: unknown }).cause;
-  }
-  return undefined;
+  logger: Logger,
+  overrides: Partial<KafkaJsConfig> = {},
+): Kafka {
+  return createKafka(cfg, logger, {
+    logLevel: logLevel.INFO,
+    logCreator: logCreatorFor(logger, 'debug'),
+    ...overrides,
+  });
+}
+
+/**
+ * A client of the local dev stack's broker (readiness probe, demo): plaintext, silent, no relay config. With
+ * `probe`, one short try, so a readiness check answers within about a second.
+ */
+export function createLocalKafka(clientId: string, brokers: string[], opts: { probe?: boolean } = {}): Kafka {
+  return newClient({
+    clientId,
+    brokers,
+    logLevel: logLevel.NOTHING,
+    ...(opts.probe ? { connectionTimeout: 1000, retry: { retries: 0 } } : {}),
+  });
 }

@@ -1,5 +1,12 @@
-import { type Admin, type ITopicConfig, KafkaJSError } from 'kafkajs';
+/**
+ * Topics, the one home of their creation: the relay's tenant topics (SPEC §2), `topics apply`, the DLQ
+ * publisher's declaration of a missing DLQ topic, the demo, the tools and the test harness all create through
+ * ensureTopics (only the stack smoke test calls kafkajs's createTopics itself, to test the broker), and read
+ * topic settings through topicConfigs.
+ */
+import { type Admin, ConfigResourceTypes, type ITopicConfig, KafkaJSError } from 'kafkajs';
 import { DLQ_MAX_MESSAGE_BYTES, DLQ_RETENTION_MS, topics } from '../contract';
+import { waitUntil } from '../poll';
 
 export interface TenantTopicOptions {
   partitions?: number;
@@ -44,11 +51,7 @@ export async function ensureTopics(admin: Admin, specs: ITopicConfig[], waitMs =
     const racedOrSlow =
       (err instanceof KafkaJSError && err.retriable) || missing.every((s) => now.has(s.topic));
     if (!racedOrSlow) throw err;
-    const deadline = Date.now() + waitMs;
-    while (!(await allLed(admin, missing))) {
-      if (Date.now() > deadline) throw err;
-      await new Promise((r) => setTimeout(r, 250));
-    }
+    if (!(await waitUntil(() => allLed(admin, missing), waitMs, 250))) throw err;
   }
   return missing.map((s) => s.topic);
 }
@@ -63,4 +66,23 @@ async function allLed(admin: Admin, specs: ITopicConfig[]): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+/** Current values of the named settings of each topic (unset ones absent), e.g. for comparing with a declaration. */
+export async function topicConfigs(
+  admin: Admin,
+  names: string[],
+  configNames: string[],
+): Promise<Map<string, Map<string, string | null>>> {
+  if (names.length === 0) return new Map();
+  const res = await admin.describeConfigs({
+    includeSynonyms: false,
+    resources: names.map((name) => ({ type: ConfigResourceTypes.TOPIC, name, configNames })),
+  });
+  return new Map(
+    res.resources.map((r) => [
+      r.resourceName,
+      new Map(r.configEntries.map((c) => [c.configName, c.configValue as string | null])),
+    ]),
+  );
 }

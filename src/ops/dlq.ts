@@ -12,7 +12,6 @@
  * record.
  */
 import crypto from 'node:crypto';
-import type { Admin, Kafka } from 'kafkajs';
 import {
   DLQ_REPLAY_GROUP,
   DLQ_TYPES,
@@ -21,10 +20,11 @@ import {
   dispatchRecordKey,
   dlqRecordKey,
   dlqRecordPayload,
-  parseDlqRecord,
   topics,
 } from '../contract';
 import { ConfigError, NotFoundError } from '../errors';
+import { deadLetterOf, readDeadLetters } from '../kafka/dlqReader';
+import type { KafkaAdmin, KafkaClient } from '../kafka/port';
 import { type PartitionRange, type RangeCommit, readRange, watermarks } from '../kafka/readRange';
 import { loadProgress } from './dlqProgress';
 
@@ -39,8 +39,8 @@ export interface DlqEntry {
 }
 
 export async function listDlq(
-  kafka: Kafka,
-  admin: Admin,
+  kafka: KafkaClient,
+  admin: KafkaAdmin,
   tenant: string,
   limit: number,
 ): Promise<DlqEntry[]> {
@@ -52,22 +52,9 @@ export async function listDlq(
     start: high - BigInt(limit) > low ? high - BigInt(limit) : low,
     end: high,
   }));
-  const entries: DlqEntry[] = [];
-  await readRange(kafka, admin, {
-    topic,
-    groupId: `poimen-relay-dlq-list-${crypto.randomUUID()}`,
-    ranges,
-    commit: false,
-    onMessage: async (partition, message) => {
-      const record = parseDlqRecord(message.value);
-      entries.push({
-        partition,
-        offset: message.offset,
-        record,
-        ...(record ? {} : { raw: message.value?.toString('utf8') ?? '' }),
-      });
-    },
-  });
+  const entries: DlqEntry[] = (
+    await readDeadLetters(kafka, admin, topic, { ranges, groupPrefix: 'poimen-relay-dlq-list' })
+  ).map(({ key: _key, ...entry }) => entry);
   const ts = (e: DlqEntry) => (e.record ? Date.parse(e.record.timestamp) : 0);
   return entries.sort((a, b) => ts(a) - ts(b)).slice(-limit);
 }
@@ -127,7 +114,11 @@ export function parseDlqType(value: string): DlqType {
   return value as DlqType;
 }
 
-export async function replayDlq(kafka: Kafka, admin: Admin, opts: ReplayOptions): Promise<ReplaySummary> {
+export async function replayDlq(
+  kafka: KafkaClient,
+  admin: KafkaAdmin,
+  opts: ReplayOptions,
+): Promise<ReplaySummary> {
   if (opts.force && opts.type === undefined) {
     throw new ConfigError(
       '--force',
@@ -186,8 +177,8 @@ export async function replayDlq(kafka: Kafka, admin: Admin, opts: ReplayOptions)
           return;
         }
         summary.examined++;
-        const record = parseDlqRecord(message.value);
-        const entry: DlqEntry = { partition, offset: message.offset, record };
+        const { key: _key, ...entry } = deadLetterOf(partition, message);
+        const record = entry.record;
         const verdict = decide(record, opts);
         if (typeof verdict === 'string') {
           summary[verdict === 'not_replayable' ? 'notReplayable' : verdict]++;
@@ -273,7 +264,7 @@ function toBuffer(bytes: Uint8Array | null | undefined): Buffer | null {
 }
 
 /** Watermarks of a tenant's DLQ topic; a tenant without one is "not found", not a stack trace. */
-async function dlqWatermarks(admin: Admin, topic: string) {
+async function dlqWatermarks(admin: KafkaAdmin, topic: string) {
   if (!(await admin.listTopics()).includes(topic)) {
     throw new NotFoundError(`topic ${topic} does not exist (declare it with: poimen-relay topics apply)`);
   }

@@ -9,8 +9,9 @@
  * after the end of the previous run (the first after the committed offset) and is `len` long. Anything else
  * (an older relay, a reset with kafka-consumer-groups) reads as "nothing handled past the offset".
  */
-import type { Admin } from 'kafkajs';
 import { DLQ_REPLAY_GROUP } from '../contract';
+import { committedOffsets } from '../kafka/offsets';
+import type { KafkaAdmin } from '../kafka/port';
 
 const PREFIX = 'v1:';
 /** Kafka refuses a commit whose metadata exceeds offset.metadata.max.bytes (default 4096); stay clear of it. */
@@ -152,12 +153,11 @@ function parseBase36(s: string): bigint {
 
 /** The replay group's progress per partition of a DLQ topic. */
 export async function loadProgress(
-  admin: Admin,
+  admin: KafkaAdmin,
   dlqTopic: string,
   marks: Map<number, { low: bigint; high: bigint }>,
 ): Promise<Map<number, PartitionProgress>> {
-  const [committed] = await admin.fetchOffsets({ groupId: DLQ_REPLAY_GROUP, topics: [dlqTopic] });
-  const byPartition = new Map(committed?.partitions.map((p) => [p.partition, p]) ?? []);
+  const byPartition = await committedOffsets(admin, DLQ_REPLAY_GROUP, dlqTopic);
   return new Map(
     [...marks].map(([partition, { low }]) => {
       const c = byPartition.get(partition);

@@ -4,12 +4,12 @@
  * different settings is reported, never silently accepted or silently changed.
  */
 import fs from 'node:fs';
-import { type Admin, ConfigResourceTypes, type ITopicConfig } from 'kafkajs';
 import { parse } from 'yaml';
 import { z } from 'zod';
 import { isValidTenant } from '../contract';
 import { ConfigError } from '../errors';
-import { tenantTopicSpecs } from '../kafka/topics';
+import type { KafkaAdmin, TopicSpec } from '../kafka/port';
+import { ensureTopics, tenantTopicSpecs, topicConfigs } from '../kafka/topics';
 
 export interface TopicResult {
   topic: string;
@@ -43,7 +43,7 @@ export function validateTenants(tenants: string[]): void {
 }
 
 /** Topic specs from a declarative file (deploy/topics.yaml): tenants and extra (e.g. memory service) DLQ topics. */
-export function specsFromFile(file: string): ITopicConfig[] {
+export function specsFromFile(file: string): TopicSpec[] {
   let raw: unknown;
   try {
     raw = parse(fs.readFileSync(file, 'utf8'));
@@ -70,22 +70,16 @@ export function specsFromFile(file: string): ITopicConfig[] {
   ];
 }
 
-export async function applyTopics(admin: Admin, specs: ITopicConfig[]): Promise<TopicResult[]> {
-  const existing = new Set(await admin.listTopics());
-  const missing = specs.filter((s) => !existing.has(s.topic));
-  if (missing.length > 0) {
-    try {
-      await admin.createTopics({ topics: missing, waitForLeaders: true });
-    } catch (err) {
-      // Created concurrently by someone else is fine; compared below like any existing topic.
-      const now = new Set(await admin.listTopics());
-      if (missing.some((s) => !now.has(s.topic))) {
-        const brokers = (await admin.describeCluster().catch(() => undefined))?.brokers.length;
-        throw declarationRefusal(err, missing, brokers) ?? err;
-      }
-    }
+export async function applyTopics(admin: KafkaAdmin, specs: TopicSpec[]): Promise<TopicResult[]> {
+  let created: Set<string>;
+  try {
+    // Created concurrently by someone else is fine: ensureTopics waits for it, and it is compared below like
+    // any existing topic (reported as created, as this run declared it too).
+    created = new Set(await ensureTopics(admin, specs));
+  } catch (err) {
+    const brokers = (await admin.describeCluster().catch(() => undefined))?.brokers.length;
+    throw declarationRefusal(err, specs, brokers) ?? err;
   }
-  const created = new Set(missing.map((s) => s.topic));
   const results: TopicResult[] = [];
   for (const spec of specs) {
     if (created.has(spec.topic)) {
@@ -102,7 +96,7 @@ export async function applyTopics(admin: Admin, specs: ITopicConfig[]): Promise<
   return results;
 }
 
-async function compare(admin: Admin, spec: ITopicConfig): Promise<string[]> {
+async function compare(admin: KafkaAdmin, spec: TopicSpec): Promise<string[]> {
   const diffs: string[] = [];
   const meta = await admin.fetchTopicMetadata({ topics: [spec.topic] });
   const partitions = meta.topics[0]?.partitions ?? [];
@@ -119,13 +113,14 @@ async function compare(admin: Admin, spec: ITopicConfig): Promise<string[]> {
   }
   const wanted = spec.configEntries ?? [];
   if (wanted.length > 0) {
-    const res = await admin.describeConfigs({
-      includeSynonyms: false,
-      resources: [
-        { type: ConfigResourceTypes.TOPIC, name: spec.topic, configNames: wanted.map((c) => c.name) },
-      ],
-    });
-    const actual = new Map(res.resources[0]?.configEntries.map((c) => [c.configName, c.configValue]) ?? []);
+    const actual =
+      (
+        await topicConfigs(
+          admin,
+          [spec.topic],
+          wanted.map((c) => c.name),
+        )
+      ).get(spec.topic) ?? new Map();
     for (const c of wanted) {
       if (actual.get(c.name) !== c.value)
         diffs.push(`${c.name} ${actual.get(c.name) ?? 'unset'} (declared ${c.value})`);
@@ -141,21 +136,12 @@ export interface TopicInfo {
   retentionMs: string | null;
 }
 
-export async function listTopics(admin: Admin): Promise<TopicInfo[]> {
+export async function listTopics(admin: KafkaAdmin): Promise<TopicInfo[]> {
   const names = (await admin.listTopics()).filter((t) => !t.startsWith('__')).sort();
   if (names.length === 0) return [];
   const meta = await admin.fetchTopicMetadata({ topics: names });
-  const configs = await admin.describeConfigs({
-    includeSynonyms: false,
-    resources: names.map((name) => ({
-      type: ConfigResourceTypes.TOPIC,
-      name,
-      configNames: ['retention.ms'],
-    })),
-  });
-  const retention = new Map(
-    configs.resources.map((r) => [r.resourceName, r.configEntries[0]?.configValue ?? null]),
-  );
+  const configs = await topicConfigs(admin, names, ['retention.ms']);
+  const retention = new Map([...configs].map(([name, c]) => [name, c.get('retention.ms') ?? null]));
   return meta.topics
     .map((t) => ({
       topic: t.name,
@@ -181,7 +167,7 @@ const DECLARATION_REFUSALS = new Set([
  */
 function declarationRefusal(
   err: unknown,
-  specs: ITopicConfig[],
+  specs: TopicSpec[],
   brokers: number | undefined,
 ): ConfigError | undefined {
   const errors = (err as { errors?: unknown } | undefined)?.errors;

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { KafkaConfig } from '../../src/config';
 import { ConfigError } from '../../src/errors';
-import { kafkaAccessProblem } from '../../src/kafka/client';
+import { kafkaAccessProblem } from '../../src/kafka/errors';
 import { checkTemporalTls } from '../../src/temporal/connection';
 import { handshakeFailure, tlsAlert, tlsRefusal } from '../../src/tlsErrors';
 

@@ -3,6 +3,7 @@
  * the benchmark and the chaos soak (issue 10 item 6: an uncommitted tail is redelivered on every rebalance).
  */
 import type { Kafka } from 'kafkajs';
+import { waitUntil } from '../../src/poll';
 
 export interface PartitionBehind {
   topic: string;
@@ -46,11 +47,9 @@ export async function committedAtLogEnd(
   topicNames: string[],
   timeoutMs = 30_000,
 ): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const behind = await partitionsBehind(kafka, groupId, topicNames).catch(() => undefined);
-    if (behind?.length === 0) return true;
-    if (Date.now() > deadline) return false;
-    await new Promise((r) => setTimeout(r, 250));
-  }
+  return waitUntil(
+    async () => (await partitionsBehind(kafka, groupId, topicNames).catch(() => undefined))?.length === 0,
+    timeoutMs,
+    250,
+  );
 }

@@ -15,7 +15,7 @@ import { freePort } from '../../src/devstack/ports';
 import { type RelayProcess, startRelayProcess } from '../../src/devstack/relayProcess';
 import { RunsApiDouble } from '../../test/support/runsApiDouble';
 import { ensureTopics, tenantTopicSpecs } from '../../src/kafka/topics';
-import { waitUntil } from '../../src/devstack/stack/processes';
+import { waitUntil } from '../../src/poll';
 import { DEFAULT_DISPATCH_POLICY, type DispatchInput } from '../../src/workflows/types';
 import { committedAtLogEnd } from './groupOffsets';
 import { mapLimit, peakRssMiB, percentile, round } from './measure';

@@ -12,12 +12,12 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { Kafka, logLevel, type Producer } from 'kafkajs';
 import { childEnv } from '../../src/config';
-import { parseDlqRecord, topics, workflowId } from '../../src/contract';
+import { topics, workflowId } from '../../src/contract';
 import { committedAtLogEnd } from '../bench/groupOffsets';
 import { freePort } from '../../src/devstack/ports';
 import { type RelayProcess, startRelayProcess } from '../../src/devstack/relayProcess';
 import { type Fault, RunsApiDouble } from '../../test/support/runsApiDouble';
-import { readRange, watermarks } from '../../src/kafka/readRange';
+import { readDeadLetters } from '../../src/kafka/dlqReader';
 import { ensureTopics, tenantTopicSpecs } from '../../src/kafka/topics';
 import type { ServiceName } from '../../src/devstack/stack/services';
 import {
@@ -309,29 +309,24 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
     const a = kafka.admin();
     await a.connect();
     try {
-      const marks = await watermarks(a, topics.dlq(tenant));
-      await readRange(kafka, a, {
-        topic: topics.dlq(tenant),
-        groupId: `chaos-dlq-reader-${run}-${crypto.randomUUID()}`,
-        ranges: [...marks].map(([partition, { low, high }]) => ({ partition, start: low, end: high })),
-        commit: false,
-        onMessage: async (_partition, message) => {
-          const rec = parseDlqRecord(message.value);
-          const payload = rec?.payload_base64
-            ? Buffer.from(rec.payload_base64, 'base64').toString('latin1')
-            : (rec?.payload ?? '');
-          seen.push({
-            id: rec?.id ?? '',
-            partition: rec?.source.partition ?? -1,
-            offset: Number(rec?.source.offset ?? -1),
-            key: message.key?.toString('utf8') ?? '',
-            type: rec?.type ?? 'unparseable',
-            error: rec?.error ?? '',
-            payload,
-            dispatchKey: rec?.dispatch_key ?? null,
-          });
-        },
+      const letters = await readDeadLetters(kafka, a, topics.dlq(tenant), {
+        groupPrefix: `chaos-dlq-reader-${run}`,
       });
+      for (const { key, record: rec } of letters) {
+        const payload = rec?.payload_base64
+          ? Buffer.from(rec.payload_base64, 'base64').toString('latin1')
+          : (rec?.payload ?? '');
+        seen.push({
+          id: rec?.id ?? '',
+          partition: rec?.source.partition ?? -1,
+          offset: Number(rec?.source.offset ?? -1),
+          key: key?.toString('utf8') ?? '',
+          type: rec?.type ?? 'unparseable',
+          error: rec?.error ?? '',
+          payload,
+          dispatchKey: rec?.dispatch_key ?? null,
+        });
+      }
     } finally {
       await a.disconnect();
     }

@@ -6,6 +6,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
+import { waitUntil } from '../../poll';
 
 interface PidRecord {
   pid: number;
@@ -70,19 +71,6 @@ export function startDaemon(opts: {
   const rec: PidRecord = { pid: child.pid, marker: opts.marker, startedAt: new Date().toISOString() };
   fs.writeFileSync(opts.pidFile, JSON.stringify(rec));
   return child.pid;
-}
-
-export async function waitUntil(
-  check: () => boolean | Promise<boolean>,
-  timeoutMs: number,
-  intervalMs = 100,
-): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return true;
-    if (Date.now() >= deadline) return false;
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
 }
 
 /**

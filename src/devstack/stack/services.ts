@@ -7,10 +7,10 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
-import { Kafka, logLevel } from 'kafkajs';
 import type { StackConfig } from '../../config';
 import { SEARCH_ATTRIBUTE_NAMES } from '../../contract';
 import { StackError } from '../../errors';
+import { createLocalKafka } from '../../kafka/client';
 import { PACKAGE_ROOT } from '../../version';
 import { ensureDir, kafkaLibsDir, temporalBinPath } from './provision';
 import { livePid, startDaemon, stopDaemon } from './processes';
@@ -152,13 +152,7 @@ export function kafkaService(
       });
     },
     async isReady() {
-      const kafka = new Kafka({
-        clientId: 'poimen-stack-probe',
-        brokers: [address],
-        logLevel: logLevel.NOTHING,
-        connectionTimeout: 1000,
-        retry: { retries: 0 },
-      });
+      const kafka = createLocalKafka('poimen-stack-probe', [address], { probe: true });
       const admin = kafka.admin();
       try {
         await admin.connect();

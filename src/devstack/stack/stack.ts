@@ -7,7 +7,8 @@ import { Connection } from '@temporalio/client';
 import type { StackConfig } from '../../config';
 import { StackError } from '../../errors';
 import { ensureSearchAttributes } from '../../temporal/searchAttributes';
-import { portInUse, stopDaemon, waitUntil } from './processes';
+import { waitUntil } from '../../poll';
+import { portInUse, stopDaemon } from './processes';
 import { type Progress, silentProgress } from './progress';
 import { type Binaries, STACK_PLAN, provision } from './provision';
 import {

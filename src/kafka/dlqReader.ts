@@ -1,0 +1,68 @@
+/**
+ * Reading dead letters back (SPEC §6), the one home of it: `dlq list` and `dlq replay`, the demo's report,
+ * and the chaos soak and the tests that check what was dead-lettered all read `.dispatch.dlq` records here.
+ * A read is of what is there when it begins (per partition up to the end it had then), through a throwaway
+ * group that commits nothing and is deleted afterwards, so reading leaves the DLQ and its replay group as they
+ * were. Each record is kept once by partition and offset, parsed when it is a DLQ record.
+ */
+import crypto from 'node:crypto';
+import type { Admin, Kafka, KafkaMessage } from 'kafkajs';
+import { type DlqRecord, parseDlqRecord } from '../contract';
+import { type PartitionRange, readRange, watermarks } from './readRange';
+
+export interface DeadLetter {
+  partition: number;
+  offset: string;
+  /** The Kafka key the dead letter was written with. */
+  key: Buffer | null;
+  /** Undefined when the value is not a DLQ record (written by something else). */
+  record: DlqRecord | undefined;
+  /** The raw value when it is not a DLQ record. */
+  raw?: string;
+}
+
+/** One consumed DLQ message as a dead letter. */
+export function deadLetterOf(partition: number, message: KafkaMessage): DeadLetter {
+  const record = parseDlqRecord(message.value);
+  return {
+    partition,
+    offset: message.offset,
+    key: message.key,
+    record,
+    ...(record ? {} : { raw: message.value?.toString('utf8') ?? '' }),
+  };
+}
+
+/**
+ * The dead letters in `ranges` of a DLQ topic (default: every partition from its log start to its end now), in
+ * partition and offset order. Rejects when its consumer crashes or the read does not finish within `timeoutMs`
+ * (when given); the caller decides whether to read again.
+ */
+export async function readDeadLetters(
+  kafka: Kafka,
+  admin: Admin,
+  topic: string,
+  opts: { ranges?: PartitionRange[]; groupPrefix?: string; timeoutMs?: number } = {},
+): Promise<DeadLetter[]> {
+  const ranges =
+    opts.ranges ??
+    [...(await watermarks(admin, topic))].map(([partition, { low, high }]) => ({
+      partition,
+      start: low,
+      end: high,
+    }));
+  const found = new Map<string, DeadLetter>();
+  await readRange(kafka, admin, {
+    topic,
+    groupId: `${opts.groupPrefix ?? 'poimen-relay-dlq-read'}-${crypto.randomUUID()}`,
+    ranges,
+    commit: false,
+    ...(opts.timeoutMs === undefined ? {} : { timeoutMs: opts.timeoutMs }),
+    onMessage: async (partition, message) => {
+      found.set(`${partition}/${message.offset}`, deadLetterOf(partition, message));
+    },
+  });
+  return [...found.values()].sort((a, b) =>
+    a.partition !== b.partition ? a.partition - b.partition : Number(BigInt(a.offset) - BigInt(b.offset)),
+  );
+}

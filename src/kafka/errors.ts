@@ -1,0 +1,107 @@
+/**
+ * What kafkajs's errors mean, the one place that knows their classes, types and codes: credentials or
+ * certificates refused (kafkaAccessProblem, for the ingester's start and the CLI), and a one-shot command's
+ * failure turned into the CLI's classes (src/errors.ts: unreachable, refused) as one line naming the brokers.
+ * Decided by error class, type and socket code, never by message text; anything else is left as it is.
+ */
+import type { KafkaConfig } from '../config';
+import { AccessRefusedError, UnreachableError, errorChain, isUserFacingError } from '../errors';
+import { handshakeFailure, tlsRefusal } from '../tlsErrors';
+
+/**
+ * When Kafka refused this client's credentials or the client refused the brokers' certificate, the one-line
+ * reason naming the variables to fix; undefined for anything that waiting may cure (broker down, network).
+ * Decided by error class and code (kafkajs keeps the socket's `code` on its connection errors), never by
+ * message text. No secret goes into the reason.
+ */
+export function kafkaAccessProblem(
+  err: unknown,
+  cfg: KafkaConfig,
+): { variable: string; reason: string } | undefined {
+  const seen = new Set<unknown>();
+  for (let e: unknown = err; e && typeof e === 'object' && !seen.has(e);) {
+    seen.add(e);
+    const { name, code, type } = e as { name?: unknown; code?: unknown; type?: unknown };
+    if (name === 'KafkaJSSASLAuthenticationError' || type === 'SASL_AUTHENTICATION_FAILED') {
+      const who = cfg.sasl ? `${cfg.sasl.mechanism} user ${JSON.stringify(cfg.sasl.username)}` : 'SASL';
+      return {
+        variable: 'KAFKA_SASL_USERNAME/KAFKA_SASL_PASSWORD',
+        reason: `were rejected by Kafka at ${cfg.brokers.join(',')} (${who}: authentication failed)`,
+      };
+    }
+    const refusal = name === 'KafkaJSConnectionError' && cfg.ssl ? tlsRefusal(code) : undefined;
+    if (refusal !== undefined) {
+      const where = `Kafka at ${cfg.brokers.join(',')}`;
+      const detail = String(code);
+      if (refusal === 'untrusted-server') {
+        return cfg.sslCaPath
+          ? { variable: 'KAFKA_SSL_CA', reason: `does not fit ${where}: TLS handshake failed (${detail})` }
+          : {
+              variable: 'KAFKA_SSL',
+              reason: `= true but the TLS handshake with ${where} failed (${detail})`,
+            };
+      }
+      // The CA is not in question here: the brokers refused us (they want a client certificate, which this
+      // relay does not offer), or the two ends share no TLS version or cipher, or the port does not speak TLS.
+      // TLS is on because KAFKA_SSL is true or KAFKA_SSL_CA implies it.
+      return {
+        variable: 'KAFKA_SSL',
+        reason:
+          refusal === 'refused-by-server'
+            ? `is on but ${where} wants a client certificate, which the relay does not offer (${detail})`
+            : `is on but with ${where}: ${handshakeFailure(code)}`,
+      };
+    }
+    e = (e as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+/** kafkajs errors that mean "no answer": the broker is down, the network is, or the broker is too slow. */
+const KAFKA_NO_ANSWER = new Set([
+  'KafkaJSConnectionError',
+  'KafkaJSConnectionClosedError',
+  'KafkaJSRequestTimeoutError',
+  'KafkaJSNumberOfRetriesExceeded',
+  'KafkaJSBrokerNotFound',
+  'KafkaJSGroupCoordinatorNotFound',
+]);
+
+const KAFKA_NOT_AUTHORIZED = new Set([
+  'TOPIC_AUTHORIZATION_FAILED',
+  'GROUP_AUTHORIZATION_FAILED',
+  'CLUSTER_AUTHORIZATION_FAILED',
+  'TRANSACTIONAL_ID_AUTHORIZATION_FAILED',
+]);
+
+export function kafkaWhere(cfg: KafkaConfig): string {
+  return `Kafka at ${cfg.brokers.join(',')}`;
+}
+
+/** The innermost message of a chain, for the parenthesis after "unreachable". */
+function innermost(err: unknown): string {
+  const c = errorChain(err);
+  const last = c[c.length - 1];
+  const code = last?.['code'];
+  const message = typeof last?.['message'] === 'string' ? (last['message'] as string) : String(err);
+  return (typeof code === 'string' && !message.includes(code) ? `${code}: ${message}` : message)
+    .replace(/^Connection error: /, '')
+    .split('\n')[0]!;
+}
+
+export function classifyKafkaError(err: unknown, cfg: KafkaConfig): unknown {
+  if (isUserFacingError(err)) return err;
+  const access = kafkaAccessProblem(err, cfg);
+  if (access) return new AccessRefusedError(`${access.variable} ${access.reason}`);
+  const links = errorChain(err);
+  const denied = links.find((e) => KAFKA_NOT_AUTHORIZED.has(String(e['type'])));
+  if (denied) {
+    const who = cfg.sasl ? `user ${JSON.stringify(cfg.sasl.username)}` : 'this client';
+    return new AccessRefusedError(
+      `${kafkaWhere(cfg)} refused ${who}: ${String(denied['type'])} (check its ACLs)`,
+    );
+  }
+  if (links.some((e) => KAFKA_NO_ANSWER.has(String(e['name']))))
+    return new UnreachableError(`${kafkaWhere(cfg)} is unreachable (${innermost(err)})`);
+  return err;
+}
