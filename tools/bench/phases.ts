@@ -1,104 +1,24 @@
 /**
- * Benchmark phases. Each runs real processes against the same Kafka, Temporal and a minimal runs API, and
- * returns measured figures only.
+ * Benchmark phases (their shared set-up is in rig.ts). Each runs real processes against the same Kafka, Temporal
+ * and a minimal runs API, and returns measured figures only.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import type { Kafka } from 'kafkajs';
-import { childEnv } from '../../src/config';
 import { WORKFLOW_TYPE, topics } from '../../src/contract';
 import { dispatchStartOptions } from '../../src/ingest/startDispatch';
 import { freePort } from '../../src/devstack/ports';
 import { type RelayProcess, startRelayProcess } from '../../src/devstack/relayProcess';
 import { RunsApiDouble } from '../../test/support/runsApiDouble';
-import { ensureTopics, tenantTopicSpecs } from '../../src/kafka/topics';
 import { waitUntil } from '../../src/poll';
 import { DEFAULT_DISPATCH_POLICY, type DispatchInput } from '../../src/workflows/types';
 import { committedAtLogEnd } from './groupOffsets';
 import { mapLimit, peakRssMiB, percentile, round } from './measure';
+import { type BenchTarget, dispatchValue, drained, newTenant, preload, relayEnv, startWorkers } from './rig';
 
-export interface BenchTarget {
-  kafkaBrokers: string;
-  temporalAddress: string;
-  namespace: string;
-  logsDir: string;
-  kafka: Kafka;
-}
-
-const dispatchValue = (key: string, sentAtMs = Date.now()) =>
-  JSON.stringify({
-    workflow_ref: 'bench@v1',
-    input: { sent_at: sentAtMs },
-    goal_id: null,
-    dispatch_key: key,
-  });
-
-function relayEnv(t: BenchTarget, api: RunsApiDouble, extra: Record<string, string>): NodeJS.ProcessEnv {
-  return childEnv({
-    KAFKA_BROKERS: t.kafkaBrokers,
-    TEMPORAL_ADDRESS: t.temporalAddress,
-    TEMPORAL_NAMESPACE: t.namespace,
-    RUNS_API_URL: api.url,
-    LOG_LEVEL: 'warn',
-    POIMEN_TOPIC_REFRESH_MS: '2000',
-    ...extra,
-  });
-}
-
-async function startWorkers(
-  t: BenchTarget,
-  env: NodeJS.ProcessEnv,
-  count: number,
-  label: string,
-): Promise<RelayProcess[]> {
-  const workers: RelayProcess[] = [];
-  for (let i = 0; i < count; i++) {
-    const port = await freePort();
-    workers.push(
-      await startRelayProcess({
-        role: 'worker',
-        env,
-        metricsPort: port,
-        logFile: path.join(t.logsDir, `bench-${label}-worker-${i}.log`),
-      }),
-    );
-  }
-  return workers;
-}
-
-async function newTenant(t: BenchTarget, partitions: number): Promise<string> {
-  const tenant = `bench${crypto.randomBytes(5).toString('hex')}`;
-  const admin = t.kafka.admin();
-  await admin.connect();
-  await ensureTopics(admin, tenantTopicSpecs(tenant, { partitions }));
-  await admin.disconnect();
-  return tenant;
-}
-
-async function preload(t: BenchTarget, tenant: string, n: number, prefix: string): Promise<string[]> {
-  const producer = t.kafka.producer();
-  await producer.connect();
-  const keys = Array.from({ length: n }, (_, i) => `${prefix}-${i}`);
-  for (let i = 0; i < n; i += 1000) {
-    await producer.send({
-      topic: topics.dispatch(tenant),
-      acks: -1,
-      messages: keys.slice(i, i + 1000).map((k) => ({ key: `${tenant}:${k}`, value: dispatchValue(k) })),
-    });
-  }
-  await producer.disconnect();
-  return keys;
-}
-
-async function drained(api: RunsApiDouble, n: number, timeoutMs: number): Promise<number> {
-  if (!(await waitUntil(() => api.runs.size >= n, timeoutMs, 50))) {
-    throw new Error(`only ${api.runs.size} of ${n} runs after ${timeoutMs} ms`);
-  }
-  return Math.max(...api.requests.map((r) => r.receivedAtMs));
-}
+export type { BenchTarget } from './rig';
 
 /** 1. The bare-Temporal ceiling: the dispatch workflow started directly with the client, no Kafka. */
 export async function ceiling(t: BenchTarget, n: number, concurrency: number, workerCount: number) {

@@ -1,0 +1,98 @@
+/**
+ * What every benchmark phase stands on: a fresh tenant with its topics, a pre-loaded backlog, relay workers
+ * pointed at a runs API double, and the moment the API saw the last of n runs.
+ */
+import crypto from 'node:crypto';
+import path from 'node:path';
+import type { Kafka } from 'kafkajs';
+import { childEnv } from '../../src/config';
+import { topics } from '../../src/contract';
+import { freePort } from '../../src/devstack/ports';
+import { type RelayProcess, startRelayProcess } from '../../src/devstack/relayProcess';
+import { waitUntil } from '../../src/poll';
+import { ensureTopics, tenantTopicSpecs } from '../../src/kafka/topics';
+import type { RunsApiDouble } from '../../test/support/runsApiDouble';
+
+export interface BenchTarget {
+  kafkaBrokers: string;
+  temporalAddress: string;
+  namespace: string;
+  logsDir: string;
+  kafka: Kafka;
+}
+
+export const dispatchValue = (key: string, sentAtMs = Date.now()) =>
+  JSON.stringify({
+    workflow_ref: 'bench@v1',
+    input: { sent_at: sentAtMs },
+    goal_id: null,
+    dispatch_key: key,
+  });
+
+export function relayEnv(
+  t: BenchTarget,
+  api: RunsApiDouble,
+  extra: Record<string, string>,
+): NodeJS.ProcessEnv {
+  return childEnv({
+    KAFKA_BROKERS: t.kafkaBrokers,
+    TEMPORAL_ADDRESS: t.temporalAddress,
+    TEMPORAL_NAMESPACE: t.namespace,
+    RUNS_API_URL: api.url,
+    LOG_LEVEL: 'warn',
+    POIMEN_TOPIC_REFRESH_MS: '2000',
+    ...extra,
+  });
+}
+
+export async function startWorkers(
+  t: BenchTarget,
+  env: NodeJS.ProcessEnv,
+  count: number,
+  label: string,
+): Promise<RelayProcess[]> {
+  const workers: RelayProcess[] = [];
+  for (let i = 0; i < count; i++) {
+    const port = await freePort();
+    workers.push(
+      await startRelayProcess({
+        role: 'worker',
+        env,
+        metricsPort: port,
+        logFile: path.join(t.logsDir, `bench-${label}-worker-${i}.log`),
+      }),
+    );
+  }
+  return workers;
+}
+
+export async function newTenant(t: BenchTarget, partitions: number): Promise<string> {
+  const tenant = `bench${crypto.randomBytes(5).toString('hex')}`;
+  const admin = t.kafka.admin();
+  await admin.connect();
+  await ensureTopics(admin, tenantTopicSpecs(tenant, { partitions }));
+  await admin.disconnect();
+  return tenant;
+}
+
+export async function preload(t: BenchTarget, tenant: string, n: number, prefix: string): Promise<string[]> {
+  const producer = t.kafka.producer();
+  await producer.connect();
+  const keys = Array.from({ length: n }, (_, i) => `${prefix}-${i}`);
+  for (let i = 0; i < n; i += 1000) {
+    await producer.send({
+      topic: topics.dispatch(tenant),
+      acks: -1,
+      messages: keys.slice(i, i + 1000).map((k) => ({ key: `${tenant}:${k}`, value: dispatchValue(k) })),
+    });
+  }
+  await producer.disconnect();
+  return keys;
+}
+
+export async function drained(api: RunsApiDouble, n: number, timeoutMs: number): Promise<number> {
+  if (!(await waitUntil(() => api.runs.size >= n, timeoutMs, 50))) {
+    throw new Error(`only ${api.runs.size} of ${n} runs after ${timeoutMs} ms`);
+  }
+  return Math.max(...api.requests.map((r) => r.receivedAtMs));
+}

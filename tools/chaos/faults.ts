@@ -1,0 +1,185 @@
+/**
+ * The fault controller: SIGKILLs and restarts the ingesters, the workers, the Kafka broker and the Temporal
+ * server in seeded rounds, scripts the runs API's 503s and dropped sockets, and notes for the verdict which
+ * faults may explain a 409 (fault windows) or a repeated dead letter (rewinds).
+ */
+import path from 'node:path';
+import { topics } from '../../src/contract';
+import { freePort } from '../../src/devstack/ports';
+import { type RelayProcess, startRelayProcess } from '../../src/devstack/relayProcess';
+import type { Fault, RunsApiDouble } from '../../test/support/runsApiDouble';
+import type { FaultWindow, RewindWindow } from './account';
+import type { SoakOptions, SoakResult, SoakRun, Victim } from './types';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/**
+ * How long an API answer can take to become the activity's recorded result (answer → worker → Temporal) on a
+ * loaded 2-core machine; measured in milliseconds, bounded generously so a fault window is never too narrow.
+ */
+export const ANSWER_TO_COMPLETION_MS = 3000;
+const between = (rnd: () => number, [lo, hi]: [number, number]) => lo + Math.floor(rnd() * (hi - lo));
+
+/** Scripts the runs API's failures; returns the answers it dropped after admitting the run, per dispatch key. */
+export function scriptApiFaults(
+  api: RunsApiDouble,
+  apiRnd: () => number,
+  unavailable: number,
+  drop: number,
+): Map<string, number> {
+  const droppedAfterAdmit = new Map<string, number>();
+  api.faultPolicy((key): Fault | undefined => {
+    const r = apiRnd();
+    if (r < unavailable) return { kind: 'status', status: 503 };
+    // Half the drops happen after the run was admitted: the answer is lost, the retry must see 409.
+    if (r < unavailable + drop / 2) return { kind: 'drop' };
+    if (r < unavailable + drop) {
+      if (key !== undefined) droppedAfterAdmit.set(key, (droppedAfterAdmit.get(key) ?? 0) + 1);
+      return { kind: 'drop', afterAdmit: true };
+    }
+    return undefined;
+  });
+  return droppedAfterAdmit;
+}
+
+/** The relay's processes, started and restarted by name (`worker-a`, `worker-b`, `ingester-N`). */
+export function relayFleet(
+  opts: Pick<SoakOptions, 'logsDir' | 'ingesters'>,
+  run: string,
+  env: NodeJS.ProcessEnv,
+) {
+  const logFile = (name: string) => path.join(opts.logsDir, `chaos-${run}-${name}.log`);
+  const ingesterNames = Array.from({ length: opts.ingesters ?? 2 }, (_, i) => `ingester-${i + 1}`);
+  const relay: Record<string, RelayProcess | undefined> = {};
+  const startRelay = async (name: string) => {
+    relay[name] = await startRelayProcess({
+      role: name.startsWith('ingester') ? 'ingest' : 'worker',
+      env,
+      metricsPort: await freePort(),
+      logFile: logFile(name),
+      readyTimeoutMs: 120_000,
+    });
+  };
+  return { ingesterNames, relay, startRelay };
+}
+
+export type RelayFleet = ReturnType<typeof relayFleet>;
+
+export interface FaultLog {
+  kills: SoakResult['kills'];
+  faultWindows: FaultWindow[];
+  /** One per ingester or broker kill; each resolves once the group has settled after it. */
+  pendingRewinds: Promise<RewindWindow[]>[];
+  lastFaultEndMs: number;
+  gap: [number, number];
+  down: [number, number];
+}
+
+/** Kills until publishing is done and `faultSeconds` have passed since `faultStart`. */
+export async function runFaults(
+  opts: SoakOptions,
+  soak: SoakRun,
+  env: NodeJS.ProcessEnv,
+  rnd: () => number,
+  publisher: Promise<unknown>,
+  fleet: RelayFleet,
+  faultStart: number,
+): Promise<FaultLog> {
+  const say = opts.progress ?? (() => undefined);
+  const { kafka, tenant, groupId } = soak;
+  const { ingesterNames, relay, startRelay } = fleet;
+  const kills: SoakResult['kills'] = { ingester: 0, worker: 0, kafka: 0, temporal: 0, total: 0 };
+  let lastFaultEndMs = faultStart;
+  const victims: Victim[] = ['ingester', 'worker', 'kafka', 'temporal'];
+  const faultWindows: FaultWindow[] = [];
+  const pendingRewinds: Promise<RewindWindow[]>[] = [];
+  // The group's committed offsets now (a partition never committed counts from 0); retried through a restart.
+  const committedNow = async (): Promise<Map<number, number>> => {
+    for (;;) {
+      const a = kafka.admin();
+      try {
+        await a.connect();
+        const [c] = await a.fetchOffsets({ groupId, topics: [topics.dispatch(tenant)] });
+        return new Map((c?.partitions ?? []).map((p) => [p.partition, Math.max(0, Number(p.offset))]));
+      } catch {
+        await sleep(500);
+      } finally {
+        await a.disconnect().catch(() => undefined);
+      }
+    }
+  };
+  // A rewind reaches every record uncommitted before the event and published until the group settled after
+  // it (a killed member's partitions move only when its session expires).
+  const settleMs = Number(env.POIMEN_KAFKA_SESSION_TIMEOUT_MS ?? 30_000) + 5_000;
+  const rewindAfterSettle = async (before: Map<number, number>): Promise<RewindWindow[]> => {
+    await sleep(settleMs);
+    for (;;) {
+      const a = kafka.admin();
+      try {
+        await a.connect();
+        const high = await a.fetchTopicOffsets(topics.dispatch(tenant));
+        return high.map((p) => ({
+          partition: p.partition,
+          from: before.get(p.partition) ?? 0,
+          to: Number(p.high),
+        }));
+      } catch {
+        await sleep(500);
+      } finally {
+        await a.disconnect().catch(() => undefined);
+      }
+    }
+  };
+  const gap = opts.faultGapMs ?? [2000, 6000];
+  const down = opts.downMs ?? [200, 3000];
+  let publishDone = false;
+  void publisher.then(
+    () => (publishDone = true),
+    () => (publishDone = true),
+  );
+  // Every kind of fault at least once per round, in a random order per round.
+  while (!publishDone || Date.now() - faultStart < opts.faultSeconds * 1000) {
+    const round = [...victims].sort(() => rnd() - 0.5);
+    for (const victim of round) {
+      await sleep(between(rnd, gap));
+      const which =
+        victim === 'worker'
+          ? rnd() < 0.5
+            ? 'worker-a'
+            : 'worker-b'
+          : victim === 'ingester'
+            ? ingesterNames[Math.floor(rnd() * ingesterNames.length)]!
+            : victim;
+      say(`kill -9 ${which}`);
+      const rewinds = victim === 'ingester' || victim === 'kafka';
+      const committedBefore = rewinds ? await committedNow() : undefined;
+      const killedAtMs = Date.now();
+      if (which === 'kafka' || which === 'temporal') {
+        await opts.services.kill(which);
+        await sleep(between(rnd, down));
+        await opts.services.start(which);
+      } else {
+        await relay[which]?.kill();
+        await sleep(between(rnd, down));
+        await startRelay(which);
+      }
+      if (victim === 'worker') {
+        faultWindows.push({
+          fromMs: killedAtMs - ANSWER_TO_COMPLETION_MS,
+          toMs: killedAtMs,
+          cause: 'worker_kill',
+        });
+      } else if (victim === 'temporal') {
+        faultWindows.push({
+          fromMs: killedAtMs - ANSWER_TO_COMPLETION_MS,
+          toMs: Date.now() + ANSWER_TO_COMPLETION_MS,
+          cause: 'temporal_outage',
+        });
+      }
+      if (committedBefore) pendingRewinds.push(rewindAfterSettle(committedBefore));
+      kills[victim]++;
+      kills.total++;
+      lastFaultEndMs = Date.now();
+    }
+  }
+  return { kills, faultWindows, pendingRewinds, lastFaultEndMs, gap, down };
+}
