@@ -46,7 +46,9 @@ const restrictImports = ({ kafkajs = false, product = false, workflow = false })
   'error',
   {
     paths: [...(workflow ? workflowPaths : []), ...(kafkajs ? kafkaOnlyInPort.paths : [])],
-    patterns: [...(workflow ? workflowPatterns : []), ...(product ? [devstack] : []), outsideSrc],
+    // Boundary patterns first: the rule reports only the first pattern an import matches, and a workflow
+    // pattern that admits `import type` must not hide a boundary.
+    patterns: [...(product ? [devstack] : []), outsideSrc, ...(workflow ? workflowPatterns : [])],
   },
 ];
 // The dev stack and the two commands that run it may import it (and kafkajs only through src/kafka).
@@ -64,11 +66,14 @@ const workflowPatterns = [
     message: 'Workflows may only `import type` from activities.',
   },
   {
-    // Barrels and Node-only modules would pull Buffer, crypto or zod into the sandbox bundle.
-    regex: '^\\.\\./(contract(/index|/dlqRecord)?|config(/index|/env|/schema|/stack|/tls)?)$',
+    // An allow-list, not a deny-list: beyond the SDK and its own folder, workflow code takes values only from the
+    // contract's pure modules; everything else (config, logger, version, barrels) is `import type` at most.
+    // Not the boundaries' paths: typescript-eslint lets a type import through when any pattern allowing type
+    // imports matches it, which would open the dev stack, tools and tests to `import type`.
+    regex: '^\\.\\./(?!contract/(names|dispatch)$|devstack(/|$)|(\\.\\./)*(tools|test)(/|$))',
     allowTypeImports: true,
     message:
-      'Workflows import only the pure modules ../contract/names, ../contract/dispatch, ../config/defaults.',
+      'Workflows import values only from ./, ../contract/names and ../contract/dispatch (else `import type`).',
   },
 ];
 

@@ -60,7 +60,8 @@ export class ObservabilityServer {
           } else if (req.url === '/readyz') {
             const ready = await probe.ready();
             res.writeHead(ready ? 200 : 503, { 'content-type': 'text/plain' });
-            res.end(ready ? 'ready\n' : `not ready${probe.detail ? `: ${probe.detail()}` : ''}\n`);
+            const detail = ready ? undefined : probe.detail?.();
+            res.end(ready ? 'ready\n' : `not ready${detail ? `: ${detail}` : ''}\n`);
           } else {
             res.writeHead(404).end();
           }

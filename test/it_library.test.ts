@@ -3,6 +3,7 @@
  * application's own process: config from an env object, createWorker and createIngester with the application's
  * logger and metrics, one dispatch end to end, then close() — twice, as a shutdown path may call it.
  */
+import pino from 'pino';
 import type * as Relay from '../src/index';
 import { type Harness, createHarness } from './support/relayHarness';
 import { waitFor } from './support/wait';
@@ -52,4 +53,18 @@ test('createWorker and createIngester from the package entry relay a dispatch, a
   await worker.close();
   await expect(worker.done).resolves.toBeUndefined();
   expect(worker.ready()).toBe(false);
+});
+
+test('a worker made and closed without start() lets go of everything (no part fails to close)', async () => {
+  h = await createHarness();
+  const lines: string[] = [];
+  const logger = pino({ level: 'debug' }, { write: (line: string) => void lines.push(line) });
+  const worker = await relay.createWorker(relay.loadRelayConfig('worker', { ...h.env, METRICS_PORT: '0' }), {
+    logger,
+    metrics: relay.createMetrics({ defaultMetrics: false }),
+  });
+  expect(worker.readinessDetail()).toBe('not started');
+  await worker.close();
+  await expect(worker.done).resolves.toBeUndefined();
+  expect(lines.filter((l) => l.includes('error while closing'))).toEqual([]);
 });

@@ -62,8 +62,6 @@ export function retryDelayMs(
   return Math.min(retryAfterMs, cap);
 }
 
-/** The promise's outcome, or a rejection as soon as the signal aborts (the work itself is not stopped). */
-
 export function createPostRun(deps: ActivityDeps) {
   const target = `${deps.runsApi.url}/v1/runs`;
   // What failure messages name: the URL without any user:password@ part.

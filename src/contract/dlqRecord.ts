@@ -260,7 +260,8 @@ export function dlqRecordId(seed: string): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+// Linear checks, no backtracking: a dead letter's payload may be megabytes of base64.
+const BASE64_CHARS = /^[A-Za-z0-9+/]*={0,2}$/;
 
 export function base64Encode(bytes: Uint8Array): string {
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
@@ -268,5 +269,7 @@ export function base64Encode(bytes: Uint8Array): string {
 
 /** Strict padded base64 (RFC 4648): undefined on any character or length outside it, where Buffer alone would skip them. */
 export function base64Decode(text: string): Uint8Array | undefined {
-  return BASE64.test(text) ? new Uint8Array(Buffer.from(text, 'base64')) : undefined;
+  return text.length % 4 === 0 && BASE64_CHARS.test(text)
+    ? new Uint8Array(Buffer.from(text, 'base64'))
+    : undefined;
 }

@@ -47,8 +47,9 @@ export async function createIngester(
     parts.push({ name: 'stopped', close: async () => stopped() });
     return {
       async start() {
-        await ingester.start();
+        // Registered first: a close() while the start still waits for Kafka stops the ingester too.
         parts.push({ name: 'ingester', close: () => ingester.close() });
+        await ingester.start();
       },
       done,
       ready: () => ingester.ready(),

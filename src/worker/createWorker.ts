@@ -92,51 +92,63 @@ async function assemble(
     startInput: startInputReader(connection, cfg.temporal.namespace),
     sourceRecord: (at) => sources.read(at),
   });
-  const worker = await Worker.create({
-    connection,
-    namespace: cfg.temporal.namespace,
-    taskQueue: cfg.temporal.taskQueue,
-    ...source,
-    activities,
-    maxConcurrentActivityTaskExecutions: cfg.worker.maxConcurrentActivities,
-    maxConcurrentWorkflowTaskExecutions: cfg.worker.maxConcurrentWorkflowTasks,
-    // Set, not derived: the SDK sizes the default from the heap limit, and under the worker's heap cap that
-    // default is 10, which evicts most dispatches between their two workflow tasks (docs/performance.md).
-    maxCachedWorkflows: cfg.worker.maxCachedWorkflows,
-    shutdownGraceTime: cfg.worker.shutdownGraceMs,
-  });
-  // Calls whose input is over LARGE_INPUT_BYTES are scheduled on their own queue (src/workflows/index.ts) and
-  // run here, a few at a time: each holds about 8.5 × its input outside the heap, so slots alone, sized for
-  // small inputs, would let a burst of large ones exceed the container's memory limit (docs/design.md).
-  const largeWorker = await Worker.create({
-    connection,
-    namespace: cfg.temporal.namespace,
-    taskQueue: largeInputTaskQueue(cfg.temporal.taskQueue),
-    activities,
-    maxConcurrentActivityTaskExecutions: cfg.worker.maxConcurrentLargeActivities,
-    shutdownGraceTime: cfg.worker.shutdownGraceMs,
-  });
-  const workers = [worker, largeWorker];
+  // Made in start(), not here: a Temporal Worker holds the connection from its creation and lets it go only by
+  // running and shutting down, so one made but never run would keep close() from releasing anything.
+  const makers: (() => Promise<Worker>)[] = [
+    () =>
+      Worker.create({
+        connection,
+        namespace: cfg.temporal.namespace,
+        taskQueue: cfg.temporal.taskQueue,
+        ...source,
+        activities,
+        maxConcurrentActivityTaskExecutions: cfg.worker.maxConcurrentActivities,
+        maxConcurrentWorkflowTaskExecutions: cfg.worker.maxConcurrentWorkflowTasks,
+        // Set, not derived: the SDK sizes the default from the heap limit, and under the worker's heap cap that
+        // default is 10, which evicts most dispatches between their two workflow tasks (docs/performance.md).
+        maxCachedWorkflows: cfg.worker.maxCachedWorkflows,
+        shutdownGraceTime: cfg.worker.shutdownGraceMs,
+      }),
+    // Calls whose input is over LARGE_INPUT_BYTES are scheduled on their own queue (src/workflows/index.ts) and
+    // run here, a few at a time: each holds about 8.5 × its input outside the heap, so slots alone, sized for
+    // small inputs, would let a burst of large ones exceed the container's memory limit (docs/design.md).
+    () =>
+      Worker.create({
+        connection,
+        namespace: cfg.temporal.namespace,
+        taskQueue: largeInputTaskQueue(cfg.temporal.taskQueue),
+        activities,
+        maxConcurrentActivityTaskExecutions: cfg.worker.maxConcurrentLargeActivities,
+        shutdownGraceTime: cfg.worker.shutdownGraceMs,
+      }),
+  ];
+  const workers: Worker[] = [];
   let run: Promise<void> | undefined;
-  let started!: () => void;
-  const running = new Promise<void>((resolve) => (started = resolve));
-  const done = running.then(() => run);
+  let settle!: () => void;
+  const settled = new Promise<void>((resolve) => (settle = resolve));
+  const done = settled.then(() => run);
+  // An application that never awaits `done` must not die of an unhandled rejection; one that does still sees it.
+  done.catch(() => undefined);
   parts.push({
     name: 'temporal worker',
     close: async () => {
+      // A worker made but not run (start() failed half-way) is run and shut down at once to let go of it.
+      const idle = workers.filter((w) => w.getState() === 'INITIALIZED').map((w) => w.run());
       for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
-      started();
-      await run;
+      settle();
+      await Promise.all([run, ...idle]);
     },
   });
   return {
     async start() {
+      for (const make of makers) workers.push(await make());
       run = Promise.all(workers.map((w) => w.run())).then(() => undefined);
-      started();
+      settle();
     },
     done,
-    ready: () => workers.every((w) => w.getState() === 'RUNNING'),
-    readinessDetail: () => `workers ${workers.map((w) => w.getState()).join(', ')}`,
+    ready: () => workers.length > 0 && workers.every((w) => w.getState() === 'RUNNING'),
+    readinessDetail: () =>
+      workers.length === 0 ? 'not started' : `workers ${workers.map((w) => w.getState()).join(', ')}`,
     close,
   };
 }

@@ -1,7 +1,6 @@
 /** Shapes shared by the ingester, the workflow and its activities. Pure: imported by workflow code. */
 import type { Dispatch, DispatchHead, LegacyDispatch } from '../contract/dispatch';
 import type { DlqSource } from '../contract/dlqRecord';
-import { RETRY_DEFAULTS, RUNS_API_TIMEOUT_MS_DEFAULT } from '../config/defaults';
 
 /** Retry and timeout settings for the `postRun` activity (contract §5 defaults). */
 export interface DispatchPolicy {
@@ -17,10 +16,17 @@ export interface DispatchPolicy {
   deadLetterTimeoutMs?: number;
 }
 
-/** The contract's §5 defaults, for executions whose input carries no policy. */
+/**
+ * The policy of an execution whose input carries none (or lacks a field): what such executions were always given.
+ * Frozen here, not taken from config/defaults.ts: a change of the configured defaults applies to new dispatches
+ * (the ingester writes the policy into each input) and must not reach executions already running.
+ */
 export const DEFAULT_DISPATCH_POLICY: DispatchPolicy = {
-  attemptTimeoutMs: RUNS_API_TIMEOUT_MS_DEFAULT,
-  ...RETRY_DEFAULTS,
+  attemptTimeoutMs: 10_000,
+  initialIntervalMs: 1_000,
+  backoff: 2.0,
+  maxIntervalMs: 60_000,
+  maxAttempts: 10,
 };
 
 /**

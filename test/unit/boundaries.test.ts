@@ -75,6 +75,23 @@ describe('import boundaries (eslint.config.mjs)', () => {
         code: lines("import type { LocalStack } from '../devstack/stack/stack';"),
         expected: [1],
       },
+      // Workflow code takes values only from the contract's pure modules; other modules as types at most.
+      {
+        file: 'src/workflows/probe.ts',
+        code: lines("import { RETRY_DEFAULTS } from '../config/defaults';"),
+        expected: [1],
+      },
+      { file: 'src/workflows/probe.ts', code: lines("import { VERSION } from '../version';"), expected: [1] },
+      {
+        file: 'src/workflows/probe.ts',
+        code: lines("import { topics } from '../contract/names';"),
+        expected: [],
+      },
+      {
+        file: 'src/workflows/probe.ts',
+        code: lines("import type { Logger } from '../logger';"),
+        expected: [],
+      },
       {
         file: 'src/cli/demoCommand.ts',
         code: lines("import { runDemo } from '../devstack/demo';"),

@@ -521,4 +521,11 @@ describe('base64 (no Buffer in the workflow sandbox)', () => {
     expect(base64Decode('ab=c')).toBeUndefined();
     expect(base64Decode('a*cd')).toBeUndefined();
   });
+
+  it('decodes a dead letter payload of megabytes (the check must not recurse per character group)', () => {
+    const bytes = new Uint8Array(8 * 1024 * 1024).map((_, i) => (i * 31) & 255);
+    const decoded = base64Decode(Buffer.from(bytes).toString('base64'));
+    expect(decoded?.length).toBe(bytes.length);
+    expect(Buffer.from(decoded!).equals(Buffer.from(bytes))).toBe(true);
+  });
 });

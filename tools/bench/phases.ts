@@ -13,6 +13,7 @@ import { freePort } from '../../src/devstack/ports';
 import { type RelayProcess, startRelayProcess } from '../../src/devstack/relayProcess';
 import { RunsApiDouble } from '../../test/support/runsApiDouble';
 import { waitUntil } from '../../src/poll';
+import { PACKAGE_ROOT } from '../../src/version';
 import { DEFAULT_DISPATCH_POLICY, type DispatchInput } from '../../src/workflows/types';
 import { committedAtLogEnd } from './groupOffsets';
 import { mapLimit, peakRssMiB, percentile, round } from './measure';
@@ -122,7 +123,9 @@ export async function baseline(t: BenchTarget, n: number, partitions: number) {
     DISPATCH_TOPIC_PATTERN: `^poimen\\.${tenant}\\.dispatch$`,
   });
   const t0 = Date.now();
-  const child: ChildProcess = spawn(process.execPath, [path.join(__dirname, 'baselineConsumer.js')], {
+  // The compiled consumer, whether the phase runs from dist-tools (npm run bench) or from source under jest.
+  const consumer = path.join(PACKAGE_ROOT, 'dist-tools', 'tools', 'bench', 'baselineConsumer.js');
+  const child: ChildProcess = spawn(process.execPath, [consumer], {
     env,
     stdio: ['ignore', fs.openSync(path.join(t.logsDir, 'bench-baseline.log'), 'a'), 'inherit'],
   });

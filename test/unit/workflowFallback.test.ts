@@ -1,0 +1,22 @@
+import { RETRY_DEFAULTS, RUNS_API_TIMEOUT_MS_DEFAULT } from '../../src/config/defaults';
+import { DEFAULT_DISPATCH_POLICY } from '../../src/workflows/types';
+
+describe('the policy of an execution whose input carries none', () => {
+  it('stays what such executions were always given, whatever the configured defaults become', () => {
+    expect(DEFAULT_DISPATCH_POLICY).toEqual({
+      attemptTimeoutMs: 10_000,
+      initialIntervalMs: 1_000,
+      backoff: 2,
+      maxIntervalMs: 60_000,
+      maxAttempts: 10,
+    });
+  });
+
+  it('is a frozen copy, not the configuration module (the workflow bundle holds no config code)', () => {
+    // Equal today; when the contract's defaults change, this expectation changes and the one above does not.
+    expect(DEFAULT_DISPATCH_POLICY).toEqual({
+      attemptTimeoutMs: RUNS_API_TIMEOUT_MS_DEFAULT,
+      ...RETRY_DEFAULTS,
+    });
+  });
+});
