@@ -17,6 +17,7 @@ import {
   RUNS_API_UNAVAILABLE,
 } from '../workflows/types';
 import { classifyRunsApiAnswer } from './classify';
+import { activityRecordFields } from './logFields';
 import type { ActivityDeps } from './index';
 
 /** Bodies can be large; only an excerpt is kept for failures. */
@@ -134,7 +135,11 @@ export function createPostRun(deps: ActivityDeps) {
     deps.metrics.runsApiDuration.observe((performance.now() - started) / 1000);
 
     const verdict = classifyRunsApiAnswer(answer);
-    const log = deps.logger.child({ tenant: input.tenant, dispatch_key, attempt, code });
+    const log = deps.logger.child({
+      ...activityRecordFields(ctx.info, input.tenant, dispatch_key, input.traceparent),
+      attempt,
+      code,
+    });
     if (verdict.outcome === 'success') {
       if (Number.isFinite(input.recordTimestampMs)) {
         deps.metrics.dispatchLatency.observe(Math.max(0, Date.now() - input.recordTimestampMs) / 1000);

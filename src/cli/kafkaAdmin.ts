@@ -37,7 +37,7 @@ export async function withKafkaAdmin<T>(
   fn: (kafka: KafkaClient, admin: KafkaAdmin) => Promise<T>,
 ): Promise<T> {
   const cfg = loadRelayConfig('cli');
-  const logger = createLogger('poimen-relay', cfg.logLevel);
+  const logger = createLogger('poimen-relay', cfg.logLevel, { format: cfg.logFormat });
   let admin: KafkaAdmin | undefined;
   try {
     await probe(cfg.kafka, logger, cfg.cliConnectTimeoutMs);

@@ -13,7 +13,7 @@ export async function serve(
   create: (cfg: RelayConfig, deps: RelayServiceDeps) => Promise<RelayService>,
 ): Promise<void> {
   const cfg = loadRelayConfig(role);
-  const logger = createLogger(`poimen-${role}`, cfg.logLevel);
+  const logger = createLogger(`poimen-${role}`, cfg.logLevel, { format: cfg.logFormat });
   const metrics = createMetrics({ role });
   const service = await create(cfg, { logger, metrics });
   const parts: Closeable[] = [{ name: role, close: () => service.close() }];

@@ -10,7 +10,9 @@ import { DEFAULT_DISPATCH_TOPIC_PATTERN, DEFAULT_TASK_QUEUE } from '../contract/
 import { ConfigError } from '../errors';
 import { DEFAULT_METRICS_PORT, RETRY_DEFAULTS, RUNS_API_TIMEOUT_MS_DEFAULT } from './defaults';
 import { type Env, bool, headerToken, hostPort, httpUrl, intIn, nonEmpty, port, read, regex } from './schema';
-import { caFile, certFile, keyFile, sslCode } from './tls';
+import { type LogFormat, logFormatSchema } from './logging';
+import { type TemporalSettings, type TemporalTls, withTemporalEnvConfig } from './temporalEnv';
+import { caFile, caProblem, certFile, certProblem, keyFile, keyProblem, sslCode } from './tls';
 
 export type { Env } from './schema';
 
@@ -26,14 +28,15 @@ export interface KafkaConfig {
   sasl?: { mechanism: 'plain' | 'scram-sha-256' | 'scram-sha-512'; username: string; password: string };
 }
 
-export interface TemporalConfig {
+/** The contract's names, and Temporal's own (temporalEnv.ts). */
+export interface TemporalConfig extends TemporalSettings {
   address: string;
   namespace: string;
   taskQueue: string;
   /** Where operators open the Temporal Web UI (links printed by `dispatch status`). */
   uiUrl: string;
   apiKey?: string;
-  tls?: { certPath?: string; keyPath?: string; caPath?: string };
+  tls?: TemporalTls;
 }
 
 export interface RetryConfig {
@@ -86,6 +89,8 @@ export interface RelayConfig {
   /** One-shot commands: how long Kafka or Temporal may take to answer the first call before "unreachable". */
   cliConnectTimeoutMs: number;
   logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent';
+  /** LOG_FORMAT; undefined: pretty on a terminal, else JSON (logger.ts). */
+  logFormat?: LogFormat;
 }
 
 /**
@@ -104,6 +109,9 @@ function rejectPlaceholderCredentials(env: Env): void {
     }
   }
 }
+
+/** The checks of tls.ts, for the files and inline PEM of Temporal's standard settings (temporalEnv.ts). */
+const PEM_CHECKS = { ca: caProblem, cert: certProblem, key: keyProblem };
 
 export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig {
   rejectPlaceholderCredentials(env);
@@ -212,7 +220,7 @@ export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig
       new RegExp(DEFAULT_DISPATCH_TOPIC_PATTERN),
     ),
     dispatchMaxBytes: read(env, 'DISPATCH_MAX_BYTES', intIn(1, 100 * 1024 * 1024), 1024 * 1024),
-    temporal: {
+    temporal: withTemporalEnvConfig(env, PEM_CHECKS, {
       address: read(env, 'TEMPORAL_ADDRESS', hostPort, '127.0.0.1:7233'),
       namespace: read(env, 'TEMPORAL_NAMESPACE', nonEmpty, 'default'),
       taskQueue: read(env, 'TEMPORAL_TASK_QUEUE', nonEmpty, DEFAULT_TASK_QUEUE),
@@ -227,7 +235,7 @@ export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig
             },
           }
         : {}),
-    },
+    }),
     runsApi: {
       url: runsApiUrl,
       ...(token ? { token } : {}),
@@ -279,5 +287,6 @@ export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig
       }),
       'info',
     ),
+    logFormat: read(env, 'LOG_FORMAT', logFormatSchema),
   };
 }

@@ -97,6 +97,71 @@ export const ENV_VARS: readonly EnvVar[] = [
   { name: 'TEMPORAL_TLS_KEY', description: 'PEM private key of TEMPORAL_TLS_CERT', readBy: TEMPORAL_USERS },
   { name: 'TEMPORAL_TLS_CA', description: "PEM CA(s) of the frontend's certificate", readBy: TEMPORAL_USERS },
   {
+    name: 'TEMPORAL_API_KEY_FILE',
+    description: 'API key read from this file and re-read on rotation, without a restart',
+    readBy: TEMPORAL_USERS,
+  },
+  {
+    name: 'TEMPORAL_CONFIG_FILE',
+    description: "Temporal's TOML client config file (default ~/.config/temporalio/temporal.toml)",
+    readBy: TEMPORAL_USERS,
+  },
+  {
+    name: 'TEMPORAL_PROFILE',
+    description: 'the profile of that file to use (default: default)',
+    readBy: TEMPORAL_USERS,
+  },
+  {
+    name: 'TEMPORAL_TLS',
+    description: 'true: TLS with the system roots; false: no TLS',
+    readBy: TEMPORAL_USERS,
+  },
+  {
+    name: 'TEMPORAL_TLS_DISABLE_HOST_VERIFICATION',
+    description: 'refused when true: the TypeScript SDK cannot skip the check',
+    readBy: TEMPORAL_USERS,
+  },
+  {
+    name: 'TEMPORAL_TLS_CLIENT_CERT_PATH',
+    description: "Temporal's name for the client certificate (also _DATA inline); read by the SDK",
+    readBy: TEMPORAL_USERS,
+  },
+  {
+    name: 'TEMPORAL_TLS_CLIENT_CERT_DATA',
+    description: 'the client certificate, inline PEM; read by the SDK',
+    readBy: TEMPORAL_USERS,
+  },
+  {
+    name: 'TEMPORAL_TLS_CLIENT_KEY_PATH',
+    description: "Temporal's name for the client key (also _DATA inline); read by the SDK",
+    readBy: TEMPORAL_USERS,
+  },
+  {
+    name: 'TEMPORAL_TLS_CLIENT_KEY_DATA',
+    description: 'the client key, inline PEM; read by the SDK',
+    readBy: TEMPORAL_USERS,
+  },
+  {
+    name: 'TEMPORAL_TLS_SERVER_CA_CERT_PATH',
+    description: "Temporal's name for the server's CA (also _DATA inline); read by the SDK",
+    readBy: TEMPORAL_USERS,
+  },
+  {
+    name: 'TEMPORAL_TLS_SERVER_CA_CERT_DATA',
+    description: "the server's CA, inline PEM; read by the SDK",
+    readBy: TEMPORAL_USERS,
+  },
+  {
+    name: 'TEMPORAL_TLS_SERVER_NAME',
+    description: "the name the server's certificate is checked against; read by the SDK",
+    readBy: TEMPORAL_USERS,
+  },
+  {
+    name: 'TEMPORAL_GRPC_META_<NAME>',
+    description: 'gRPC metadata header <name> (underscores as dashes) on every call',
+    readBy: TEMPORAL_USERS,
+  },
+  {
     name: 'POIMEN_TEMPORAL_UI_URL',
     description: 'Temporal Web UI base URL, for the links `dispatch status` prints',
     readBy: ['temporal-cli'],
@@ -131,6 +196,11 @@ export const ENV_VARS: readonly EnvVar[] = [
     description: 'port of /metrics, /healthz and /readyz',
     readBy: RELAY,
     flagArg: '<port>',
+  },
+  {
+    name: 'LOG_FORMAT',
+    description: 'json or pretty; unset: pretty when stderr is a terminal, else JSON',
+    readBy: [...RELAY, 'kafka-cli'],
   },
   {
     name: 'LOG_LEVEL',

@@ -18,7 +18,7 @@ const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE
  * A CA bundle: one or more PEM certificates. Node's `ca` option (tls.createSecureContext) silently skips what
  * it cannot parse, so each block is parsed here; a bundle with nothing usable would otherwise trust no server.
  */
-function caProblem(content: Buffer): string | undefined {
+export function caProblem(content: Buffer): string | undefined {
   const blocks = content.toString('latin1').match(PEM_CERTIFICATE) ?? [];
   if (blocks.length === 0) {
     try {
@@ -38,7 +38,7 @@ function caProblem(content: Buffer): string | undefined {
   return undefined;
 }
 
-function certProblem(content: Buffer): string | undefined {
+export function certProblem(content: Buffer): string | undefined {
   try {
     createSecureContext({ cert: content });
     return undefined;
@@ -47,7 +47,7 @@ function certProblem(content: Buffer): string | undefined {
   }
 }
 
-function keyProblem(content: Buffer): string | undefined {
+export function keyProblem(content: Buffer): string | undefined {
   try {
     createSecureContext({ key: content });
     return undefined;

@@ -19,7 +19,7 @@ export async function createIngester(
   const close = closeOnce(logger, parts);
   try {
     await checkTemporalTls(cfg.temporal);
-    const connection = createClientConnection(cfg.temporal);
+    const connection = createClientConnection(cfg.temporal, logger);
     parts.push({ name: 'temporal connection', close: () => connection.close() });
     await requireSearchAttributes(connection, cfg.temporal.namespace, logger);
 

@@ -171,7 +171,9 @@ export class Ingester {
     });
     consumer.on(consumer.events.CRASH, (e) => {
       this.joined = false;
-      this.logger.error({ err: e.payload.error, restart: e.payload.restart }, 'consumer crashed');
+      // A crash kafkajs restarts from is an outage it rides out (WARN); one it does not is the relay's to handle.
+      const level = e.payload.restart ? 'warn' : 'error';
+      this.logger[level]({ err: e.payload.error, restart: e.payload.restart }, 'consumer crashed');
       // kafkajs restarts the consumer itself after a retriable error; after any other it leaves it stopped.
       if (!e.payload.restart && consumer === this.consumer) {
         if (codecErrorIn(e.payload.error)) this.holdUndecodable(e.payload.error);
@@ -318,7 +320,7 @@ export class Ingester {
     log: Logger,
   ): Promise<boolean> {
     try {
-      const outcome = await handleRecord(this.startCtx, tenant, topic, partition, message);
+      const outcome = await handleRecord(this.startCtx, tenant, topic, partition, message, log);
       this.metrics.dispatchRecords.inc({ tenant, outcome });
       if (consumer === this.consumer && this.paused.succeeded(consumer, topic, partition)) {
         log.info('infrastructure back; the partition flows again');
@@ -333,7 +335,7 @@ export class Ingester {
       // Log the first failure and then every tenth, not every retry of a long outage.
       if (failures === 1 || failures % 10 === 0) {
         log.warn(
-          { err, offset: message.offset, failures },
+          { err, tenant, offset: message.offset, failures },
           'could not start or dead-letter record; partition paused, retrying after a backoff',
         );
       }

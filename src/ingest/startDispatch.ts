@@ -18,6 +18,7 @@ import {
 } from '../contract';
 import { dlqRecordId } from '../contract';
 import type { DlqPublisher } from '../kafka/dlqPublisher';
+import { type Logger, recordFields } from '../logger';
 import { SEARCH_ATTRIBUTE_KEYS } from '../temporal/searchAttributes';
 import { startRefusal } from '../temporal/startRefusal';
 import type { DispatchOutcome } from '../metrics';
@@ -102,8 +103,11 @@ export async function handleRecord(
   topic: string,
   partition: number,
   message: KafkaRecord,
+  /** Each record's outcome is logged here at debug, with the fields of recordFields (logger.ts). */
+  log?: Logger,
 ): Promise<DispatchOutcome> {
   const source: DlqSource = { topic, partition, offset: message.offset, timestamp: message.timestamp };
+  const traceparent = validTraceparent(header(message, 'traceparent'));
   const deadLetter = async (
     type: 'malformed_dispatch' | 'tenant_mismatch',
     reason: string,
@@ -126,13 +130,23 @@ export async function handleRecord(
       record,
       dispatchKey !== null ? dispatchRecordKey(tenant, dispatchKey) : (message.key ?? null),
     );
+    // No workflow_id: none was started for this record.
+    log?.debug(
+      {
+        ...recordFields({ tenant, dispatchKey, traceparent }),
+        offset: message.offset,
+        outcome: 'dead_lettered',
+        type,
+        reason,
+      },
+      'record dead-lettered',
+    );
     return 'dead_lettered';
   };
   const verdict = validateDispatch(message.value, { tenant, maxBytes: ctx.maxBytes });
   if (!verdict.ok) return deadLetter(verdict.type, verdict.reason, verdict.dispatchKey ?? null);
 
   const { dispatch } = verdict;
-  const traceparent = validTraceparent(header(message, 'traceparent'));
   const input: DispatchInput = {
     tenant,
     dispatch,
@@ -169,13 +183,30 @@ export async function handleRecord(
       dispatch.dispatch_key,
     );
   }
+  const options = dispatchStartOptions(ctx.taskQueue, input);
+  const facts = { tenant, dispatchKey: dispatch.dispatch_key, workflowId: options.workflowId, traceparent };
   try {
-    await ctx.client.connection.withDeadline(Date.now() + ctx.startTimeoutMs, () =>
-      ctx.client.workflow.start(WORKFLOW_TYPE, dispatchStartOptions(ctx.taskQueue, input)),
+    const handle = await ctx.client.connection.withDeadline(Date.now() + ctx.startTimeoutMs, () =>
+      ctx.client.workflow.start(WORKFLOW_TYPE, options),
+    );
+    // Also when the start joined a running execution (USE_EXISTING): the run id says which one.
+    log?.debug(
+      {
+        ...recordFields({ ...facts, temporalRunId: handle.firstExecutionRunId }),
+        offset: message.offset,
+        outcome: 'started',
+      },
+      'record started its workflow',
     );
     return 'started';
   } catch (err) {
-    if (err instanceof WorkflowExecutionAlreadyStartedError) return 'duplicate';
+    if (err instanceof WorkflowExecutionAlreadyStartedError) {
+      log?.debug(
+        { ...recordFields(facts), offset: message.offset, outcome: 'duplicate' },
+        'record already started: its workflow completed',
+      );
+      return 'duplicate';
+    }
     const refusal = startRefusal(err);
     if (refusal) {
       return deadLetter(

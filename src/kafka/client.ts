@@ -3,21 +3,38 @@ import { Kafka, type KafkaConfig as KafkaJsConfig, logLevel, type LogEntry, type
 import type { KafkaConfig } from '../config';
 import type { Logger } from '../logger';
 import { registerKafkaCodecs } from './codecs';
+import { RepeatThrottle, repeatKey } from './logThrottle';
 
-const LEVELS: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
-  [logLevel.ERROR]: 'error',
+/**
+ * kafkajs's ERROR is not the relay's: kafkajs logs every failed dial and retry there, while the relay sees each
+ * failure through the API and says itself what is an error (a consumer that will not restart, a refused login).
+ */
+const LEVELS: Record<number, 'warn' | 'info' | 'debug'> = {
+  [logLevel.ERROR]: 'warn',
   [logLevel.WARN]: 'warn',
   [logLevel.INFO]: 'info',
   [logLevel.DEBUG]: 'debug',
 };
 
-/** kafkajs's log entries as lines of the relay's logger, at kafkajs's level or at one level for all. */
+/** How long a kafkajs message is not shown again after it was (the next one shown counts those left out). */
+export const KAFKA_LOG_REPEAT_WINDOW_MS = 60_000;
+
+/**
+ * kafkajs's log entries as lines of the relay's logger, at kafkajs's level (its ERROR shown as WARN) or at one
+ * level for all; each message at most once a window, the next one shown counting those left out.
+ */
 function logCreatorFor(logger: Logger, level?: 'debug'): KafkaJsConfig['logCreator'] {
   const kafkaLogger = logger.child({ component: 'kafkajs' });
+  const throttle = new RepeatThrottle(KAFKA_LOG_REPEAT_WINDOW_MS);
   return () =>
-    ({ level: entryLevel, log }: LogEntry) => {
+    ({ namespace, level: entryLevel, log }: LogEntry) => {
       const { message, ...extra } = log;
-      kafkaLogger[level ?? LEVELS[entryLevel] ?? 'info'](extra, message);
+      const repeated = throttle.admit(repeatKey(namespace, message));
+      if (repeated === undefined) return;
+      kafkaLogger[level ?? LEVELS[entryLevel] ?? 'info'](
+        { ...extra, ...(repeated > 0 ? { repeated } : {}) },
+        message,
+      );
     };
 }
 
@@ -37,7 +54,7 @@ export function createKafka(cfg: KafkaConfig, logger: Logger, overrides: Partial
     ssl: cfg.ssl && cfg.sslCaPath ? { ca: [fs.readFileSync(cfg.sslCaPath)] } : cfg.ssl,
     // The config union is the same shape kafkajs wants, spelled per mechanism there.
     ...(cfg.sasl ? { sasl: cfg.sasl as SASLOptions } : {}),
-    // kafkajs reports broker outages at ERROR on every retry; WARN keeps them visible without flooding.
+    // kafkajs reports broker outages at ERROR on every retry: shown at WARN, each message once per window.
     logLevel: logLevel.WARN,
     logCreator: logCreatorFor(logger),
     ...overrides,

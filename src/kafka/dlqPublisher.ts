@@ -15,8 +15,8 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Admin, type Kafka, KafkaJSProtocolError, type Producer } from 'kafkajs';
-import { type DlqRecord, withoutPayload } from '../contract';
-import type { Logger } from '../logger';
+import { type DlqRecord, validTraceparent, withoutPayload } from '../contract';
+import { type Logger, recordFields } from '../logger';
 import type { RelayMetrics } from '../metrics';
 import { DLQ_TOPIC_CONFIG, ensureTopics } from './topics';
 
@@ -118,7 +118,7 @@ export class DlqPublisher {
         failures++;
         if (failures === 1 || failures % 10 === 0) {
           this.logger.warn(
-            { topic: record.topic, id: record.id, failures, err },
+            { ...deadLetterFields(record), topic: record.topic, id: record.id, failures, err },
             'could not publish dead letter; retrying',
           );
         }
@@ -165,7 +165,7 @@ export class DlqPublisher {
       if (!(err instanceof KafkaJSProtocolError && err.type === 'MESSAGE_TOO_LARGE')) throw err;
       const bytes = Buffer.byteLength(value);
       this.logger.warn(
-        { topic: record.topic, dispatch_key: record.dispatch_key, bytes },
+        { ...deadLetterFields(record), topic: record.topic, bytes },
         'dead letter too large for its topic; publishing it without the payload',
       );
       await send(JSON.stringify(withoutPayload(record, bytes)));
@@ -174,7 +174,7 @@ export class DlqPublisher {
     if (this.acked.size > REMEMBERED_IDS) this.acked.delete(this.acked.values().next().value!);
     this.metrics.dlqSent.inc({ topic: record.topic });
     this.logger.info(
-      { topic: record.topic, type: record.type, dispatch_key: record.dispatch_key, error: record.error },
+      { ...deadLetterFields(record), topic: record.topic, type: record.type, error: record.error },
       'dead-lettered',
     );
   }
@@ -216,5 +216,17 @@ function stopped(signal: AbortSignal, failures: number, last: unknown): Error {
   const why = last instanceof Error ? last.message : last === undefined ? 'no try finished' : String(last);
   return new Error(`dead letter not published before the deadline (${failures} failed tries; last: ${why})`, {
     cause: last,
+  });
+}
+
+/** The per-record log fields of a dead letter, from the record itself (it names its workflow and run). */
+function deadLetterFields(record: DlqRecord): Record<string, string> {
+  const traceparent = record.source.headers?.traceparent;
+  return recordFields({
+    tenant: record.tenant_id,
+    dispatchKey: record.dispatch_key,
+    workflowId: record.workflow_id ?? undefined,
+    temporalRunId: record.run_id ?? undefined,
+    traceparent: typeof traceparent === 'string' ? validTraceparent(traceparent) : undefined,
   });
 }

@@ -61,7 +61,7 @@ async function assemble(
   close: () => Promise<void>,
 ): Promise<RelayService> {
   await checkTemporalTls(cfg.temporal);
-  const connection: NativeConnection = await createNativeConnection(cfg.temporal);
+  const connection: NativeConnection = await createNativeConnection(cfg.temporal, logger);
   parts.push({ name: 'temporal connection', close: () => connection.close() });
 
   // Keep-alive pool to the runs API; undici's `request` never retries on its own.

@@ -3,6 +3,7 @@
  * broker is in test/it_dlq_publisher.test.ts and test/it_dead_letter_outage.test.ts): how it retries, stops
  * when its caller does, and never sends a dead letter again while a try of it is in flight or after it landed.
  */
+import { Writable } from 'node:stream';
 import { type Kafka, KafkaJSConnectionError, KafkaJSProtocolError, type ProducerConfig } from 'kafkajs';
 import { type DlqRecord, buildDlqRecord } from '../../src/contract';
 import { DlqPublisher } from '../../src/kafka/dlqPublisher';
@@ -161,5 +162,41 @@ describe('DLQ publisher', () => {
     wire.land();
     await closing;
     expect((await metrics.dlqSent.get()).values.map((v) => v.value)).toEqual([1]);
+  });
+
+  it('logs each dead letter with the tenant, dispatch, workflow, Temporal run and trace it names', async () => {
+    const lines: Record<string, unknown>[] = [];
+    const destination = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
+        done();
+      },
+    });
+    const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+    const { kafka } = scriptedKafka('ok');
+    const logger = createLogger('unit', 'info', { format: 'json', destination });
+    const dlq = new DlqPublisher(kafka, createMetrics({ defaultMetrics: false }), logger);
+    await dlq.publish(
+      buildDlqRecord({
+        id: 'id-t',
+        timestamp: 0,
+        type: 'dispatch_failure',
+        tenant: 'acme',
+        dispatchKey: 'd-9',
+        runId: 'run-0009',
+        error: 'HTTP 422',
+        source: { topic: 'poimen.acme.dispatch', partition: 0, offset: '1', timestamp: '0' },
+        headers: { traceparent: Buffer.from(traceparent) },
+        value: '{}',
+      }),
+      null,
+    );
+    expect(lines.find((l) => l.msg === 'dead-lettered')).toMatchObject({
+      tenant: 'acme',
+      dispatch_key: 'd-9',
+      workflow_id: 'dispatch:acme:d-9',
+      temporal_run_id: 'run-0009',
+      traceparent,
+    });
   });
 });

@@ -5,6 +5,7 @@
  * seconds when the activity changes.
  */
 import http from 'node:http';
+import { Writable } from 'node:stream';
 import type { AddressInfo } from 'node:net';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
@@ -51,7 +52,7 @@ beforeEach(() => {
   answers = [];
 });
 
-function activities(token?: string) {
+function activities(token?: string, logger = createLogger('unit', 'silent')) {
   const metrics = createMetrics();
   const acts = createActivities({
     dispatcher,
@@ -59,7 +60,7 @@ function activities(token?: string) {
     userAgent: 'poimen-relay/unit',
     dlq: {} as DlqPublisher,
     metrics,
-    logger: createLogger('unit', 'silent'),
+    logger,
     startInput: () => Promise.reject(new Error('not used')),
     sourceRecord: () => Promise.reject(new Error('not used')),
   });
@@ -199,5 +200,33 @@ describe('postRun activity I/O', () => {
     expect(err.nonRetryable).toBe(false);
     expect(err.message).toContain('http://127.0.0.1:1/v1/runs');
     expect((await metricValues(metrics)).byCode).toEqual({ error: 1 });
+  });
+
+  test('its log lines name the tenant, dispatch, workflow, Temporal run and trace', async () => {
+    const lines: Record<string, unknown>[] = [];
+    const destination = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
+        done();
+      },
+    });
+    const { acts } = activities(undefined, createLogger('unit', 'info', { format: 'json', destination }));
+    const e = new MockActivityEnvironment(
+      { attempt: 1, workflowExecution: { workflowId: 'dispatch:acme:d-1', runId: 'run-0001' } } as never,
+      { logger: new DefaultLogger('ERROR') },
+    );
+    await e.run(acts.postRunWithInputBytes, HEAD, new TextEncoder().encode('{}'));
+    expect(lines).toEqual([
+      expect.objectContaining({
+        msg: 'run admitted',
+        tenant: 'acme',
+        dispatch_key: 'd-1',
+        workflow_id: 'dispatch:acme:d-1',
+        temporal_run_id: 'run-0001',
+        traceparent: HEAD.traceparent,
+        // The runs API's own id for the run it made.
+        run_id: 'r-1',
+      }),
+    ]);
   });
 });

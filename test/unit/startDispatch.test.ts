@@ -3,11 +3,13 @@
  * policies, search attributes, memo), and what each start error becomes. The integration suites cover the same
  * paths on the real stack in minutes; this fails in a second when one of them is changed.
  */
+import { Writable } from 'node:stream';
 import { ServiceError, WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import type { KafkaMessage } from 'kafkajs';
 import { WORKFLOW_TYPE, type DlqRecord } from '../../src/contract';
 import type { DlqPublisher } from '../../src/kafka/dlqPublisher';
 import { handleRecord, type StartContext } from '../../src/ingest/startDispatch';
+import { createLogger } from '../../src/logger';
 import { DEFAULT_DISPATCH_POLICY, type DispatchInput } from '../../src/workflows/types';
 
 interface StartCall {
@@ -30,7 +32,7 @@ function stubs(startError?: unknown) {
       start: async (type: string, options: StartCall['options']) => {
         starts.push({ type, options });
         if (startError !== undefined) throw startError;
-        return {};
+        return { firstExecutionRunId: 'run-0001' };
       },
     },
   } as unknown as Client;
@@ -183,5 +185,80 @@ describe('startDispatch: one Kafka record to one workflow start', () => {
     const again = stubs();
     await handleRecord(again.ctx, 'acme', TOPIC, 0, message('not json'));
     expect(again.published[0]!.record.id).toBe(published[1]!.record.id);
+  });
+});
+
+describe('startDispatch: each record’s outcome at debug', () => {
+  const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+
+  function debugLines() {
+    const lines: Record<string, unknown>[] = [];
+    const destination = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        lines.push(
+          ...chunk
+            .toString()
+            .trim()
+            .split('\n')
+            .map((l) => JSON.parse(l) as Record<string, unknown>),
+        );
+        done();
+      },
+    });
+    return { lines, log: createLogger('unit', 'debug', { format: 'json', destination }) };
+  }
+
+  test('started: tenant, dispatch_key, workflow_id, the Temporal run id and the traceparent', async () => {
+    const { lines, log } = debugLines();
+    await handleRecord(stubs().ctx, 'acme', TOPIC, 0, message(VALUE, { traceparent }), log);
+    expect(lines).toEqual([
+      expect.objectContaining({
+        level: 'debug',
+        msg: 'record started its workflow',
+        outcome: 'started',
+        tenant: 'acme',
+        dispatch_key: 'd-1',
+        workflow_id: 'dispatch:acme:d-1',
+        temporal_run_id: 'run-0001',
+        traceparent,
+        offset: '41',
+      }),
+    ]);
+  });
+
+  test('already started: the workflow it belongs to, no run id (Temporal does not say which)', async () => {
+    const { lines, log } = debugLines();
+    const { ctx } = stubs(
+      new WorkflowExecutionAlreadyStartedError('already', 'dispatch:acme:d-1', WORKFLOW_TYPE),
+    );
+    await handleRecord(ctx, 'acme', TOPIC, 0, message(VALUE), log);
+    expect(lines).toEqual([
+      expect.objectContaining({
+        msg: 'record already started: its workflow completed',
+        outcome: 'duplicate',
+        tenant: 'acme',
+        dispatch_key: 'd-1',
+        workflow_id: 'dispatch:acme:d-1',
+      }),
+    ]);
+    expect(lines[0]).not.toHaveProperty('temporal_run_id');
+  });
+
+  test('dead-lettered: the reason and type, and no workflow_id (none was started)', async () => {
+    const { lines, log } = debugLines();
+    const bad = JSON.stringify({ workflow_ref: 'w', input: {}, dispatch_key: 'd-2', goal_id: 7 });
+    await handleRecord(stubs().ctx, 'acme', TOPIC, 0, message(bad, { traceparent }), log);
+    expect(lines).toEqual([
+      expect.objectContaining({
+        msg: 'record dead-lettered',
+        outcome: 'dead_lettered',
+        type: 'malformed_dispatch',
+        reason: expect.stringContaining('goal_id'),
+        tenant: 'acme',
+        dispatch_key: 'd-2',
+        traceparent,
+      }),
+    ]);
+    expect(lines[0]).not.toHaveProperty('workflow_id');
   });
 });
