@@ -10,7 +10,7 @@ import path from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { envVarsReadBy } from '../src/config/envTable';
 import { SEARCH_ATTRIBUTE_NAMES, topics } from '../src/contract';
-import { REPO_ROOT, type CliResult, freePort, runCli } from './support/cli';
+import { REPO_ROOT, type CliResult, freePort, runCli, cliEnv } from './support/cli';
 import { startKafkaWithProperties } from './support/dedicatedKafka';
 import { uniqueName, uniqueTenant } from './support/names';
 import { testServices } from './support/testEnv';
@@ -18,17 +18,6 @@ import { tempDir } from './support/tlsServices';
 import { waitFor } from './support/wait';
 
 jest.setTimeout(180_000);
-
-function cliEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const s = testServices();
-  return {
-    ...process.env,
-    KAFKA_BROKERS: s.kafkaBrokers.join(','),
-    TEMPORAL_ADDRESS: s.temporalAddress,
-    LOG_LEVEL: 'warn',
-    ...extra,
-  };
-}
 
 const cli = (args: string[], env: NodeJS.ProcessEnv = cliEnv()): Promise<CliResult> =>
   runCli(args, env, 120_000);

@@ -5,9 +5,8 @@
  */
 import type { KafkaMessage } from 'kafkajs';
 import { topics } from '../src/contract';
-import { type CliResult, runCli } from './support/cli';
+import { type CliResult, runCli, cliEnv } from './support/cli';
 import { type Harness, createHarness } from './support/relayHarness';
-import { testServices } from './support/testEnv';
 import { uniqueName } from './support/names';
 import { waitFor } from './support/wait';
 
@@ -19,11 +18,6 @@ afterEach(async () => {
 });
 
 const TRACEPARENT = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
-
-function cliEnv(): NodeJS.ProcessEnv {
-  const s = testServices();
-  return { ...process.env, KAFKA_BROKERS: s.kafkaBrokers.join(','), TEMPORAL_ADDRESS: s.temporalAddress };
-}
 
 function ok(res: CliResult): CliResult {
   if (res.code !== 0) throw new Error(`exit ${res.code}: ${res.stderr}`);

@@ -11,11 +11,10 @@ import type { Admin } from 'kafkajs';
 import { DLQ_REPLAY_GROUP, topics, type DlqRecord, parseDlqRecord } from '../src/contract';
 import { readRange, watermarks } from '../src/kafka/readRange';
 import { dlqBacklog } from '../src/ops/dlq';
-import { type CliResult, REPO_ROOT, runCli } from './support/cli';
+import { type CliResult, REPO_ROOT, runCli, cliEnv } from './support/cli';
 import { uniqueName } from './support/names';
 import { metricValue } from './support/relay';
 import { type Harness, createHarness } from './support/relayHarness';
-import { testServices } from './support/testEnv';
 import { waitFor } from './support/wait';
 
 jest.setTimeout(240_000);
@@ -34,11 +33,6 @@ interface Summary {
   replayed: number;
   filtered: number;
   notReplayable: number;
-}
-
-function cliEnv(): NodeJS.ProcessEnv {
-  const s = testServices();
-  return { ...process.env, KAFKA_BROKERS: s.kafkaBrokers.join(','), TEMPORAL_ADDRESS: s.temporalAddress };
 }
 
 function json<T>(res: CliResult): T {

@@ -5,9 +5,8 @@
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
-import net from 'node:net';
 import path from 'node:path';
+import { hasIpv6Loopback, httpGet } from './support/http';
 import { REPO_ROOT } from './support/cli';
 import { metricValue, type RelayProcess } from './support/relay';
 import { createHarness, type Harness } from './support/relayHarness';
@@ -19,27 +18,6 @@ const PACKAGE_VERSION = (
 const HEAD = fs.existsSync(path.join(REPO_ROOT, '.git'))
   ? execFileSync('git', ['rev-parse', 'HEAD'], { cwd: REPO_ROOT, encoding: 'utf8' }).trim()
   : 'unknown';
-
-function get(host: string, port: number, path: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    http
-      .get({ host, port, path }, (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (body += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      })
-      .on('error', reject);
-  });
-}
-
-function hasIpv6Loopback(): Promise<boolean> {
-  return new Promise((resolve) => {
-    const probe = net.createServer();
-    probe.once('error', () => resolve(false));
-    probe.listen(0, '::1', () => probe.close(() => resolve(true)));
-  });
-}
 
 let h: Harness;
 const processes: Record<'ingester' | 'worker', RelayProcess | undefined> = {
@@ -73,12 +51,12 @@ describe.each(['ingester', 'worker'] as const)('the %s process', (role) => {
 
   it('serves /metrics and /healthz on 127.0.0.1 and, when the host has IPv6 loopback, on [::1]', async () => {
     const port = processes[role]!.metricsPort;
-    expect((await get('127.0.0.1', port, '/healthz')).status).toBe(200);
+    expect((await httpGet('127.0.0.1', port, '/healthz')).status).toBe(200);
     if (await hasIpv6Loopback()) {
-      expect((await get('::1', port, '/healthz')).status).toBe(200);
-      expect((await get('::1', port, '/metrics')).body).toContain('poimen_relay_build_info');
+      expect((await httpGet('::1', port, '/healthz')).status).toBe(200);
+      expect((await httpGet('::1', port, '/metrics')).body).toContain('poimen_relay_build_info');
     } else {
-      await expect(get('::1', port, '/healthz')).rejects.toThrow();
+      await expect(httpGet('::1', port, '/healthz')).rejects.toThrow();
     }
   });
 });

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import Long from 'long';
 import { topics, type DlqRecord } from '../src/contract';
-import { type CliResult, runCli } from './support/cli';
+import { type CliResult, runCli, cliEnv } from './support/cli';
 import { uniqueName, uniqueTenant } from './support/names';
 import { metricValue } from './support/relay';
 import { type Harness, createHarness } from './support/relayHarness';
@@ -22,17 +22,6 @@ afterEach(async () => {
   await h?.cleanup();
   h = undefined;
 });
-
-function cliEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const s = testServices();
-  return {
-    ...process.env,
-    KAFKA_BROKERS: s.kafkaBrokers.join(','),
-    TEMPORAL_ADDRESS: s.temporalAddress,
-    LOG_LEVEL: 'warn',
-    ...extra,
-  };
-}
 
 async function cli(args: string[], env: NodeJS.ProcessEnv = cliEnv()): Promise<CliResult> {
   return runCli(args, env, 120_000);

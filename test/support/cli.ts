@@ -2,6 +2,8 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
+import { testServices } from './testEnv';
+
 export const REPO_ROOT = path.resolve(__dirname, '..', '..');
 const BIN = path.join(REPO_ROOT, 'bin', 'poimen-relay.js');
 
@@ -36,3 +38,15 @@ export function runCli(
 }
 
 export { freePort } from '../../src/devstack/ports';
+
+/** The environment a CLI child process gets: the test services, LOG_LEVEL warn, then `extra`. */
+export function cliEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const s = testServices();
+  return {
+    ...process.env,
+    KAFKA_BROKERS: s.kafkaBrokers.join(','),
+    TEMPORAL_ADDRESS: s.temporalAddress,
+    LOG_LEVEL: 'warn',
+    ...extra,
+  };
+}

@@ -1,6 +1,6 @@
-import { execFileSync } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
 import fs from 'node:fs';
+import { makeSelfSigned } from '../support/selfSigned';
 import os from 'node:os';
 import path from 'node:path';
 import { ConfigError } from '../../src/errors';
@@ -21,21 +21,7 @@ const garbagePem = inDir('garbage.pem');
 const brokenCertPem = inDir('broken-cert.pem');
 const encryptedKeyPem = inDir('encrypted-key.pem');
 beforeAll(() => {
-  // P-256 keys: as good as RSA for these checks and far cheaper to make.
-  execFileSync(
-    'openssl',
-    ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'].concat([
-      '-keyout',
-      keyPem,
-      '-out',
-      certPem,
-      '-subj',
-      '/CN=poimen-config-test',
-      '-days',
-      '1',
-    ]),
-    { stdio: ['ignore', 'ignore', 'pipe'] },
-  );
+  makeSelfSigned(certPem, keyPem, 'poimen-config-test');
   fs.copyFileSync(certPem, caPem);
   const other = generateKeyPairSync('ec', { namedCurve: 'P-256' });
   fs.writeFileSync(otherKeyPem, other.privateKey.export({ type: 'pkcs8', format: 'pem' }));

@@ -4,10 +4,11 @@
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import http from 'node:http';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
+import { hasIpv6Loopback, httpGet } from '../support/http';
 import { readBuildInfo } from '../../src/version';
 import { createMetrics } from '../../src/metrics';
 import { ObservabilityServer, listenOnAnyAddress } from '../../src/observability';
@@ -76,44 +77,22 @@ describe('poimen_relay_build_info', () => {
   });
 });
 
-function get(host: string, port: number, urlPath: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    http
-      .get({ host, port, path: urlPath }, (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (body += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      })
-      .on('error', reject);
-  });
-}
-
-/** Whether this host has an IPv6 loopback: bind ::1 for a moment. */
-function hasIpv6Loopback(): Promise<boolean> {
-  return new Promise((resolve) => {
-    const probe = net.createServer();
-    probe.once('error', () => resolve(false));
-    probe.listen(0, '::1', () => probe.close(() => resolve(true)));
-  });
-}
-
 describe('metrics server addresses', () => {
   const registry = createMetrics({ defaultMetrics: false, role: 'worker' }).registry;
 
   it('answers on 127.0.0.1, and on [::1] when the host has IPv6 loopback', async () => {
     const server = await ObservabilityServer.start(0, registry, { ready: () => true });
     try {
-      const v4 = await get('127.0.0.1', server.port, '/metrics');
+      const v4 = await httpGet('127.0.0.1', server.port, '/metrics');
       expect(v4.status).toBe(200);
       expect(v4.body).toContain('poimen_relay_build_info');
       if (await hasIpv6Loopback()) {
-        const v6 = await get('::1', server.port, '/metrics');
+        const v6 = await httpGet('::1', server.port, '/metrics');
         expect(v6.status).toBe(200);
         expect(v6.body).toContain('poimen_relay_build_info');
-        expect((await get('::1', server.port, '/readyz')).status).toBe(200);
+        expect((await httpGet('::1', server.port, '/readyz')).status).toBe(200);
       } else {
-        await expect(get('::1', server.port, '/metrics')).rejects.toThrow();
+        await expect(httpGet('::1', server.port, '/metrics')).rejects.toThrow();
       }
     } finally {
       await server.close();
@@ -127,7 +106,7 @@ describe('metrics server addresses', () => {
     try {
       expect((server.address() as net.AddressInfo).address).toBe('0.0.0.0');
       const port = (server.address() as net.AddressInfo).port;
-      expect((await get('127.0.0.1', port, '/')).body).toBe('ok');
+      expect((await httpGet('127.0.0.1', port, '/')).body).toBe('ok');
     } finally {
       await new Promise((r) => server.close(r));
     }

@@ -3,8 +3,8 @@
  * CLI reads them) beside the SPEC names: what each maps to, which wins where both are set, and the one-line
  * refusals. The connections made from them are exercised on the real stack by it_temporal_envconfig.
  */
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import { makeSelfSigned } from '../support/selfSigned';
 import os from 'node:os';
 import path from 'node:path';
 import { type Env, loadRelayConfig } from '../../src/config';
@@ -18,20 +18,7 @@ const [certPem, keyPem, caPem] = [inDir('c.pem'), inDir('k.pem'), inDir('ca.pem'
 const toml = inDir('temporal.toml');
 
 beforeAll(() => {
-  execFileSync(
-    'openssl',
-    ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'].concat([
-      '-keyout',
-      keyPem,
-      '-out',
-      certPem,
-      '-subj',
-      '/CN=poimen-temporal-env',
-      '-days',
-      '1',
-    ]),
-    { stdio: ['ignore', 'ignore', 'pipe'] },
-  );
+  makeSelfSigned(certPem, keyPem, 'poimen-temporal-env');
   fs.copyFileSync(certPem, caPem);
   fs.writeFileSync(
     toml,
