@@ -2,7 +2,8 @@
  * Every environment variable the config module reads, once: its one-line meaning, which commands it affects
  * and whether a flag may stand for it. `--help` lists and the override flags are generated from this table, and
  * test/unit/envTable.test.ts keeps it equal to what the loaders actually read. Defaults stay with the loaders
- * (docs/configuration.md lists them).
+ * (docs/configuration.md lists them). Past 300 lines because it is one table, a row per variable: split, it would
+ * no longer be the one list `--help` and the test read.
  */
 
 /** Who reads a variable: the two processes, the one-shot commands by the service they talk to, the dev stack. */

@@ -1,9 +1,10 @@
 /**
  * Temporal's own connection settings (`@temporalio/envconfig`: the variables and TOML profiles the Temporal CLI
- * and every SDK read), beside the SPEC names the relay has always read. Precedence, per setting:
- *   SPEC variable  >  Temporal's standard variable  >  the TOML profile  >  the relay's default.
+ * and every SDK read), beside the contract's names the relay has always read. Precedence, per setting:
+ *   contract variable  >  Temporal's standard variable  >  the TOML profile  >  the relay's default.
  * TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE and TEMPORAL_API_KEY are both at once. TEMPORAL_API_KEY_FILE (an extension:
- * a mounted secret, re-read when it changes) may not be set together with TEMPORAL_API_KEY.
+ * a mounted secret, re-read when it changes) may not be set together with TEMPORAL_API_KEY. Kept whole past 300
+ * lines: it is that one precedence rule applied setting by setting, and its refusals read best beside it.
  */
 import fs from 'node:fs';
 import { createSecureContext } from 'node:tls';
@@ -27,11 +28,11 @@ export interface TemporalTls {
   caPem?: string;
   /** TEMPORAL_TLS_SERVER_NAME: checked against the server's certificate and sent as SNI, instead of the host. */
   serverName?: string;
-  /** Where the client pair and the CA came from, for one-line errors; default the SPEC names. */
+  /** Where the client pair and the CA came from, for one-line errors; default the contract's names. */
   from?: { cert?: string; ca?: string };
 }
 
-/** What Temporal's standard settings add to the SPEC's TemporalConfig. */
+/** What Temporal's standard settings add to the contract's TemporalConfig. */
 export interface TemporalSettings {
   /** TEMPORAL_API_KEY_FILE: the key is read from this file, and again whenever it changes (rotation). */
   apiKeyFile?: string;
@@ -43,7 +44,7 @@ export interface TemporalSettings {
   profile?: string;
 }
 
-/** The SPEC-named settings as the config module parsed them (defaults applied). */
+/** The contract-named settings as the config module parsed them (defaults applied). */
 export interface SpecTemporal {
   address: string;
   namespace: string;

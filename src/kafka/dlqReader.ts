@@ -1,5 +1,5 @@
 /**
- * Reading dead letters back (SPEC §6), the one home of it: `dlq list` and `dlq replay`, the demo's report,
+ * Reading dead letters back (contract §6), the one home of it: `dlq list` and `dlq replay`, the demo's report,
  * and the chaos soak and the tests that check what was dead-lettered all read `.dispatch.dlq` records here.
  * A read is of what is there when it begins (per partition up to the end it had then), through a throwaway
  * group that commits nothing and is deleted afterwards, so reading leaves the DLQ and its replay group as they

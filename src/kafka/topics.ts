@@ -1,5 +1,5 @@
 /**
- * Topics, the one home of their creation: the relay's tenant topics (SPEC §2), `topics apply`, the DLQ
+ * Topics, the one home of their creation: the relay's tenant topics (contract §2), `topics apply`, the DLQ
  * publisher's declaration of a missing DLQ topic, the demo, the tools and the test harness all create through
  * ensureTopics (only the stack smoke test calls kafkajs's createTopics itself, to test the broker), and read
  * topic settings through topicConfigs.

@@ -86,7 +86,7 @@ describe('Temporal connection settings under Temporal’s own names', () => {
       TEMPORAL_NAMESPACE: 'other',
       TEMPORAL_API_KEY: 'env-key',
       TEMPORAL_TLS_SERVER_NAME: 'override.internal',
-      // Both name a CA: the SPEC's TEMPORAL_TLS_CA wins over TEMPORAL_TLS_SERVER_CA_CERT_PATH and the file.
+      // Both name a CA: the the contract's TEMPORAL_TLS_CA wins over TEMPORAL_TLS_SERVER_CA_CERT_PATH and the file.
       TEMPORAL_TLS_CA: certPem,
       TEMPORAL_TLS_SERVER_CA_CERT_PATH: caPem,
       // Likewise the client pair: TEMPORAL_TLS_CERT/KEY win over TEMPORAL_TLS_CLIENT_*.
