@@ -66,7 +66,7 @@ describe('help', () => {
       expect(help.code).toBe(0);
       const env = help.stdout.slice(help.stdout.indexOf('Environment'));
       expect(env).not.toBe(help.stdout);
-      const listed = [...env.matchAll(/^ {2}([A-Z][A-Z0-9_]+) /gm)].map((m) => m[1]);
+      const listed = [...env.matchAll(/^ {2}([A-Z][A-Z0-9_]+(?:<[A-Z]+>)?) /gm)].map((m) => m[1]);
       expect(listed).toEqual(envVarsReadBy(reader).map((v) => v.name));
       expect(listed).toEqual(expect.arrayContaining([...mustList]));
       for (const v of mustNotList) expect(listed).not.toContain(v);
