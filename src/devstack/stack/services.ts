@@ -15,6 +15,17 @@ import { PACKAGE_ROOT } from '../../version';
 import { ensureDir, kafkaLibsDir, temporalBinPath } from './provision';
 import { livePid, startDaemon, stopDaemon } from './processes';
 
+/**
+ * A KRaft cluster id: 16 random bytes as base64url without padding (22 characters). Drawn again when it starts
+ * with "-", as Kafka's own Uuid.randomUuid does: StorageTool would read `-t -…` as an option, not the id's value.
+ */
+export function kafkaClusterId(random: (n: number) => Buffer = crypto.randomBytes): string {
+  for (;;) {
+    const id = random(16).toString('base64url');
+    if (!id.startsWith('-')) return id;
+  }
+}
+
 export type ServiceName = 'kafka' | 'temporal';
 
 export interface Service {
@@ -123,8 +134,7 @@ export function kafkaService(
         ...args,
       ];
       if (!fs.existsSync(path.join(dataDir, 'meta.properties'))) {
-        // KRaft cluster id: 16 random bytes, base64url without padding (22 chars).
-        const clusterId = crypto.randomBytes(16).toString('base64url');
+        const clusterId = kafkaClusterId();
         const res = spawnSync(
           'java',
           java('kafka.tools.StorageTool', [
