@@ -17,6 +17,8 @@ export interface RelayMetrics {
   dispatchLatency: Histogram;
   pausedPartitions: Gauge<'topic'>;
   undecodablePartitions: Gauge<'topic' | 'partition'>;
+  circuitState: Gauge;
+  breakerWaiting: Gauge;
 }
 
 export type DispatchOutcome = 'started' | 'duplicate' | 'dead_lettered';
@@ -103,6 +105,16 @@ export function createMetrics(opts: { defaultMetrics?: boolean; role?: ProcessRo
       name: 'poimen_ingest_undecodable_partitions',
       help: 'Dispatch partitions held at a record batch the ingester cannot decode (1 while held; needs an operator)',
       labelNames: ['topic', 'partition'],
+      registers,
+    }),
+    circuitState: new Gauge({
+      name: 'poimen_runs_api_circuit_state',
+      help: "This worker's circuit breaker on the runs API: 0 closed, 1 open, 2 half-open",
+      registers,
+    }),
+    breakerWaiting: new Gauge({
+      name: 'poimen_runs_api_breaker_waiting',
+      help: 'Runs API attempts in this worker waiting for the circuit breaker to let them call',
       registers,
     }),
   };

@@ -99,7 +99,8 @@ export function createDeadLetter(deps: ActivityDeps) {
       error: redact(bodyExcerpt(input.error, 1000)) + note,
       httpStatus: input.httpStatus,
       retryCount: input.retryCount,
-      maxRetries: input.maxRetries,
+      // 0 is "no count limit" (only the retry budget); executions before the budget always had a positive cap.
+      maxRetries: input.maxRetries > 0 ? input.maxRetries : null,
       targetUrl: target,
       source: input.source,
       ...(key !== undefined ? { key } : {}),

@@ -9,6 +9,7 @@ import type { SourceRecord } from '../kafka/sourceRecord';
 import type { Logger } from '../logger';
 import type { RelayMetrics } from '../metrics';
 import type { DispatchInput } from '../workflows/types';
+import type { BreakerGate } from './breakerGate';
 import { createDeadLetter } from './deadLetter';
 import { createPostRun } from './postRun';
 
@@ -17,6 +18,8 @@ export interface ActivityDeps {
   runsApi: { url: string; token?: string };
   userAgent: string;
   dlq: DlqPublisher;
+  /** The process's circuit breaker on the runs API, shared by every attempt. */
+  gate: BreakerGate;
   metrics: RelayMetrics;
   logger: Logger;
   /** The argument an execution was started with (read from its history), for a dead letter's payload. */

@@ -101,6 +101,8 @@ export function createPostRun(deps: ActivityDeps) {
     if (deps.runsApi.token) headers.authorization = `Bearer ${deps.runsApi.token}`;
     if (input.traceparent) headers.traceparent = input.traceparent;
 
+    const requestBody = bodyOf(input, inputText);
+    const probe = await deps.gate.enter(ctx, input.attemptTimeoutMs);
     const started = performance.now();
     // A timer, not AbortSignal.timeout: a timeout signal referenced only by AbortSignal.any can be garbage-collected
     // before it fires (nodejs/node#57736), and the attempt would then wait for the API for ever.
@@ -115,7 +117,7 @@ export function createPostRun(deps: ActivityDeps) {
         method: 'POST',
         headers,
         // Exactly the four fields, values as received (contract §5).
-        body: bodyOf(input, inputText),
+        body: requestBody,
         signal,
       });
       const body = await readRedacted(res.body, deps.runsApi.token);
@@ -135,6 +137,7 @@ export function createPostRun(deps: ActivityDeps) {
     deps.metrics.runsApiDuration.observe((performance.now() - started) / 1000);
 
     const verdict = classifyRunsApiAnswer(answer);
+    deps.gate.record(verdict, answer, ctx.cancellationSignal.aborted, probe);
     const log = deps.logger.child({
       ...activityRecordFields(ctx.info, input.tenant, dispatch_key, input.traceparent),
       attempt,

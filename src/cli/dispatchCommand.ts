@@ -41,6 +41,16 @@ export function dispatchCommand(): Command {
             s.attempt === null ? null : `${s.attempt}${s.max_attempts ? ` of ${s.max_attempts}` : ''}`,
           ],
           ['activity', s.activity_state],
+          [
+            'breaker',
+            s.waiting_on_breaker
+              ? `waiting: runs API circuit open since ${s.breaker_open_since ?? '?'}`
+              : null,
+          ],
+          [
+            'budget left',
+            s.budget_ends_at === null ? null : `${s.budget_left_s} s (retries end ${s.budget_ends_at})`,
+          ],
           ['last error', s.last_error],
           ['http status', s.http_status],
           ['next retry', s.next_retry_at],

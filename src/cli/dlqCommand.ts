@@ -68,7 +68,7 @@ export function dlqCommand(): Command {
         }
         process.stdout.write(
           `${r.id}  ${r.type.padEnd(18)} key ${String(r.dispatch_key).padEnd(28)} age ${age(r.timestamp).padEnd(5)} ` +
-            `attempts ${r.retry_count}/${r.max_retries}  ${r.http_status ?? ''}  ${r.error}\n`,
+            `attempts ${r.retry_count}${r.max_retries === null ? '' : `/${r.max_retries}`}  ${r.http_status ?? ''}  ${r.error}\n`,
         );
       }
       process.stderr.write(`${entries.length} dead letter(s) shown\n`);

@@ -4,12 +4,24 @@
  * variables.
  */
 
-/** Temporal retry policy of the `postRun` activity. */
+/**
+ * Temporal retry policy of the `postRun` activity: retried until `maxDurationMs` has passed since the dispatch's
+ * first attempt; `maxAttempts` 0 is no count limit (a positive value also caps).
+ */
 export const RETRY_DEFAULTS = {
   initialIntervalMs: 1_000,
   backoff: 2.0,
-  maxIntervalMs: 60_000,
-  maxAttempts: 10,
+  maxIntervalMs: 5 * 60_000,
+  maxAttempts: 0,
+  maxDurationMs: 24 * 3_600_000,
+} as const;
+
+/** The worker's circuit breaker on the runs API (docs/design.md, "Riding out an outage"). */
+export const BREAKER_DEFAULTS = {
+  /** Consecutive outage-class failures that open it. */
+  failures: 5,
+  /** While open, at most one probe call per this interval per worker. */
+  probeIntervalMs: 2_000,
 } as const;
 
 /** Start-to-close timeout of one `POST /v1/runs` attempt (RUNS_API_TIMEOUT_MS). */

@@ -8,8 +8,25 @@ import { createSecureContext } from 'node:tls';
 import { z } from 'zod';
 import { DEFAULT_DISPATCH_TOPIC_PATTERN, DEFAULT_TASK_QUEUE } from '../contract/names';
 import { ConfigError } from '../errors';
-import { DEFAULT_METRICS_PORT, RETRY_DEFAULTS, RUNS_API_TIMEOUT_MS_DEFAULT } from './defaults';
-import { type Env, bool, headerToken, hostPort, httpUrl, intIn, nonEmpty, port, read, regex } from './schema';
+import {
+  BREAKER_DEFAULTS,
+  DEFAULT_METRICS_PORT,
+  RETRY_DEFAULTS,
+  RUNS_API_TIMEOUT_MS_DEFAULT,
+} from './defaults';
+import {
+  type Env,
+  bool,
+  headerToken,
+  hostPort,
+  httpUrl,
+  intIn,
+  nonEmpty,
+  port,
+  positiveRate,
+  read,
+  regex,
+} from './schema';
 import { type LogFormat, logFormatSchema } from './logging';
 import { type TemporalSettings, type TemporalTls, withTemporalEnvConfig } from './temporalEnv';
 import { caFile, caProblem, certFile, certProblem, keyFile, keyProblem, sslCode } from './tls';
@@ -43,7 +60,10 @@ export interface RetryConfig {
   initialIntervalMs: number;
   backoff: number;
   maxIntervalMs: number;
+  /** 0: no count limit. */
   maxAttempts: number;
+  /** The retry budget, from the dispatch's first scheduled attempt. */
+  maxDurationMs: number;
 }
 
 export interface RelayConfig {
@@ -84,6 +104,9 @@ export interface RelayConfig {
     maxCachedWorkflows: number;
     httpConnections: number;
     shutdownGraceMs: number;
+    /** RUNS_API_MAX_RPS: the task queue's activity rate limit, across all its workers; undefined: none. */
+    runsApiMaxRps?: number;
+    breaker: { failures: number; probeIntervalMs: number };
   };
   metricsPort: number;
   /** One-shot commands: how long Kafka or Temporal may take to answer the first call before "unreachable". */
@@ -191,12 +214,19 @@ export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig
       RETRY_DEFAULTS.backoff,
     ),
     maxIntervalMs: read(env, 'RETRY_MAX_INTERVAL_MS', intIn(1, 86_400_000), RETRY_DEFAULTS.maxIntervalMs),
-    maxAttempts: read(env, 'RETRY_MAX_ATTEMPTS', intIn(1, 1000), RETRY_DEFAULTS.maxAttempts),
+    maxAttempts: read(env, 'RETRY_MAX_ATTEMPTS', intIn(0, 100_000), RETRY_DEFAULTS.maxAttempts),
+    maxDurationMs: read(
+      env,
+      'RETRY_MAX_DURATION_MS',
+      intIn(1_000, 30 * 86_400_000),
+      RETRY_DEFAULTS.maxDurationMs,
+    ),
   };
   if (retry.maxIntervalMs < retry.initialIntervalMs) {
     throw new ConfigError('RETRY_MAX_INTERVAL_MS', 'must be >= RETRY_INITIAL_INTERVAL_MS');
   }
 
+  const runsApiMaxRps = read(env, 'RUNS_API_MAX_RPS', positiveRate);
   const token = read(env, 'RUNS_API_TOKEN', headerToken);
   const runsApiUrl = read(env, 'RUNS_API_URL', httpUrl, 'http://127.0.0.1:8080');
   const runsApiCa = read(env, 'RUNS_API_CA', caFile);
@@ -270,12 +300,22 @@ export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig
       ),
     },
     worker: {
+      ...(runsApiMaxRps === undefined ? {} : { runsApiMaxRps }),
       maxConcurrentActivities: read(env, 'POIMEN_WORKER_MAX_ACTIVITIES', intIn(1, 10_000), 100),
       maxConcurrentWorkflowTasks: read(env, 'POIMEN_WORKER_MAX_WORKFLOW_TASKS', intIn(1, 10_000), 20),
       maxConcurrentLargeActivities: read(env, 'POIMEN_WORKER_MAX_LARGE_ACTIVITIES', intIn(1, 10_000), 8),
       maxCachedWorkflows: read(env, 'POIMEN_WORKER_MAX_CACHED_WORKFLOWS', intIn(0, 100_000), 1000),
       httpConnections: read(env, 'POIMEN_RUNS_API_CONNECTIONS', intIn(1, 10_000), 64),
       shutdownGraceMs: read(env, 'POIMEN_WORKER_SHUTDOWN_GRACE_MS', intIn(0, 3_600_000), 30_000),
+      breaker: {
+        failures: read(env, 'POIMEN_BREAKER_FAILURES', intIn(1, 10_000), BREAKER_DEFAULTS.failures),
+        probeIntervalMs: read(
+          env,
+          'POIMEN_BREAKER_PROBE_INTERVAL_MS',
+          intIn(100, 3_600_000),
+          BREAKER_DEFAULTS.probeIntervalMs,
+        ),
+      },
     },
     metricsPort: read(env, 'METRICS_PORT', port, DEFAULT_METRICS_PORT[role]),
     cliConnectTimeoutMs: read(env, 'POIMEN_CLI_CONNECT_TIMEOUT_MS', intIn(100, 600_000), 5_000),

@@ -189,8 +189,18 @@ export const ENV_VARS: readonly EnvVar[] = [
   { name: 'RETRY_MAX_INTERVAL_MS', description: 'longest retry interval', readBy: ['ingest'] },
   {
     name: 'RETRY_MAX_ATTEMPTS',
-    description: 'attempts before a dispatch is dead-lettered',
+    description: 'attempts cap before a dispatch is dead-lettered (0: none, the default)',
     readBy: ['ingest'],
+  },
+  {
+    name: 'RETRY_MAX_DURATION_MS',
+    description: "retry budget from a dispatch's first attempt (default 24 h)",
+    readBy: ['ingest'],
+  },
+  {
+    name: 'RUNS_API_MAX_RPS',
+    description: 'runs API calls per second across all workers of the task queue (unset: no cap)',
+    readBy: ['worker'],
   },
   {
     name: 'METRICS_PORT',
@@ -280,6 +290,16 @@ export const ENV_VARS: readonly EnvVar[] = [
   {
     name: 'POIMEN_RUNS_API_CONNECTIONS',
     description: 'keep-alive connections to the runs API',
+    readBy: ['worker'],
+  },
+  {
+    name: 'POIMEN_BREAKER_FAILURES',
+    description: 'consecutive runs API outage failures that open the circuit breaker',
+    readBy: ['worker'],
+  },
+  {
+    name: 'POIMEN_BREAKER_PROBE_INTERVAL_MS',
+    description: 'while the breaker is open, one probe call per this interval per worker',
     readBy: ['worker'],
   },
   {

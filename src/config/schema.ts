@@ -55,3 +55,10 @@ export const httpUrl = z
   .url('must be an http(s) URL')
   .refine((v) => /^https?:\/\//.test(v), 'must start with http:// or https://')
   .transform((v) => v.replace(/\/+$/, ''));
+
+/** Calls per second: a positive decimal (Temporal's task-queue rate limit is a float). */
+export const positiveRate = z
+  .string()
+  .regex(/^\d+(\.\d+)?$/, 'must be a positive number')
+  .transform(Number)
+  .pipe(z.number().gt(0, 'must be > 0').max(1_000_000, 'must be <= 1000000'));

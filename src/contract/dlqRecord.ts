@@ -46,7 +46,8 @@ export interface DlqRecord {
   http_status: number | null;
   timestamp: string;
   retry_count: number;
-  max_retries: number;
+  /** The attempts cap; null when there was none (the retry budget alone ended the retries). */
+  max_retries: number | null;
   topic: string;
   target_url: string | null;
   source: DlqRecordSource;
@@ -67,7 +68,7 @@ export interface DlqRecordInput {
   error: string;
   httpStatus?: number | null;
   retryCount?: number;
-  maxRetries?: number;
+  maxRetries?: number | null;
   targetUrl?: string | null;
   source: DlqSource;
   /** The source record's key and headers as consumed; absent when the record could not be read back. */
@@ -95,7 +96,7 @@ export function buildDlqRecord(input: DlqRecordInput): DlqRecord {
     http_status: input.httpStatus ?? null,
     timestamp: new Date(input.timestamp).toISOString(),
     retry_count: input.retryCount ?? 0,
-    max_retries: input.maxRetries ?? 0,
+    max_retries: input.maxRetries === undefined ? 0 : input.maxRetries,
     topic: topics.dlq(input.tenant),
     target_url: input.targetUrl == null ? null : withoutUserinfo(input.targetUrl),
     source: { ...input.source, ...recordKey(input.key ?? null), headers: headerTexts(input.headers ?? {}) },
@@ -194,7 +195,8 @@ function dlqRecordFromObject(o: JsonObject): DlqRecord | undefined {
     http_status: httpStatus,
     timestamp: o['timestamp'] as string,
     retry_count: typeof o['retry_count'] === 'number' ? o['retry_count'] : 0,
-    max_retries: typeof o['max_retries'] === 'number' ? o['max_retries'] : 0,
+    max_retries:
+      typeof o['max_retries'] === 'number' ? o['max_retries'] : o['max_retries'] === null ? null : 0,
     topic: o['topic'] as string,
     target_url: nullable.target_url ?? null,
     source,

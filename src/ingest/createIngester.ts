@@ -10,6 +10,7 @@ import { type Closeable, type RelayService, type RelayServiceDeps, closeOnce } f
 import { checkTemporalTls, createClientConnection } from '../temporal/connection';
 import { requireSearchAttributes } from '../temporal/searchAttributes';
 import { Ingester } from './ingester';
+import { dispatchPolicyOf } from './policy';
 
 export async function createIngester(
   cfg: RelayConfig,
@@ -36,7 +37,7 @@ export async function createIngester(
         maxBytes: cfg.dispatchMaxBytes,
         maxInputBytes: cfg.ingest.maxInputBytes,
         startTimeoutMs: cfg.ingest.startTimeoutMs,
-        policy: { ...cfg.retry, attemptTimeoutMs: cfg.runsApi.timeoutMs },
+        policy: dispatchPolicyOf(cfg),
       },
       metrics,
       logger,

@@ -6,7 +6,7 @@
 import { type Client, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { ApplicationFailure, defaultPayloadConverter } from '@temporalio/common';
 import { workflowId } from '../contract';
-import type { DispatchResult, PostRunFailureDetails } from '../workflows/types';
+import type { BreakerWaitDetails, DispatchResult, PostRunFailureDetails } from '../workflows/types';
 
 export interface DispatchStatus {
   tenant: string;
@@ -23,6 +23,12 @@ export interface DispatchStatus {
   http_status: number | null;
   next_retry_at: string | null;
   activity_state: string | null;
+  /** The running attempt is held back by the worker's circuit breaker (the runs API is down). */
+  waiting_on_breaker: boolean | null;
+  breaker_open_since: string | null;
+  /** When the retry budget ends (executions started with one), and the seconds left of it. */
+  budget_ends_at: string | null;
+  budget_left_s: number | null;
   result: DispatchResult | null;
   web_ui: string;
 }
@@ -56,6 +62,10 @@ export async function dispatchStatus(
     http_status: null,
     next_retry_at: null,
     activity_state: null,
+    waiting_on_breaker: null,
+    breaker_open_since: null,
+    budget_ends_at: null,
+    budget_left_s: null,
     result: null,
     web_ui: `${uiUrl}/namespaces/${encodeURIComponent(namespace)}/workflows/${encodeURIComponent(id)}`,
   };
@@ -82,6 +92,17 @@ export async function dispatchStatus(
     status.max_attempts = pending.maximumAttempts ?? null;
     status.activity_state = String(pending.state ?? '').replace('PENDING_ACTIVITY_STATE_', '') || null;
     status.next_retry_at = iso(pending.nextAttemptScheduleTime);
+    const budgetEnd = iso(pending.expirationTime);
+    if (budgetEnd) {
+      status.budget_ends_at = budgetEnd;
+      status.budget_left_s = Math.max(0, Math.round((Date.parse(budgetEnd) - Date.now()) / 1000));
+    }
+    const beat = pending.heartbeatDetails?.payloads?.[0];
+    const wait = beat ? defaultPayloadConverter.fromPayload<Partial<BreakerWaitDetails>>(beat) : undefined;
+    // Details outlive their attempt: only the running attempt's own say whether it waits now.
+    const running = status.activity_state === 'STARTED' && wait?.attempt === pending.attempt;
+    status.waiting_on_breaker = running && wait?.waitingOnBreaker === true;
+    status.breaker_open_since = status.waiting_on_breaker ? (wait?.openSince ?? null) : null;
     const failure = pending.lastFailure;
     if (failure) {
       status.last_error = failure.message ?? null;

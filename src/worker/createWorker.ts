@@ -7,6 +7,7 @@ import { DefaultLogger, IllegalStateError, NativeConnection, Runtime, Worker } f
 import { Agent } from 'undici';
 import type { RelayConfig } from '../config';
 import { createActivities } from '../activities';
+import { createBreakerGate } from '../activities/breakerGate';
 import { createKafka } from '../kafka/client';
 import { DlqPublisher } from '../kafka/dlqPublisher';
 import { SourceRecordReader } from '../kafka/sourceRecord';
@@ -15,8 +16,11 @@ import { type Closeable, type RelayService, type RelayServiceDeps, closeOnce } f
 import { checkTemporalTls, createNativeConnection } from '../temporal/connection';
 import { startInputReader } from '../temporal/history';
 import { VERSION } from '../version';
-import { largeInputTaskQueue } from '../workflows/types';
+import { deadLetterTaskQueue, largeInputTaskQueue } from '../workflows/types';
 import { workflowSource } from './workflowBundle';
+
+/** Dead letters are rare and short (one Kafka write); a few at once keep up with any burst of budget ends. */
+const DEAD_LETTER_SLOTS = 16;
 
 /** Reading a dead-lettered dispatch's source record back is one group join and one fetch: well within this. */
 const SOURCE_READ_TIMEOUT_MS = 20_000;
@@ -82,7 +86,13 @@ async function assemble(
   const { note, ...source } = workflowSource();
   if (note === 'stale bundle ignored: bundling now') logger.warn({ workflows: note }, 'workflow code');
   else logger.info({ workflows: note }, 'workflow code');
+  const gate = createBreakerGate(
+    { ...cfg.worker.breaker, paced: cfg.worker.runsApiMaxRps !== undefined },
+    metrics,
+    logger.child({ component: 'breaker' }),
+  );
   const activities = createActivities({
+    gate,
     dispatcher,
     runsApi: { url: cfg.runsApi.url, ...(cfg.runsApi.token ? { token: cfg.runsApi.token } : {}) },
     userAgent: `poimen-relay/${VERSION}`,
@@ -94,6 +104,15 @@ async function assemble(
   });
   // Made in start(), not here: a Temporal Worker holds the connection from its creation and lets it go only by
   // running and shutting down, so one made but never run would keep close() from releasing anything.
+  // RUNS_API_MAX_RPS is enforced by the server across all workers of the queue. Eager activity dispatch hands a
+  // call straight back to the worker that scheduled it, past the server's limit, so it is off when a cap is set.
+  const paced =
+    cfg.worker.runsApiMaxRps === undefined
+      ? {}
+      : {
+          maxTaskQueueActivitiesPerSecond: cfg.worker.runsApiMaxRps,
+          maxEagerActivityReservationsPerWorkflowTask: 0,
+        };
   const makers: (() => Promise<Worker>)[] = [
     () =>
       Worker.create({
@@ -108,6 +127,7 @@ async function assemble(
         // default is 10, which evicts most dispatches between their two workflow tasks (docs/performance.md).
         maxCachedWorkflows: cfg.worker.maxCachedWorkflows,
         shutdownGraceTime: cfg.worker.shutdownGraceMs,
+        ...paced,
       }),
     // Calls whose input is over LARGE_INPUT_BYTES are scheduled on their own queue (src/workflows/index.ts) and
     // run here, a few at a time: each holds about 8.5 × its input outside the heap, so slots alone, sized for
@@ -119,6 +139,18 @@ async function assemble(
         taskQueue: largeInputTaskQueue(cfg.temporal.taskQueue),
         activities,
         maxConcurrentActivityTaskExecutions: cfg.worker.maxConcurrentLargeActivities,
+        shutdownGraceTime: cfg.worker.shutdownGraceMs,
+        ...paced,
+      }),
+    // Dead letters have their own queue (src/workflows/index.ts): neither attempts waiting on the circuit breaker
+    // nor RUNS_API_MAX_RPS may hold one back.
+    () =>
+      Worker.create({
+        connection,
+        namespace: cfg.temporal.namespace,
+        taskQueue: deadLetterTaskQueue(cfg.temporal.taskQueue),
+        activities,
+        maxConcurrentActivityTaskExecutions: DEAD_LETTER_SLOTS,
         shutdownGraceTime: cfg.worker.shutdownGraceMs,
       }),
   ];

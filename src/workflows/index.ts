@@ -10,11 +10,17 @@ import {
   ApplicationFailure,
   patched,
   proxyActivities,
+  sleep,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { RelayActivities } from '../activities';
+import { endingOf } from './ending';
 import {
+  BREAKER_HEARTBEAT_MARGIN_MS,
+  DEAD_LETTER_QUEUE_PATCH,
   DEFAULT_DISPATCH_POLICY,
+  type DispatchPolicy,
+  deadLetterTaskQueue,
   DISPATCH_FAILED,
   type DispatchInput,
   LARGE_INPUT_BYTES,
@@ -22,35 +28,58 @@ import {
   POST_RUN_BY_SHAPE_PATCH,
   largeInputTaskQueue,
   type DispatchResult,
-  type PostRunFailureDetails,
   RUNS_API_REJECTED,
 } from './types';
 
 export type { DispatchInput, DispatchResult } from './types';
 
 // Publishing a dead letter must eventually succeed (Kafka may be down for a while): no attempt limit.
-const deadLetterWithin = (timeoutMs = 60_000) =>
-  proxyActivities<RelayActivities>({
+function deadLetterWithin(timeoutMs = 60_000) {
+  const options: ActivityOptions = {
     startToCloseTimeout: timeoutMs,
     retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s' },
-  }).deadLetter;
+  };
+  // Executions recorded before the patch scheduled their dead letter on the dispatch queue and replay so.
+  if (patched(DEAD_LETTER_QUEUE_PATCH)) options.taskQueue = deadLetterTaskQueue(workflowInfo().taskQueue);
+  return proxyActivities<RelayActivities>(options).deadLetter;
+}
+
+/**
+ * The call's options. An execution started with a budget (`maxDurationMs` in its input) is bounded by time: the
+ * schedule-to-close timeout is the budget, the attempt may wait on the worker's circuit breaker (so a long
+ * start-to-close, with a heartbeat timeout to notice a dead worker), and the count limit is `attemptCap`. Earlier
+ * executions keep the options they were scheduled with.
+ */
+function callOptionsOf(policy: DispatchPolicy): ActivityOptions {
+  const retry = {
+    initialInterval: policy.initialIntervalMs,
+    backoffCoefficient: policy.backoff,
+    maximumInterval: policy.maxIntervalMs,
+    nonRetryableErrorTypes: [RUNS_API_REJECTED],
+  };
+  if (policy.maxDurationMs === undefined) {
+    // The HTTP timeout inside the activity fires first; this bound only catches a worker that died mid-call.
+    return {
+      startToCloseTimeout: policy.attemptTimeoutMs + 5_000,
+      retry: { ...retry, maximumAttempts: policy.maxAttempts },
+    };
+  }
+  return {
+    scheduleToCloseTimeout: policy.maxDurationMs,
+    startToCloseTimeout: policy.maxDurationMs,
+    heartbeatTimeout: policy.attemptTimeoutMs + BREAKER_HEARTBEAT_MARGIN_MS,
+    // No count limit is "unset" to the SDK (it refuses 0).
+    retry: policy.attemptCap ? { ...retry, maximumAttempts: policy.attemptCap } : retry,
+  };
+}
 
 export async function dispatch(input: DispatchInput): Promise<DispatchResult> {
   const policy = { ...DEFAULT_DISPATCH_POLICY, ...input.policy };
   const { tenant, source } = input;
   const dispatchKey = input.dispatch.dispatch_key;
-  const callOptions: ActivityOptions = {
-    // The HTTP timeout inside the activity fires first; this bound only catches a worker that died mid-call.
-    startToCloseTimeout: policy.attemptTimeoutMs + 5_000,
-    retry: {
-      initialInterval: policy.initialIntervalMs,
-      backoffCoefficient: policy.backoff,
-      maximumInterval: policy.maxIntervalMs,
-      maximumAttempts: policy.maxAttempts,
-      nonRetryableErrorTypes: [RUNS_API_REJECTED],
-    },
-  };
+  const callOptions = callOptionsOf(policy);
   const activities = proxyActivities<RelayActivities>(callOptions);
+  const firstAttemptAt = Date.now();
 
   // Scheduling encodes the activity's arguments at once; after that the execution, cached between its
   // workflow tasks for as long as the call is retried, needs none of the input (a dead letter reads it back
@@ -61,13 +90,14 @@ export async function dispatch(input: DispatchInput): Promise<DispatchResult> {
     return await call;
   } catch (err) {
     if (!(err instanceof ActivityFailure)) throw err;
-    const cause = err.cause;
-    const details = (cause instanceof ApplicationFailure ? cause.details?.[0] : undefined) as
-      PostRunFailureDetails | undefined;
-    const error = cause?.message ?? err.message;
-    const httpStatus = details?.httpStatus ?? null;
-    // A timed-out final attempt carries no details; it still used every attempt it was allowed.
-    const retryCount = details?.attempt ?? policy.maxAttempts;
+    const ending = endingOf(err, policy);
+    if (ending.budgetSpent && policy.maxDurationMs !== undefined) {
+      // Temporal gives up as soon as the next retry would start past the budget; the dead letter still waits
+      // for the budget's end, so "dead-lettered" always means the whole budget was given.
+      const leftMs = firstAttemptAt + policy.maxDurationMs - Date.now();
+      if (leftMs > 0) await sleep(leftMs);
+    }
+    const { error, httpStatus, retryCount, maxRetries } = ending;
     await deadLetterWithin(policy.deadLetterTimeoutMs)({
       tenant,
       dispatchKey,
@@ -75,7 +105,7 @@ export async function dispatch(input: DispatchInput): Promise<DispatchResult> {
       error,
       httpStatus,
       retryCount,
-      maxRetries: policy.maxAttempts,
+      maxRetries,
       workflowId: workflowInfo().workflowId,
       workflowRunId: workflowInfo().runId,
     });
@@ -83,8 +113,8 @@ export async function dispatch(input: DispatchInput): Promise<DispatchResult> {
       type: DISPATCH_FAILED,
       message: `dead-lettered after ${retryCount} attempt(s): ${error}`,
       nonRetryable: true,
-      details: [{ http_status: httpStatus, retry_count: retryCount, max_retries: policy.maxAttempts }],
-      cause,
+      details: [{ http_status: httpStatus, retry_count: retryCount, max_retries: maxRetries || null }],
+      cause: err.cause,
     });
   }
 }

@@ -10,6 +10,14 @@ export interface DispatchPolicy {
   maxIntervalMs: number;
   maxAttempts: number;
   /**
+   * The retry budget (RETRY_MAX_DURATION_MS), from the first attempt's schedule. Its presence marks an execution
+   * started with a budget: the call is then bounded by time, `attemptCap` is its count limit, and `maxAttempts`
+   * is only for workers of earlier versions, which do not know the budget (`legacyMaxAttempts`).
+   */
+  maxDurationMs?: number;
+  /** RETRY_MAX_ATTEMPTS with a budget: 0 is no count limit. */
+  attemptCap?: number;
+  /**
    * Start-to-close timeout of each `deadLetter` attempt. Optional, and not set by the ingester: executions
    * without it (all earlier ones) keep the 60 s they were always scheduled with.
    */
@@ -28,6 +36,31 @@ export const DEFAULT_DISPATCH_POLICY: DispatchPolicy = {
   maxIntervalMs: 60_000,
   maxAttempts: 10,
 };
+
+/**
+ * The attempt count that makes a worker of an earlier version (attempt-count retries only) retry for about as long
+ * as the budget: during a rolling deploy, or a rollback, such a worker may run an execution started with a budget,
+ * and must neither give up after minutes nor retry for ever. A positive cap is itself the answer.
+ */
+export function legacyMaxAttempts(p: {
+  initialIntervalMs: number;
+  backoff: number;
+  maxIntervalMs: number;
+  maxDurationMs: number;
+  attemptCap: number;
+}): number {
+  if (p.attemptCap > 0) return p.attemptCap;
+  let attempts = 1;
+  let elapsedMs = 0;
+  let intervalMs = p.initialIntervalMs;
+  // Bounded: past 100,000 attempts the budget is effectively unlimited for any sane interval anyway.
+  while (elapsedMs < p.maxDurationMs && attempts < 100_000) {
+    elapsedMs += Math.min(intervalMs, p.maxIntervalMs);
+    intervalMs *= p.backoff;
+    attempts += 1;
+  }
+  return attempts;
+}
 
 /**
  * The workflow's input. The policy travels with each dispatch (set by the ingester from its configuration),
@@ -82,6 +115,29 @@ export const POST_RUN_BY_SHAPE_PATCH = 'postRun-named-by-shape';
 export const LARGE_INPUT_QUEUE_PATCH = 'postRun-large-input-queue';
 export const LARGE_INPUT_BYTES = 32 * 1024;
 export const largeInputTaskQueue = (taskQueue: string): string => `${taskQueue}-large`;
+
+/**
+ * Executions that record this patch schedule `deadLetter` on `deadLetterTaskQueue(taskQueue)`: attempts waiting on
+ * the circuit breaker can fill the dispatch queue's slots for as long as an outage lasts, and RUNS_API_MAX_RPS
+ * limits that queue; neither may hold a dead letter back.
+ */
+export const DEAD_LETTER_QUEUE_PATCH = 'deadLetter-own-queue';
+export const deadLetterTaskQueue = (taskQueue: string): string => `${taskQueue}-deadletter`;
+
+/**
+ * An attempt that may wait on the breaker heartbeats; its heartbeat timeout is the HTTP timeout plus this, so a call
+ * that starts right after a (throttled) heartbeat still ends inside it, and a dead worker is noticed in seconds.
+ */
+export const BREAKER_HEARTBEAT_MARGIN_MS = 20_000;
+
+/** Heartbeat details of an attempt waiting on the circuit breaker (`dispatch status` shows them). */
+export interface BreakerWaitDetails {
+  waitingOnBreaker: boolean;
+  /** When the breaker opened (ISO-8601). */
+  openSince: string | null;
+  httpStatus: number | null;
+  attempt: number;
+}
 
 /** Details carried by a failed `postRun` attempt, for the dead letter and the Web UI. */
 export interface PostRunFailureDetails {

@@ -50,9 +50,14 @@ describe('configuration (contract §8)', () => {
     expect(cfg.retry).toEqual({
       initialIntervalMs: 1000,
       backoff: 2,
-      maxIntervalMs: 60_000,
-      maxAttempts: 10,
+      maxIntervalMs: 300_000,
+      maxAttempts: 0,
+      maxDurationMs: 86_400_000,
     });
+    expect(loadRelayConfig('worker', {}).worker).toMatchObject({
+      breaker: { failures: 5, probeIntervalMs: 2_000 },
+    });
+    expect(loadRelayConfig('worker', {}).worker.runsApiMaxRps).toBeUndefined();
     expect(cfg.dispatchMaxBytes).toBe(1024 * 1024);
     expect(cfg.dispatchTopicPattern.test('poimen.acme.dispatch')).toBe(true);
     expect(cfg.dispatchTopicPattern.test('poimen.acme.dispatch.dlq')).toBe(false);
@@ -85,6 +90,8 @@ describe('configuration (contract §8)', () => {
       RETRY_BACKOFF: '1.5',
       RETRY_MAX_INTERVAL_MS: '100',
       RETRY_MAX_ATTEMPTS: '3',
+      RETRY_MAX_DURATION_MS: '90000',
+      RUNS_API_MAX_RPS: '20.5',
       METRICS_PORT: '0',
       LOG_LEVEL: 'debug',
     });
@@ -104,7 +111,14 @@ describe('configuration (contract §8)', () => {
       tls: { certPath: certPem, keyPath: keyPem, caPath: caPem },
     });
     expect(cfg.runsApi).toEqual({ url: 'https://api.example.test', token: 'tok', timeoutMs: 500 });
-    expect(cfg.retry).toEqual({ initialIntervalMs: 10, backoff: 1.5, maxIntervalMs: 100, maxAttempts: 3 });
+    expect(cfg.retry).toEqual({
+      initialIntervalMs: 10,
+      backoff: 1.5,
+      maxIntervalMs: 100,
+      maxAttempts: 3,
+      maxDurationMs: 90_000,
+    });
+    expect(cfg.worker.runsApiMaxRps).toBe(20.5);
     expect(cfg.dispatchMaxBytes).toBe(2048);
     expect(cfg.metricsPort).toBe(0);
     expect(cfg.logLevel).toBe('debug');
@@ -120,7 +134,10 @@ describe('configuration (contract §8)', () => {
     ['RUNS_API_URL', 'ftp://x'],
     ['RUNS_API_TIMEOUT_MS', '10s'],
     ['RETRY_BACKOFF', '0.5'],
-    ['RETRY_MAX_ATTEMPTS', '0'],
+    ['RETRY_MAX_ATTEMPTS', '-1'],
+    ['RETRY_MAX_DURATION_MS', '500'],
+    ['RUNS_API_MAX_RPS', '0'],
+    ['RUNS_API_MAX_RPS', 'fast'],
     ['METRICS_PORT', '70000'],
     ['LOG_LEVEL', 'loud'],
     ['RUNS_API_TOKEN', 'tok\nen'],

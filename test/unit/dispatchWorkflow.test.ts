@@ -13,7 +13,12 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, Worker, bundleWorkflowCode } from '@temporalio/worker';
 import { loadStackConfig } from '../../src/config';
 import { temporalBinPath } from '../../src/devstack/stack/provision';
-import { type DeadLetterInput, type DispatchInput, type PostRunHeadInput } from '../../src/workflows/types';
+import {
+  type DeadLetterInput,
+  type DispatchInput,
+  type PostRunHeadInput,
+  deadLetterTaskQueue,
+} from '../../src/workflows/types';
 
 let env: TestWorkflowEnvironment;
 let workflowBundle: { code: string };
@@ -44,12 +49,13 @@ interface Calls {
   postRun: unknown[][];
   postRunWithInputBytes: [PostRunHeadInput, Uint8Array][];
   deadLetter: DeadLetterInput[];
+  deadLetterAt: number[];
 }
 
 type PostRunImpl = (attempt: number) => Promise<{ run_id: string; admission: 'created' | 'existing' }>;
 
 async function runDispatch(input: DispatchInput, post: PostRunImpl) {
-  const calls: Calls = { postRun: [], postRunWithInputBytes: [], deadLetter: [] };
+  const calls: Calls = { postRun: [], postRunWithInputBytes: [], deadLetter: [], deadLetterAt: [] };
   let attempts = 0;
   const taskQueue = `unit-${uuid()}`;
   const worker = await Worker.create({
@@ -65,18 +71,28 @@ async function runDispatch(input: DispatchInput, post: PostRunImpl) {
         calls.postRunWithInputBytes.push([head, bytes]);
         return post(++attempts);
       },
+      deadLetter: async () => {
+        throw new Error('deadLetter belongs on its own queue');
+      },
+    },
+  });
+  // Dead letters have their own queue; a worker polls it in every worker process.
+  const deadLetterWorker = await Worker.create({
+    connection: env.nativeConnection,
+    taskQueue: deadLetterTaskQueue(taskQueue),
+    activities: {
       deadLetter: async (dl: DeadLetterInput) => {
         calls.deadLetter.push(dl);
+        calls.deadLetterAt.push(Date.now());
       },
     },
   });
   const workflowId = `dispatch:${input.tenant}:${input.dispatch.dispatch_key}-${uuid()}`;
-  const outcome = await worker.runUntil(
-    env.client.workflow
-      .execute('dispatch', { taskQueue, workflowId, args: [input] })
-      .then((result) => ({ result, error: undefined as unknown }))
-      .catch((error: unknown) => ({ result: undefined, error })),
-  );
+  const execution = env.client.workflow
+    .execute('dispatch', { taskQueue, workflowId, args: [input] })
+    .then((result) => ({ result, error: undefined as unknown }))
+    .catch((error: unknown) => ({ result: undefined, error }));
+  const [outcome] = await Promise.all([worker.runUntil(execution), deadLetterWorker.runUntil(execution)]);
   const { events } = await env.client.workflow.getHandle(workflowId).fetchHistory();
   return { ...outcome, calls, events: events ?? [], workflowId };
 }
@@ -194,6 +210,64 @@ describe('the dispatch workflow', () => {
     expect(calls.deadLetter).toHaveLength(1);
     expect(calls.deadLetter[0]).toMatchObject({ httpStatus: 503, retryCount: 3, maxRetries: 3 });
     expect(((error as WorkflowFailedError).cause as ApplicationFailure).type).toBe('DispatchFailed');
+  });
+
+  describe('with a retry budget (RETRY_MAX_DURATION_MS)', () => {
+    const BUDGET = { ...POLICY, maxAttempts: 40, maxDurationMs: 3_000, attemptCap: 0 };
+    const ms = (d: { seconds?: unknown; nanos?: number | null } | null | undefined) =>
+      Number(d?.seconds ?? 0) * 1e3 + Number(d?.nanos ?? 0) / 1e6;
+    const unavailable = (attempt: number) =>
+      ApplicationFailure.create({
+        type: 'RunsApiUnavailable',
+        message: 'runs API answered 503',
+        details: [{ httpStatus: 503, attempt }],
+      });
+
+    test('the call is bounded by the budget (schedule-to-close), has no count limit, and heartbeats', async () => {
+      const policy = { ...BUDGET, maxDurationMs: 60_000 };
+      const { result, events } = await runDispatch(input({ policy }), async () => ({
+        run_id: 'r-1',
+        admission: 'created',
+      }));
+      expect(result).toEqual({ run_id: 'r-1', admission: 'created' });
+      const [call] = scheduled(events);
+      expect(ms(call!.scheduleToCloseTimeout)).toBe(60_000);
+      expect(ms(call!.heartbeatTimeout)).toBe(2_000 + 20_000);
+      expect(call!.retryPolicy!.maximumAttempts ?? 0).toBe(0);
+    });
+
+    test('spent: dead-lettered on its own queue no earlier than start + budget, the error naming the budget', async () => {
+      const started = Date.now();
+      const { error, calls, events } = await runDispatch(input({ policy: BUDGET }), async (attempt) => {
+        throw unavailable(attempt);
+      });
+      expect(calls.deadLetter).toHaveLength(1);
+      expect(calls.deadLetterAt[0]! - started).toBeGreaterThanOrEqual(3_000);
+      const attempts = calls.postRunWithInputBytes.length;
+      // The dev server's retry timers fire about once a second, whatever the shorter policy intervals say.
+      expect(attempts).toBeGreaterThanOrEqual(2);
+      expect(calls.deadLetter[0]).toMatchObject({ httpStatus: 503, retryCount: attempts, maxRetries: 0 });
+      expect(calls.deadLetter[0]!.error).toBe(
+        `retry budget of 3 s spent (RETRY_MAX_DURATION_MS) after ${attempts} attempt(s); last: runs API answered 503`,
+      );
+      const deadLetter = scheduled(events).find((a) => a.activityType?.name === 'deadLetter');
+      expect(deadLetter!.taskQueue?.name).toMatch(/-deadletter$/);
+      const cause = (error as WorkflowFailedError).cause as ApplicationFailure;
+      expect(cause.type).toBe('DispatchFailed');
+      expect(cause.details?.[0]).toMatchObject({ max_retries: null, retry_count: attempts });
+    });
+
+    test('a positive RETRY_MAX_ATTEMPTS still caps, and the dead letter names it', async () => {
+      const { calls } = await runDispatch(
+        input({ policy: { ...BUDGET, maxDurationMs: 60_000, attemptCap: 2 } }),
+        async (attempt) => {
+          throw unavailable(attempt);
+        },
+      );
+      expect(calls.postRunWithInputBytes).toHaveLength(2);
+      expect(calls.deadLetter[0]).toMatchObject({ retryCount: 2, maxRetries: 2 });
+      expect(calls.deadLetter[0]!.error).toBe('RETRY_MAX_ATTEMPTS (2) spent; last: runs API answered 503');
+    });
   });
 
   test('an execution started by an earlier ingester (parsed input) schedules postRun with the whole dispatch', async () => {

@@ -12,6 +12,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import { Agent } from 'undici';
 import { createActivities } from '../../src/activities';
+import { createBreakerGate } from '../../src/activities/breakerGate';
 import type { DlqPublisher } from '../../src/kafka/dlqPublisher';
 import { createLogger } from '../../src/logger';
 import { createMetrics } from '../../src/metrics';
@@ -55,6 +56,7 @@ beforeEach(() => {
 function activities(token?: string, logger = createLogger('unit', 'silent')) {
   const metrics = createMetrics();
   const acts = createActivities({
+    gate: createBreakerGate({ failures: 5, probeIntervalMs: 1_000, paced: false }, metrics, logger),
     dispatcher,
     runsApi: { url, ...(token ? { token } : {}) },
     userAgent: 'poimen-relay/unit',
@@ -184,6 +186,11 @@ describe('postRun activity I/O', () => {
   test('a refused connection is retryable and counted under code "error", the target named', async () => {
     const metrics = createMetrics();
     const acts = createActivities({
+      gate: createBreakerGate(
+        { failures: 5, probeIntervalMs: 1_000, paced: false },
+        metrics,
+        createLogger('unit', 'silent'),
+      ),
       dispatcher,
       runsApi: { url: 'http://127.0.0.1:1' },
       userAgent: 'poimen-relay/unit',

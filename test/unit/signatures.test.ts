@@ -7,7 +7,8 @@
  * a name, once shipped, is never removed while histories may still schedule it.
  *
  * The one compatible change under a name: an optional field, absent from every earlier input, ignored by earlier
- * code, whose absence means the earlier behaviour (the policy's `deadLetterTimeoutMs`). It still changes the
+ * code, whose absence means the earlier behaviour (the policy's `deadLetterTimeoutMs`; its `maxDurationMs` and
+ * `attemptCap`, beside which `maxAttempts` keeps its meaning for earlier workers). It still changes the
  * pinned text, so the fixture is updated deliberately in the same commit, never re-pinned wholesale.
  *
  * The shapes are read from the TypeScript types with the compiler, expanded structurally, so a field added,

@@ -13,10 +13,15 @@ describe('the policy of an execution whose input carries none', () => {
   });
 
   it('is a frozen copy, not the configuration module (the workflow bundle holds no config code)', () => {
-    // Equal today; when the contract's defaults change, this expectation changes and the one above does not.
-    expect(DEFAULT_DISPATCH_POLICY).toEqual({
+    // The contract's defaults moved to a time budget (issue 12); executions without a policy keep the old count.
+    expect(DEFAULT_DISPATCH_POLICY).not.toEqual({
       attemptTimeoutMs: RUNS_API_TIMEOUT_MS_DEFAULT,
       ...RETRY_DEFAULTS,
+    });
+    expect(RETRY_DEFAULTS).toMatchObject({
+      maxIntervalMs: 300_000,
+      maxAttempts: 0,
+      maxDurationMs: 86_400_000,
     });
   });
 });
