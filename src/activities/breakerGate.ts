@@ -38,10 +38,11 @@ export interface BreakerGateOptions {
 
 /**
  * The latest time an attempt may wait, or 0 when it may not wait at all: attempts scheduled without a heartbeat
- * timeout (executions started before the budget, whose start-to-close fits one HTTP call) call as they always did.
+ * timeout (executions started before the budget, whose start-to-close fits one HTTP call), and attempts under an
+ * attempts cap (RETRY_MAX_ATTEMPTS > 0: waiting would hold the cap back for as long as the outage lasts).
  */
 export function waitLimitMs(info: Context['info'], attemptTimeoutMs: number, nowMs: number): number {
-  if (!info.heartbeatTimeoutMs) return 0;
+  if (!info.heartbeatTimeoutMs || (info.retryPolicy?.maximumAttempts ?? 0) > 0) return 0;
   const budgetEnd =
     info.scheduleToCloseTimeoutMs > 0
       ? info.scheduledTimestampMs + info.scheduleToCloseTimeoutMs - GIVE_UP_BEFORE_BUDGET_MS
@@ -68,14 +69,26 @@ export function createBreakerGate(
   });
   metrics.circuitState.set(0);
   const openSince = () => (breaker.openedAt === undefined ? null : new Date(breaker.openedAt).toISOString());
+  const unavailable = (attempt: number) => {
+    const last = breaker.lastFailure;
+    return ApplicationFailure.create({
+      type: RUNS_API_UNAVAILABLE,
+      message: `runs API unavailable (circuit breaker open since ${openSince()}); last: ${last?.reason ?? 'n/a'}`,
+      details: [{ httpStatus: last?.httpStatus ?? null, attempt } satisfies PostRunFailureDetails],
+    });
+  };
 
   return {
     async enter(ctx, attemptTimeoutMs) {
       const admission = breaker.admit();
       if (admission !== 'wait') return admission === 'probe';
-      const limit = waitLimitMs(ctx.info, attemptTimeoutMs, Date.now());
-      if (limit <= Date.now()) return false;
       const { attempt } = ctx.info;
+      const limit = waitLimitMs(ctx.info, attemptTimeoutMs, Date.now());
+      if (limit <= Date.now()) {
+        // An attempt that may not wait ends now with the outage's last failure, without a call: its retries, and
+        // with them its attempts cap, advance as if it had called.
+        throw unavailable(attempt);
+      }
       const details = (): BreakerWaitDetails => ({
         waitingOnBreaker: true,
         openSince: openSince(),
@@ -92,14 +105,7 @@ export function createBreakerGate(
       // `dispatch status` reads the latest heartbeat: this attempt no longer waits.
       if (end !== 'limit') ctx.heartbeat({ ...details(), waitingOnBreaker: false });
       if (end === 'probe') return true;
-      if (end === 'limit') {
-        const last = breaker.lastFailure;
-        throw ApplicationFailure.create({
-          type: RUNS_API_UNAVAILABLE,
-          message: `runs API unavailable (circuit breaker open since ${openSince()}); last: ${last?.reason ?? 'n/a'}`,
-          details: [{ httpStatus: last?.httpStatus ?? null, attempt } satisfies PostRunFailureDetails],
-        });
-      }
+      if (end === 'limit') throw unavailable(attempt);
       if (!opts.paced) return false;
       // Every waiting attempt calling at once would pass RUNS_API_MAX_RPS: a retry is dispatched by the server
       // within the task queue's rate limit.
