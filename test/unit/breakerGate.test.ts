@@ -1,0 +1,90 @@
+/**
+ * Where an attempt meets the worker's circuit breaker (docs/design.md "Riding out an outage"): with the breaker open,
+ * an attempt of a budgeted, uncapped dispatch waits inside itself, heartbeating, and calls once it closes; an attempt
+ * under an attempts cap, or from an execution started before the budget, fails at once without calling.
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import { Context } from '@temporalio/activity';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { createBreakerGate, waitLimitMs } from '../../src/activities/breakerGate';
+import type { Classification, RunsApiAnswer } from '../../src/activities/classify';
+import { createLogger } from '../../src/logger';
+import { createMetrics } from '../../src/metrics';
+
+const FAILED: Classification = { outcome: 'retryable', reason: 'runs API answered 503', httpStatus: 503 };
+const ANSWER: RunsApiAnswer = { kind: 'response', status: 503, headers: {}, body: '', nowMs: 0 };
+const OK: Classification = { outcome: 'success', admission: 'created', runId: 'r' };
+
+function openGate(paced = false) {
+  const metrics = createMetrics();
+  const gate = createBreakerGate(
+    { failures: 2, probeIntervalMs: 60_000, paced },
+    metrics,
+    createLogger('unit', 'silent'),
+  );
+  gate.record(FAILED, ANSWER, false, false);
+  gate.record(FAILED, ANSWER, false, false);
+  return { gate, metrics };
+}
+
+const budgeted = (over: Record<string, unknown> = {}) => ({
+  attempt: 3,
+  heartbeatTimeoutMs: 30_000,
+  startToCloseTimeoutMs: 3_600_000,
+  scheduleToCloseTimeoutMs: 3_600_000,
+  scheduledTimestampMs: Date.now(),
+  retryPolicy: { initialInterval: 1_000, backoffCoefficient: 2, maximumInterval: 300_000 },
+  ...over,
+});
+
+test('an uncapped attempt waits while the breaker is open, heartbeating, and calls when it closes', async () => {
+  const { gate, metrics } = openGate();
+  const env = new MockActivityEnvironment(budgeted());
+  const beats: unknown[] = [];
+  env.on('heartbeat', (d: unknown) => beats.push(d));
+  const entered = env.run(async () => gate.enter(Context.current(), 1_000));
+  await new Promise((r) => setTimeout(r, 50));
+  expect((await metrics.breakerWaiting.get()).values[0]?.value).toBe(1);
+  expect(beats[0]).toMatchObject({ waitingOnBreaker: true, httpStatus: 503, attempt: 3 });
+  expect((await metrics.circuitState.get()).values[0]?.value).toBe(1);
+  // Another call (one in flight when it opened) comes back healthy: the breaker closes.
+  gate.record(OK, ANSWER, false, false);
+  await expect(entered).resolves.toBe(false);
+  expect(beats.at(-1)).toMatchObject({ waitingOnBreaker: false });
+  expect((await metrics.breakerWaiting.get()).values[0]?.value).toBe(0);
+  expect((await metrics.circuitState.get()).values[0]?.value).toBe(0);
+});
+
+test('with RUNS_API_MAX_RPS set, a released attempt is retried through the rate limit instead of calling', async () => {
+  const { gate } = openGate(true);
+  const env = new MockActivityEnvironment(budgeted());
+  const entered = env.run(async () => gate.enter(Context.current(), 1_000));
+  await new Promise((r) => setTimeout(r, 20));
+  gate.record(OK, ANSWER, false, false);
+  const err = (await entered.catch((e: unknown) => e)) as ApplicationFailure;
+  expect(err).toBeInstanceOf(ApplicationFailure);
+  expect(err.type).toBe('RunsApiUnavailable');
+  expect(err.message).toMatch(/RUNS_API_MAX_RPS/);
+  expect(err.nextRetryDelay).toBeDefined();
+});
+
+test.each([
+  ['under an attempts cap', budgeted({ retryPolicy: { maximumAttempts: 4 } })],
+  ['started before the budget (no heartbeat timeout)', budgeted({ heartbeatTimeoutMs: undefined })],
+])('an attempt %s fails at once, without a call, with the last failure', async (_what, info) => {
+  const { gate } = openGate();
+  const env = new MockActivityEnvironment(info);
+  const err = (await env.run(async () => gate.enter(Context.current(), 1_000)).catch((e: unknown) => e)) as
+    ApplicationFailure | undefined;
+  expect(err).toBeInstanceOf(ApplicationFailure);
+  expect(err!.message).toMatch(
+    /^runs API unavailable \(circuit breaker open since .+\); last: runs API answered 503$/,
+  );
+  expect(err!.details?.[0]).toEqual({ httpStatus: 503, attempt: 3 });
+});
+
+test('a waiting attempt gives up a second before its budget ends', () => {
+  const now = 1_000_000;
+  const info = budgeted({ scheduledTimestampMs: now - 50_000, scheduleToCloseTimeoutMs: 60_000 });
+  expect(waitLimitMs(info as never, 10_000, now)).toBe(now + 9_000);
+});
