@@ -56,6 +56,7 @@ export class CircuitBreaker {
   private last: LastFailure | undefined;
   private readonly wakers = new Set<() => void>();
   private idleTimer: ReturnType<typeof setTimeout> | undefined;
+  private released = false;
   private readonly now: () => number;
 
   constructor(private readonly opts: BreakerOptions) {
@@ -120,6 +121,7 @@ export class CircuitBreaker {
   async wait(limitMs: number, signal: AbortSignal, tick: () => void, tickMs: number): Promise<WaitEnd> {
     for (;;) {
       signal.throwIfAborted();
+      if (this.released) return 'limit';
       const admission = this.admit();
       if (admission === 'call') return 'closed';
       if (admission === 'probe') return 'probe';
@@ -130,6 +132,16 @@ export class CircuitBreaker {
       const next = this.probing ? now + tickMs : Math.max(this.probeAtMs, now + 1);
       await this.sleep(Math.min(limitMs, next, now + tickMs) - now, signal);
     }
+  }
+
+  /**
+   * Ends every wait, now and later, as if its limit had come: a worker shutting down hands its waiting attempts
+   * back to Temporal at once (another worker retries them) instead of holding its drain for the grace time.
+   */
+  releaseWaiters(): void {
+    this.released = true;
+    clearTimeout(this.idleTimer);
+    for (const wake of [...this.wakers]) wake();
   }
 
   private reopen(holdMs: number): void {

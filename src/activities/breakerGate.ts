@@ -27,6 +27,8 @@ export interface BreakerGate {
   /** Resolves when this attempt may call: true when it is the probe. Throws when it should not call at all. */
   enter(ctx: Context, attemptTimeoutMs: number): Promise<boolean>;
   record(verdict: Classification, answer: RunsApiAnswer, cancelled: boolean, probe: boolean): void;
+  /** The worker is shutting down: waiting attempts end now (retryable) rather than at the grace time. */
+  releaseWaiters(): void;
 }
 
 export interface BreakerGateOptions {
@@ -116,6 +118,8 @@ export function createBreakerGate(
         nextRetryDelay: 1 + Math.floor(Math.random() * RELEASE_SPREAD_MS),
       });
     },
+
+    releaseWaiters: () => breaker.releaseWaiters(),
 
     record(verdict, answer, cancelled, probe) {
       if (cancelled) breaker.record({ kind: 'abandoned' }, probe);

@@ -166,6 +166,7 @@ async function assemble(
     close: async () => {
       // A worker made but not run (start() failed half-way) is run and shut down at once to let go of it.
       const idle = workers.filter((w) => w.getState() === 'INITIALIZED').map((w) => w.run());
+      gate.releaseWaiters();
       for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
       settle();
       await Promise.all([run, ...idle]);

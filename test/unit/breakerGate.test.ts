@@ -88,3 +88,15 @@ test('a waiting attempt gives up a second before its budget ends', () => {
   const info = budgeted({ scheduledTimestampMs: now - 50_000, scheduleToCloseTimeoutMs: 60_000 });
   expect(waitLimitMs(info as never, 10_000, now)).toBe(now + 9_000);
 });
+
+test('a worker shutting down releases its waiting attempts at once, as retryable failures', async () => {
+  const { gate } = openGate();
+  const env = new MockActivityEnvironment(budgeted());
+  const entered = env.run(async () => gate.enter(Context.current(), 1_000));
+  await new Promise((r) => setTimeout(r, 20));
+  gate.releaseWaiters();
+  const err = (await entered.catch((e: unknown) => e)) as ApplicationFailure;
+  expect(err).toBeInstanceOf(ApplicationFailure);
+  expect(err.nonRetryable).toBeFalsy();
+  expect(err.message).toMatch(/circuit breaker open/);
+});
