@@ -393,6 +393,33 @@ describe('operating dispatches with Temporal tools', () => {
     record('failed-retries-exhausted', 'h-exhausted');
     record('failed-rejected-422', 'h-rejected', failedRunId);
 
+    // A budgeted execution (as the ingester starts them now) whose API never recovers: dead-lettered when its
+    // budget is spent, after the workflow's wait for the budget's end.
+    harness.api.scriptFor('h-budget', ...Array<Fault>(50).fill({ kind: 'status', status: 503 }));
+    const budgeted: DispatchInput = {
+      tenant: harness.tenant,
+      dispatch: { workflow_ref: 'wf', input_json: '{}', goal_id: null, dispatch_key: 'h-budget' },
+      source: { topic: `poimen.${harness.tenant}.dispatch`, partition: 0, offset: '0', timestamp: '0' },
+      policy: {
+        attemptTimeoutMs: 3000,
+        initialIntervalMs: 200,
+        backoff: 2,
+        maxIntervalMs: 1000,
+        maxDurationMs: 4000,
+        attemptCap: 0,
+        maxAttempts: 8,
+      },
+    };
+    const spent = await harness.client.workflow.start(
+      WORKFLOW_TYPE,
+      dispatchStartOptions(harness.taskQueue, budgeted),
+    );
+    const budgetFailure = await spent.result().catch((e: unknown) => e);
+    expect((budgetFailure as WorkflowFailedError).cause?.message).toMatch(
+      /^dead-lettered after \d+ attempt\(s\): retry budget of 4 s spent \(RETRY_MAX_DURATION_MS\)/,
+    );
+    record('failed-budget-spent', 'h-budget');
+
     // A reset of the dead-lettered dispatch: the new run's history starts with the old run's events.
     const reset = await temporalCli([
       'workflow',

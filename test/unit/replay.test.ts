@@ -49,11 +49,14 @@ const OUTCOMES = [
   'failed-rejected-422',
   'failed-retries-exhausted',
 ];
+/** Outcomes only this version has. */
+const BUDGET_OUTCOMES = ['failed-budget-spent'];
 
 test('the fixtures cover every dispatch outcome, as this version records them and as the versions before did', () => {
   expect(fixtures.map((f) => f.name)).toEqual(
     expect.arrayContaining([
       ...OUTCOMES,
+      ...BUDGET_OUTCOMES,
       // Before the retry budget (attempt counts only), and before that, before the input travelled as text.
       ...OUTCOMES.map((o) => `attempt-count/${o}`),
       ...OUTCOMES.map((o) => `input-parsed/${o}`),
