@@ -1,10 +1,11 @@
 /**
  * A few hundred dispatches through each benchmark phase, as a correctness check of the benchmark itself
  * (every dispatch reaches the API exactly once; figures are produced). No timing assertions: speed lives in
- * `npm run bench`.
+ * `npm run bench`. The outage phase runs with a short outage so the file stays around a minute.
  */
 import path from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
+import { outage } from '../tools/bench/outage';
 import { type BenchTarget, baseline, ceiling, relayDrain } from '../tools/bench/phases';
 import { REPO_ROOT } from './support/cli';
 import { testServices } from './support/testEnv';
@@ -29,4 +30,35 @@ test('bench smoke: ceiling, relay and baseline phases each deliver every dispatc
   expect(r.worker_rss_mib).toBeGreaterThan(0);
   const b = await baseline(target, 300, 2);
   expect(b.per_s).toBeGreaterThan(0);
+});
+
+test('bench smoke: the outage phase takes the API down mid-drain and reports the outage figures, no dead letters', async () => {
+  const n = 200;
+  const o = await outage(target, {
+    n,
+    outageS: 8,
+    workers: 1,
+    partitions: 2,
+    probeIntervalMs: 2_000,
+    drainTimeoutMs: 120_000,
+  });
+  for (const key of [
+    'outage_api_calls_during',
+    'outage_dead_letters',
+    'outage_drain_s',
+    'outage_drain_rate_over_healthy',
+    'outage_detect_s',
+  ] as const) {
+    expect(Number.isFinite(o[key])).toBe(true);
+  }
+  expect(o.outage_dead_letters).toBe(0);
+  // Every dispatch reached the API exactly once: one 201 each.
+  expect(o.outage_runs_created).toBe(n);
+  // The outage fell in the middle: runs were created before it, the relay called the API while it was down,
+  // and runs were left to drain after recovery.
+  expect(o.outage_runs_before).toBeGreaterThan(0);
+  expect(o.outage_api_calls_during).toBeGreaterThan(0);
+  expect(o.outage_runs_after_recovery).toBeGreaterThan(0);
+  expect(o.outage_detect_s).toBeLessThanOrEqual(o.outage_drain_s);
+  expect(o.outage_drain_rate_over_healthy).toBeGreaterThan(0);
 });

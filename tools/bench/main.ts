@@ -1,7 +1,8 @@
 /**
- * `npm run bench [-- --quick]`: the relay against the bare-Temporal ceiling and a plain Kafka→HTTP consumer,
- * side by side, in one run on one machine, same Kafka, same Temporal, same minimal runs API. Prints one table
- * and writes tools/results/<date>[-quick].json. Figures are measured, never assumed.
+ * `npm run bench [-- --quick] [-- --phases a,b]`: the relay against the bare-Temporal ceiling and a plain
+ * Kafka→HTTP consumer, side by side, and what a runs-API outage costs, in one run on one machine, same Kafka,
+ * same Temporal, same minimal runs API. Prints one table and writes tools/results/<date>[-quick][-<phases>].json.
+ * Figures are measured, never assumed.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -15,40 +16,56 @@ import { PACKAGE_ROOT } from '../../src/version';
 import { LocalStack } from '../../src/devstack/stack/stack';
 import { codecDecodeBench, codecTable } from './codecs';
 import { round } from './measure';
-import { type BenchTarget, baseline, ceiling, ingesterMemory, latency, relayDrain } from './phases';
+import { outage } from './outage';
+import type { BenchTarget } from './phases';
+import { type Phase, PHASES, type Report, RELAY_WORKERS, SIZES, runSuite } from './suite';
 
-/** The ceiling's start concurrency: 16 beat 64 in every run here (starts compete with execution on the server). */
-const CEILING_CONCURRENCY = 16;
+/** The outage phase's probe interval: the product default, set explicitly so the result records it. */
+const OUTAGE_PROBE_INTERVAL_MS = 2_000;
 
-const SIZES = {
-  quick: { n: 600, rounds: 1, latencyS: 15, memBacklog: 20_000, memWindowS: 20, scaleN: 300 },
-  full: {
-    n: 3000,
-    rounds: 2,
-    latencyS: 60,
-    memBacklog: 100_000,
-    memWindowS: 60,
-    scaleN: 1000,
-  },
+function parsePhases(list: string | undefined): Set<Phase> {
+  if (list === undefined) return new Set(PHASES);
+  const names = list
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const unknown = names.filter((x) => !(PHASES as readonly string[]).includes(x));
+  if (unknown.length > 0 || names.length === 0) {
+    throw new Error(`--phases: unknown phase '${unknown.join(',')}' (known: ${PHASES.join(', ')})`);
+  }
+  const set = new Set(names as Phase[]);
+  if (set.has('latency') && !set.has('relay')) {
+    throw new Error('--phases: latency needs relay (its offered load is half the relay rate)');
+  }
+  return set;
+}
+
+const positive = (v: string) => {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n <= 0) throw new Error(`not a positive integer: ${v}`);
+  return n;
 };
 
 async function main(): Promise<void> {
   const opts = new Command('bench')
     .option('--quick', 'the ≤ 3-minute subset')
     .option('--codecs', 'only the decode cost of each Kafka codec (seconds; no stack)')
+    .option('--phases <list>', `comma-separated subset of: ${PHASES.join(', ')} (default: all)`)
+    .option('--outage-n <n>', 'dispatches in the outage phase (default 2000; quick 300)', positive)
+    .option('--outage-s <s>', 'length of the outage in seconds (default 60; quick 15)', positive)
     .parse(process.argv)
-    .opts<{ quick?: boolean; codecs?: boolean }>();
+    .opts<{ quick?: boolean; codecs?: boolean; phases?: string; outageN?: number; outageS?: number }>();
   if (opts.codecs) {
     process.stdout.write(`\nKafka codec decode cost\n${codecTable(await codecDecodeBench())}`);
     return;
   }
+  const phases = parsePhases(opts.phases);
   const mode = opts.quick ? 'quick' : 'full';
   const size = SIZES[mode];
   const progress = consoleProgress('bench');
   const cfg = loadStackConfig();
   const stack = new LocalStack(cfg, progress);
   await stack.up();
-  const logsDir = path.join(cfg.stateDir, 'logs');
   const kafka = new Kafka({
     clientId: 'poimen-bench',
     brokers: [stack.services.kafka.address],
@@ -58,24 +75,26 @@ async function main(): Promise<void> {
     kafkaBrokers: stack.services.kafka.address,
     temporalAddress: stack.services.temporal.address,
     namespace: cfg.namespace,
-    logsDir,
+    logsDir: path.join(cfg.stateDir, 'logs'),
     kafka,
   };
 
   // A second, throwaway Temporal dev server without a database file, for the persistence comparison and for
-  // phases that leave executions behind.
-  const memPort = await freePort();
+  // phases that leave executions behind; only started when such a phase runs.
   const memCfg = {
     ...cfg,
     stateDir: fs.mkdtempSync(path.join(os.tmpdir(), 'poimen-bench-mem-')),
-    temporalPort: memPort,
+    temporalPort: await freePort(),
     temporalUiPort: await freePort(),
     temporalMetricsPort: await freePort(),
     temporalInMemory: true,
   };
   const memStack = new LocalStack(memCfg, progress);
-  await memStack.startService('temporal');
-  const memory: BenchTarget = { ...sqlite, temporalAddress: memStack.services.temporal.address };
+  const needsMemory = phases.has('memory') || phases.has('scaling');
+  if (needsMemory) await memStack.startService('temporal');
+  const memory: BenchTarget | undefined = needsMemory
+    ? { ...sqlite, temporalAddress: memStack.services.temporal.address }
+    : undefined;
   // An interrupted benchmark must not leave its throwaway server running.
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => void memStack.stopService('temporal').finally(() => process.exit(130)));
@@ -83,79 +102,72 @@ async function main(): Promise<void> {
 
   const started = Date.now();
   try {
-    // Ceiling and relay alternate: the SQLite database grows with every phase and the machine's load drifts,
-    // so measuring one after the other would hand the earlier phase an advantage. Each figure is the mean of
-    // its rounds; the runs are kept in the result.
-    const ceilings = [];
-    const relays = [];
-    for (let r = 1; r <= size.rounds; r++) {
-      progress(
-        `ceiling ${r}/${size.rounds}: ${size.n} dispatch workflows started directly (concurrency ${CEILING_CONCURRENCY})`,
-      );
-      ceilings.push(await ceiling(sqlite, size.n, CEILING_CONCURRENCY, 1));
-      progress(`relay ${r}/${size.rounds}: draining ${size.n} pre-loaded records (1 ingester, 1 worker)`);
-      relays.push(await relayDrain(sqlite, size.n, { workers: 1, partitions: 4 }));
-    }
-    const mean = (xs: number[]) => round(xs.reduce((a, b) => a + b, 0) / xs.length);
-    const ceilingPerS = mean(ceilings.map((c) => c.per_s));
-    const relay = {
-      per_s: mean(relays.map((x) => x.per_s)),
-      amplification: Math.max(...relays.map((x) => x.amplification)),
-      worker_rss_mib: Math.max(...relays.map((x) => x.worker_rss_mib)),
-      ingester_rss_mib: Math.max(...relays.map((x) => x.ingester_rss_mib ?? 0)),
-    };
-    progress(`baseline: plain kafkajs → undici consumer, ${size.n} records`);
-    const base = await baseline(sqlite, size.n, 4);
-    const rate = Math.max(1, Math.round(relay.per_s / 2));
-    progress(`latency: ${rate}/s offered for ${size.latencyS} s`);
-    const lat = await latency(sqlite, rate, size.latencyS, 1);
-    progress(
-      `memory: ingester with a ${size.memBacklog}-record backlog (${size.memWindowS} s window, in-memory Temporal)`,
-    );
-    const mem = await ingesterMemory(memory, size.memBacklog, size.memWindowS);
-    const scaling: Record<string, number> = {};
-    // Every relay drain must end with the group committed to the log end (issue 10 item 6).
-    const atLogEnd = relays.map((x) => x.committed_at_log_end);
-    for (const w of [1, 2, 4]) {
-      progress(`scaling: ${w} worker(s), ${size.scaleN} records`);
-      const drain = await relayDrain(sqlite, size.scaleN, { workers: w, partitions: 4 });
-      scaling[`workers_${w}_per_s`] = drain.per_s;
-      atLogEnd.push(drain.committed_at_log_end);
-    }
-    progress(`persistence: in-memory Temporal, ${size.scaleN} records`);
-    const memDrain = await relayDrain(memory, size.scaleN, { workers: 1, partitions: 4 });
-    scaling.memory_persistence_per_s = memDrain.per_s;
-    atLogEnd.push(memDrain.committed_at_log_end);
-    scaling.sqlite_wal_persistence_per_s = scaling.workers_1_per_s!;
+    const report: Report = await runSuite(phases, size, sqlite, memory, progress);
+    const { fields, rows, atLogEnd } = report;
 
-    progress('codecs: decode cost of each Kafka compression codec');
-    const codecDecode = await codecDecodeBench();
+    const outageN = opts.outageN ?? size.outageN;
+    const outageS = opts.outageS ?? size.outageS;
+    let outageSettings: Record<string, unknown> | undefined;
+    if (phases.has('outage')) {
+      progress(`outage: ${outageN} dispatches, the runs API answers 503 for ${outageS} s in the middle`);
+      const { settings, ...figures } = await outage(sqlite, {
+        n: outageN,
+        outageS,
+        workers: RELAY_WORKERS,
+        partitions: 4,
+        probeIntervalMs: OUTAGE_PROBE_INTERVAL_MS,
+      });
+      outageSettings = settings;
+      Object.assign(fields, figures);
+      const relayPerS = fields.relay_per_s;
+      if (typeof relayPerS === 'number') {
+        fields.outage_drain_rate_over_relay = round(figures.outage_drain_per_s / relayPerS, 3);
+      }
+      rows.push(
+        [
+          `outage: API calls during ${figures.outage_actual_s} s down`,
+          String(figures.outage_api_calls_during),
+        ],
+        [
+          'outage: dead letters',
+          `${figures.outage_dead_letters} (runs ${figures.outage_runs_created}/${outageN})`,
+        ],
+        [
+          'outage: drain after recovery',
+          `${figures.outage_drain_s} s for ${figures.outage_runs_after_recovery} runs (90 % by ${figures.outage_drain_90_s} s), first run after ${figures.outage_detect_s} s`,
+        ],
+        [
+          'outage: drain rate ÷ healthy rate',
+          `${figures.outage_drain_rate_over_healthy} (${figures.outage_drain_per_s}/s ÷ ${figures.outage_healthy_per_s}/s before the outage)`,
+        ],
+      );
+      if (figures.outage_healthy_executing_per_s !== null) {
+        rows.push([
+          'outage: … ÷ healthy rate, all started',
+          `${figures.outage_drain_rate_over_healthy_executing} (÷ ${figures.outage_healthy_executing_per_s}/s once the ingester had started all, ${figures.outage_ingested_before_outage_s} s before the outage)`,
+        ]);
+      }
+      if (fields.outage_drain_rate_over_relay !== undefined) {
+        rows.push(['outage: … ÷ relay drain rate', String(fields.outage_drain_rate_over_relay)]);
+      }
+    }
+
+    let codecDecode: Awaited<ReturnType<typeof codecDecodeBench>> | undefined;
+    if (phases.has('codecs')) {
+      progress('codecs: decode cost of each Kafka compression codec');
+      codecDecode = await codecDecodeBench();
+    }
 
     const relayCfg = loadRelayConfig('ingester', {});
+    const all = phases.size === PHASES.length;
     const result = {
       date: new Date().toISOString(),
       mode,
+      ...(all ? {} : { phases: [...phases] }),
       duration_s: round((Date.now() - started) / 1000),
-      ceiling_per_s: ceilingPerS,
-      relay_per_s: relay.per_s,
-      baseline_per_s: base.per_s,
-      relay_over_ceiling: round(relay.per_s / ceilingPerS, 3),
-      relay_over_baseline: round(relay.per_s / base.per_s, 3),
-      latency_offered_per_s: lat.offered_per_s,
-      latency_p50_ms: lat.p50_ms,
-      latency_p95_ms: lat.p95_ms,
-      latency_p99_ms: lat.p99_ms,
-      amplification: relay.amplification,
-      committed_at_log_end: atLogEnd.every(Boolean),
-      ingester_rss_mib: mem.ingester_rss_mib,
-      worker_rss_mib: Math.max(relay.worker_rss_mib, mem.worker_rss_mib ?? 0),
-      ingester_rss_during_drain_mib: relay.ingester_rss_mib,
-      baseline_rss_mib: base.rss_mib,
-      memory_backlog: mem,
-      ceiling_runs: ceilings,
-      relay_runs: relays,
-      scaling,
-      codec_decode: codecDecode,
+      ...fields,
+      ...(atLogEnd.length > 0 ? { committed_at_log_end: atLogEnd.every(Boolean) } : {}),
+      ...(codecDecode ? { codec_decode: codecDecode } : {}),
       machine: {
         cores: os.cpus().length,
         cpu: os.cpus()[0]?.model,
@@ -163,63 +175,48 @@ async function main(): Promise<void> {
         node: process.version,
       },
       settings: {
-        n: size.n,
+        ...(phases.has('relay') || phases.has('baseline') ? { n: size.n } : {}),
         partitions: 4,
         ingest: relayCfg.ingest,
         worker: relayCfg.worker,
+        retry: relayCfg.retry,
+        ...(outageSettings ? { outage: outageSettings } : {}),
         temporal: 'dev server (CLI v1.5.1, server 1.29.1), SQLite WAL synchronous=OFF unless noted',
         kafka: `${cfg.kafkaVersion} KRaft single node`,
       },
     };
-    const rows: [string, string][] = [
-      [
-        'ceiling (bare Temporal)',
-        `${result.ceiling_per_s}/s (mean of ${size.rounds}: ${ceilings.map((c) => c.per_s).join(', ')})`,
-      ],
-      [
-        'relay (Kafka → ingester → Temporal → API)',
-        `${result.relay_per_s}/s = ${result.relay_over_ceiling} × ceiling (runs: ${relays.map((x) => x.per_s).join(', ')})`,
-      ],
-      [
-        'baseline (kafkajs → undici, no Temporal)',
-        `${result.baseline_per_s}/s; relay = ${result.relay_over_baseline} × baseline`,
-      ],
-      [
-        `latency at ${lat.offered_per_s}/s`,
-        `p50 ${lat.p50_ms} ms, p95 ${lat.p95_ms} ms, p99 ${lat.p99_ms} ms`,
-      ],
-      ['amplification (POSTs per dispatch)', String(result.amplification)],
-      [
+    if (atLogEnd.length > 0) {
+      rows.push([
         'committed offsets at the log end',
         `${result.committed_at_log_end} (${atLogEnd.filter(Boolean).length} of ${atLogEnd.length} drains)`,
-      ],
-      [`ingester peak RSS (${size.memBacklog} backlog)`, `${result.ingester_rss_mib} MiB`],
-      ['worker peak RSS', `${result.worker_rss_mib} MiB`],
-      [
-        'scaling 1 / 2 / 4 workers',
-        `${scaling.workers_1_per_s} / ${scaling.workers_2_per_s} / ${scaling.workers_4_per_s} /s`,
-      ],
-      [
-        'Temporal in memory vs SQLite WAL',
-        `${scaling.memory_persistence_per_s} vs ${scaling.sqlite_wal_persistence_per_s} /s`,
-      ],
-    ];
+      ]);
+    }
     process.stdout.write(
-      `\npoimen-relay benchmark (${mode}, ${result.machine.cores} cores, ${result.duration_s} s)\n`,
+      `\npoimen-relay benchmark (${mode}${all ? '' : `, ${[...phases].join(', ')}`}, ${result.machine.cores} cores, ${result.duration_s} s)\n`,
     );
     for (const [k, v] of rows) process.stdout.write(`  ${k.padEnd(44)} ${v}\n`);
-    process.stdout.write(`\nKafka codec decode cost\n${codecTable(codecDecode)}`);
+    if (codecDecode) process.stdout.write(`\nKafka codec decode cost\n${codecTable(codecDecode)}`);
     const dir = path.join(PACKAGE_ROOT, 'tools', 'results');
     fs.mkdirSync(dir, { recursive: true });
-    const file = path.join(dir, `${result.date.slice(0, 10)}${mode === 'quick' ? '-quick' : ''}.json`);
+    const suffix = `${mode === 'quick' ? '-quick' : ''}${all ? '' : `-${[...phases].join('-')}`}`;
+    const file = path.join(dir, `${result.date.slice(0, 10)}${suffix}.json`);
     fs.writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
     process.stdout.write(`\nwritten to ${path.relative(process.cwd(), file)}\n`);
-    if (!result.committed_at_log_end) {
+    if (result.committed_at_log_end === false) {
       process.stderr.write('bench: FAILED: a relay drain ended with the group short of the log end\n');
       process.exitCode = 1;
     }
+    if (
+      phases.has('outage') &&
+      (fields.outage_dead_letters !== 0 || fields.outage_runs_created !== outageN)
+    ) {
+      process.stderr.write(
+        `bench: FAILED: the outage phase dead-lettered ${String(fields.outage_dead_letters)} and created ${String(fields.outage_runs_created)} of ${outageN} runs\n`,
+      );
+      process.exitCode = 1;
+    }
   } finally {
-    await memStack.stopService('temporal');
+    if (needsMemory) await memStack.stopService('temporal');
     fs.rmSync(memCfg.stateDir, { recursive: true, force: true });
   }
 }

@@ -1,0 +1,168 @@
+/**
+ * The throughput, latency and memory phases of `npm run bench`, run in their fixed order (main.ts adds the
+ * outage phase and the codecs): each selected phase adds its figures to one flat record and its lines to the
+ * printed table, under the same keys whether the whole bench runs or a subset.
+ */
+import { round } from './measure';
+import { type BenchTarget, baseline, ceiling, ingesterMemory, latency, relayDrain } from './phases';
+
+export const PHASES = ['relay', 'baseline', 'latency', 'memory', 'scaling', 'outage', 'codecs'] as const;
+export type Phase = (typeof PHASES)[number];
+
+/** The ceiling's start concurrency: 16 beat 64 in every run here (starts compete with execution on the server). */
+const CEILING_CONCURRENCY = 16;
+/** Worker processes of the relay drain; the outage phase uses the same so their rates compare. */
+export const RELAY_WORKERS = 1;
+
+export const SIZES = {
+  quick: {
+    n: 600,
+    rounds: 1,
+    latencyS: 15,
+    memBacklog: 20_000,
+    memWindowS: 20,
+    scaleN: 300,
+    outageN: 300,
+    outageS: 15,
+  },
+  full: {
+    n: 3000,
+    rounds: 2,
+    latencyS: 60,
+    memBacklog: 100_000,
+    memWindowS: 60,
+    scaleN: 1000,
+    outageN: 2000,
+    outageS: 60,
+  },
+};
+
+export interface Report {
+  fields: Record<string, unknown>;
+  rows: [string, string][];
+  /** Whether each relay drain ended with its group committed to the log end (issue 10 item 6). */
+  atLogEnd: boolean[];
+}
+
+export async function runSuite(
+  phases: Set<Phase>,
+  size: (typeof SIZES)['full'],
+  sqlite: BenchTarget,
+  memory: BenchTarget | undefined,
+  progress: (line: string) => void,
+): Promise<Report> {
+  const fields: Record<string, unknown> = {};
+  const rows: [string, string][] = [];
+  const atLogEnd: boolean[] = [];
+  const workerRss: number[] = [];
+  const mean = (xs: number[]) => round(xs.reduce((a, b) => a + b, 0) / xs.length);
+  let relayPerS: number | undefined;
+
+  if (phases.has('relay')) {
+    // Ceiling and relay alternate: the SQLite database grows with every phase and the machine's load drifts,
+    // so measuring one after the other would hand the earlier phase an advantage. Each figure is the mean of
+    // its rounds; the runs are kept in the result.
+    const ceilings = [];
+    const relays = [];
+    for (let r = 1; r <= size.rounds; r++) {
+      progress(
+        `ceiling ${r}/${size.rounds}: ${size.n} dispatch workflows started directly (concurrency ${CEILING_CONCURRENCY})`,
+      );
+      ceilings.push(await ceiling(sqlite, size.n, CEILING_CONCURRENCY, 1));
+      progress(`relay ${r}/${size.rounds}: draining ${size.n} pre-loaded records (1 ingester, 1 worker)`);
+      relays.push(await relayDrain(sqlite, size.n, { workers: RELAY_WORKERS, partitions: 4 }));
+    }
+    const ceilingPerS = mean(ceilings.map((c) => c.per_s));
+    relayPerS = mean(relays.map((x) => x.per_s));
+    atLogEnd.push(...relays.map((x) => x.committed_at_log_end));
+    workerRss.push(...relays.map((x) => x.worker_rss_mib));
+    Object.assign(fields, {
+      ceiling_per_s: ceilingPerS,
+      relay_per_s: relayPerS,
+      relay_over_ceiling: round(relayPerS / ceilingPerS, 3),
+      amplification: Math.max(...relays.map((x) => x.amplification)),
+      ingester_rss_during_drain_mib: Math.max(...relays.map((x) => x.ingester_rss_mib ?? 0)),
+      ceiling_runs: ceilings,
+      relay_runs: relays,
+    });
+    rows.push(
+      [
+        'ceiling (bare Temporal)',
+        `${ceilingPerS}/s (mean of ${size.rounds}: ${ceilings.map((c) => c.per_s).join(', ')})`,
+      ],
+      [
+        'relay (Kafka → ingester → Temporal → API)',
+        `${relayPerS}/s = ${String(fields.relay_over_ceiling)} × ceiling (runs: ${relays.map((x) => x.per_s).join(', ')})`,
+      ],
+      ['amplification (POSTs per dispatch)', String(fields.amplification)],
+    );
+  }
+
+  if (phases.has('baseline')) {
+    progress(`baseline: plain kafkajs → undici consumer, ${size.n} records`);
+    const base = await baseline(sqlite, size.n, 4);
+    fields.baseline_per_s = base.per_s;
+    fields.baseline_rss_mib = base.rss_mib;
+    const vs = relayPerS === undefined ? '' : `; relay = ${round(relayPerS / base.per_s, 3)} × baseline`;
+    if (relayPerS !== undefined) fields.relay_over_baseline = round(relayPerS / base.per_s, 3);
+    rows.push(['baseline (kafkajs → undici, no Temporal)', `${base.per_s}/s${vs}`]);
+  }
+
+  if (phases.has('latency') && relayPerS !== undefined) {
+    const rate = Math.max(1, Math.round(relayPerS / 2));
+    progress(`latency: ${rate}/s offered for ${size.latencyS} s`);
+    const lat = await latency(sqlite, rate, size.latencyS, 1);
+    Object.assign(fields, {
+      latency_offered_per_s: lat.offered_per_s,
+      latency_p50_ms: lat.p50_ms,
+      latency_p95_ms: lat.p95_ms,
+      latency_p99_ms: lat.p99_ms,
+    });
+    rows.push([
+      `latency at ${lat.offered_per_s}/s`,
+      `p50 ${lat.p50_ms} ms, p95 ${lat.p95_ms} ms, p99 ${lat.p99_ms} ms`,
+    ]);
+  }
+
+  if (phases.has('memory') && memory) {
+    progress(
+      `memory: ingester with a ${size.memBacklog}-record backlog (${size.memWindowS} s window, in-memory Temporal)`,
+    );
+    const mem = await ingesterMemory(memory, size.memBacklog, size.memWindowS);
+    workerRss.push(mem.worker_rss_mib ?? 0);
+    fields.ingester_rss_mib = mem.ingester_rss_mib;
+    fields.memory_backlog = mem;
+    rows.push([`ingester peak RSS (${size.memBacklog} backlog)`, `${mem.ingester_rss_mib} MiB`]);
+  }
+  if (workerRss.length > 0) {
+    fields.worker_rss_mib = Math.max(...workerRss);
+    rows.push(['worker peak RSS', `${String(fields.worker_rss_mib)} MiB`]);
+  }
+
+  if (phases.has('scaling') && memory) {
+    const scaling: Record<string, number> = {};
+    for (const w of [1, 2, 4]) {
+      progress(`scaling: ${w} worker(s), ${size.scaleN} records`);
+      const drain = await relayDrain(sqlite, size.scaleN, { workers: w, partitions: 4 });
+      scaling[`workers_${w}_per_s`] = drain.per_s;
+      atLogEnd.push(drain.committed_at_log_end);
+    }
+    progress(`persistence: in-memory Temporal, ${size.scaleN} records`);
+    const memDrain = await relayDrain(memory, size.scaleN, { workers: 1, partitions: 4 });
+    scaling.memory_persistence_per_s = memDrain.per_s;
+    atLogEnd.push(memDrain.committed_at_log_end);
+    scaling.sqlite_wal_persistence_per_s = scaling.workers_1_per_s!;
+    fields.scaling = scaling;
+    rows.push(
+      [
+        'scaling 1 / 2 / 4 workers',
+        `${scaling.workers_1_per_s} / ${scaling.workers_2_per_s} / ${scaling.workers_4_per_s} /s`,
+      ],
+      [
+        'Temporal in memory vs SQLite WAL',
+        `${scaling.memory_persistence_per_s} vs ${scaling.sqlite_wal_persistence_per_s} /s`,
+      ],
+    );
+  }
+  return { fields, rows, atLogEnd };
+}
