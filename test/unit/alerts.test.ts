@@ -71,7 +71,7 @@ describe('deploy/prometheus/alerts.yml (promtool)', () => {
       .tests;
     const cases = tests.flatMap((t) => t.alert_rule_test ?? []);
     const names = alertNames();
-    expect(names).toHaveLength(7);
+    expect(names).toHaveLength(8);
     for (const name of names) {
       const mine = cases.filter((c) => c.alertname === name);
       const firing = mine.filter((c) => (c.exp_alerts ?? []).length > 0);
@@ -87,12 +87,22 @@ describe('deploy/prometheus/alerts.yml (promtool)', () => {
     }
   });
 
-  it('fails when an alert expression is broken (the tests really check the rules)', () => {
-    const rules = fs.readFileSync(path.join(root, RULES), 'utf8');
-    const broken = rules.replace(
+  // Each rewrite is a plausible mistake the tests must catch: a threshold off by ten, and a breaker alert that
+  // counts only "open" (1), which a half-open probe (2) would reset every probe interval.
+  it.each([
+    [
+      'PoimenDlqLagHigh',
       'max by (topic) (dlq_consumer_lag) > 100',
       'max by (topic) (dlq_consumer_lag) > 1000',
-    );
+    ],
+    [
+      'PoimenRunsApiCircuitOpen',
+      'count(poimen_runs_api_circuit_state > 0)',
+      'count(poimen_runs_api_circuit_state == 1)',
+    ],
+  ])('fails when the expression of %s is broken (the tests really check the rules)', (name, expr, wrong) => {
+    const rules = fs.readFileSync(path.join(root, RULES), 'utf8');
+    const broken = rules.replace(expr, wrong);
     expect(broken).not.toBe(rules);
     withTempDir((dir) => {
       fs.writeFileSync(path.join(dir, 'alerts.yml'), broken);
@@ -100,8 +110,36 @@ describe('deploy/prometheus/alerts.yml (promtool)', () => {
       const run = promtool(['test', 'rules', 'alerts.test.yml'], dir);
       expect(run.status).not.toBe(0);
       expect(run.output).toContain('FAILED');
-      expect(run.output).toContain('PoimenDlqLagHigh');
+      expect(run.output).toContain(name);
     });
+  });
+
+  it('links every alert to a section of docs/operations.md that exists', () => {
+    // GitHub's heading anchors: lower case, punctuation other than '-' dropped, spaces as '-'.
+    const anchors = fs
+      .readFileSync(path.join(root, 'docs/operations.md'), 'utf8')
+      .split('\n')
+      .flatMap((l) => (/^#{1,6} /.test(l) ? [l.replace(/^#+ /, '')] : []))
+      .map((h) =>
+        h
+          .trim()
+          .toLowerCase()
+          .replace(/[^\p{L}\p{N} _-]/gu, '')
+          .replace(/ /g, '-'),
+      );
+    const rules = (
+      parse(fs.readFileSync(path.join(root, RULES), 'utf8')) as {
+        groups: { rules: { alert?: string; annotations?: { runbook_url?: string } }[] }[];
+      }
+    ).groups.flatMap((g) => g.rules);
+    expect(rules.length).toBeGreaterThan(0);
+    for (const r of rules) {
+      const anchor = /^docs\/operations\.md#(.+)$/.exec(r.annotations?.runbook_url ?? '')?.[1];
+      expect({ alert: r.alert, anchor: anchors.includes(anchor ?? '') }).toEqual({
+        alert: r.alert,
+        anchor: true,
+      });
+    }
   });
 });
 

@@ -245,7 +245,7 @@ describe('deploy/prometheus', () => {
     });
   });
 
-  it('defines the seven relay alerts on contract §7 metrics, each with severity, summary and runbook', () => {
+  it('defines the eight relay alerts on contract §7 metrics, each with severity, summary and runbook', () => {
     const rules = parseYaml('deploy/prometheus/alerts.yml') as Rules;
     expect(rules.groups.map((g) => g.name)).toEqual(['poimen-relay']);
     const alerts = rules.groups.flatMap((g) => g.rules);
@@ -258,6 +258,7 @@ describe('deploy/prometheus', () => {
         'PoimenRunsApiErrorRate',
         'PoimenIngestPartitionUndecodable',
         'PoimenIngestPartitionsPaused',
+        'PoimenRunsApiCircuitOpen',
       ].sort(),
     );
     const metricOf: Record<string, string> = {
@@ -268,6 +269,7 @@ describe('deploy/prometheus', () => {
       PoimenRunsApiErrorRate: 'poimen_runs_api_requests_total',
       PoimenIngestPartitionUndecodable: 'poimen_ingest_undecodable_partitions',
       PoimenIngestPartitionsPaused: 'poimen_ingest_paused_partitions',
+      PoimenRunsApiCircuitOpen: 'poimen_runs_api_circuit_state',
     };
     for (const a of alerts) {
       expect(a.expr).toContain(metricOf[a.alert]);

@@ -30,7 +30,11 @@ const SPEC_METRICS = [
   'poimen_runs_api_requests_total',
   'poimen_runs_api_request_duration_seconds',
   'poimen_dispatch_latency_seconds',
+  'poimen_runs_api_circuit_state',
 ];
+
+/** Worker metrics beyond contract §7 that the dashboard also shows (docs/contract.md §7 names them). */
+const BEYOND_CONTRACT_METRICS = ['poimen_runs_api_breaker_waiting'];
 
 /** The POIMEN_ tuning knobs documented in the "Tuning knobs" table of docs/configuration.md. */
 function tuningVariables(): string[] {
@@ -480,6 +484,9 @@ describe('deploy/grafana/poimen-relay-dashboard.json', () => {
     title: string;
     datasource?: { type?: string; uid?: string };
     targets?: Target[];
+    fieldConfig?: {
+      defaults?: { mappings?: { type: string; options?: Record<string, { text?: string }> }[] };
+    };
   }
   const dashboard = JSON.parse(read('deploy/grafana/poimen-relay-dashboard.json')) as {
     uid?: string;
@@ -504,14 +511,14 @@ describe('deploy/grafana/poimen-relay-dashboard.json', () => {
     }
   });
 
-  it('queries only contract §7 metrics', () => {
+  it('queries only contract §7 metrics (and the documented worker extras), each of them', () => {
     expect(exprs.length).toBeGreaterThan(0);
+    const known = [...SPEC_METRICS, ...BEYOND_CONTRACT_METRICS];
     const used = exprs.flatMap((e) => e.match(/\b(?:poimen|dlq)_[a-z0-9_]*/g) ?? []);
-    const base = (m: string): string =>
-      SPEC_METRICS.includes(m) ? m : m.replace(/_(bucket|sum|count)$/, '');
-    expect(used.filter((m) => !SPEC_METRICS.includes(base(m)))).toEqual([]);
+    const base = (m: string): string => (known.includes(m) ? m : m.replace(/_(bucket|sum|count)$/, ''));
+    expect(used.filter((m) => !known.includes(base(m)))).toEqual([]);
     // Every contract §7 metric has a panel.
-    expect([...new Set(used.map(base))].sort()).toEqual([...SPEC_METRICS].sort());
+    expect([...new Set(used.map(base))].sort()).toEqual([...known].sort());
   });
 
   it('shows the requested views', () => {
@@ -521,6 +528,9 @@ describe('deploy/grafana/poimen-relay-dashboard.json', () => {
     expect(all).toMatch(/sum by \(outcome\) \(rate\(poimen_dispatch_records_total(\{[^}]*\})?\[/);
     expect(all).toMatch(/sum by \(topic\) \(rate\(dlq_messages_sent_total(\{[^}]*\})?\[/);
     expect(all).toMatch(/sum by \(code\) \(rate\(poimen_runs_api_requests_total\[/);
+    // The breaker is per worker process: one series per instance, not a sum that hides which worker is open.
+    expect(all).toContain('max by (instance) (poimen_runs_api_circuit_state)');
+    expect(all).toContain('sum by (instance) (poimen_runs_api_breaker_waiting)');
     for (const histogram of ['poimen_runs_api_request_duration_seconds', 'poimen_dispatch_latency_seconds']) {
       for (const q of ['0.5', '0.99']) {
         expect(all).toContain(
@@ -528,5 +538,18 @@ describe('deploy/grafana/poimen-relay-dashboard.json', () => {
         );
       }
     }
+  });
+
+  it('names the circuit breaker states as the metric defines them (0 closed, 1 open, 2 half-open)', () => {
+    const panel = queryPanels.find((p) =>
+      (p.targets ?? []).some((t) => t.expr?.includes('poimen_runs_api_circuit_state')),
+    );
+    expect(panel).toBeDefined();
+    const names = Object.fromEntries(
+      (panel!.fieldConfig?.defaults?.mappings ?? [])
+        .filter((m) => m.type === 'value')
+        .flatMap((m) => Object.entries(m.options ?? {}).map(([v, o]) => [v, o.text])),
+    );
+    expect(names).toEqual({ '0': 'closed', '1': 'open', '2': 'half-open' });
   });
 });
