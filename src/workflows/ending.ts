@@ -58,7 +58,8 @@ export function endingOf(err: ActivityFailure, policy: DispatchPolicy): CallEndi
     };
   }
   const cap = policy.attemptCap ?? 0;
-  const retryCount = details?.attempt ?? 1;
+  // A call still queued when its budget ended (every worker slot held by waiting attempts) made no attempt.
+  const retryCount = details?.attempt ?? (err.cause instanceof TimeoutFailure ? 0 : 1);
   const base = { httpStatus, retryCount, maxRetries: cap };
   // Temporal gave up because the next attempt would start past the budget, or the budget's timeout fired.
   const spent =
