@@ -41,18 +41,25 @@ export interface LastFailure {
   atMs: number;
 }
 
-/** `call`: go ahead; `probe`: go ahead as the one probe; `wait`: the breaker is open and someone else probes. */
-export type Admission = 'call' | 'probe' | 'wait';
+/** `call`: go ahead; `probe`: go ahead as the one probe (its ticket goes back with `record`); `wait`: held back. */
+export type Admission = 'call' | 'wait' | { probe: number };
 
-/** How a wait ended: a turn to call (after the breaker closed, or as the probe), or the caller's limit. */
-export type WaitEnd = 'closed' | 'probe' | 'limit';
+/**
+ * An open breaker that nobody has asked to call through for this long closes, one failure away from opening
+ * again: an idle worker would otherwise report "open" for ever after the API came back. Attempts that fail at once
+ * on an open breaker count as asking, so a busy worker's breaker never closes this way.
+ */
+const IDLE_CLOSE_MS = 60_000;
 
 export class CircuitBreaker {
   private current: CircuitState = 'closed';
   private consecutive = 0;
   private probeAtMs = 0;
-  private probing = false;
+  /** The ticket of the probe out now; results of any other ticket are counted as plain calls. */
+  private probeOut: number | undefined;
+  private tickets = 0;
   private openedAtMs: number | undefined;
+  private askedAtMs = 0;
   private last: LastFailure | undefined;
   private readonly wakers = new Set<() => void>();
   private idleTimer: ReturnType<typeof setTimeout> | undefined;
@@ -76,62 +83,71 @@ export class CircuitBreaker {
     return this.last;
   }
 
-  /** Decides for an attempt about to call. A `probe` admission must be followed by `record(…, true)`. */
+  /** Decides for an attempt about to call. A probe's ticket must go back with `record`. */
   admit(): Admission {
     if (this.current === 'closed') return 'call';
-    if (!this.probing && this.now() >= this.probeAtMs) {
-      this.probing = true;
+    this.askedAtMs = this.now();
+    if (this.probeOut === undefined && this.now() >= this.probeAtMs) {
+      this.probeOut = ++this.tickets;
       this.set('half-open');
-      return 'probe';
+      return { probe: this.probeOut };
     }
     return 'wait';
   }
 
-  /** Counts a finished call. `probe`: the call was admitted as the probe. */
-  record(outcome: CallOutcome, probe: boolean): void {
-    if (probe) this.probing = false;
+  /**
+   * Counts a finished call. `probe`: its ticket when it was admitted as the probe. `maxHoldMs` caps how long a
+   * Retry-After may hold the next probe back (the caller's maximum retry interval).
+   */
+  record(outcome: CallOutcome, probe?: number, maxHoldMs = MAX_OPEN_MS): void {
+    // A probe that outlived its turn (the breaker closed and opened again meanwhile) is a plain call.
+    const isProbe = probe !== undefined && probe === this.probeOut;
+    if (isProbe) this.probeOut = undefined;
     if (outcome.kind === 'abandoned') {
       // The probe's turn passes to the next waiter at once; nothing was learnt about the API.
-      if (probe && this.current === 'half-open') this.reopen(0);
+      if (isProbe && this.current === 'half-open') this.reopen(0);
       return;
     }
     if (outcome.kind === 'healthy') {
       this.consecutive = 0;
       if (this.current !== 'closed') {
         this.openedAtMs = undefined;
+        this.probeOut = undefined;
         this.set('closed');
       }
       return;
     }
     this.consecutive += 1;
     this.last = { httpStatus: outcome.httpStatus, reason: outcome.reason, atMs: this.now() };
-    const hold = Math.max(this.opts.probeIntervalMs, Math.min(outcome.retryAfterMs ?? 0, MAX_OPEN_MS));
-    if (probe) this.reopen(hold);
+    const cap = Math.min(MAX_OPEN_MS, Math.max(this.opts.probeIntervalMs, maxHoldMs));
+    const hold = Math.max(this.opts.probeIntervalMs, Math.min(outcome.retryAfterMs ?? 0, cap));
+    if (isProbe) this.reopen(hold);
     else if (this.current === 'closed' && this.consecutive >= this.opts.failures) {
       this.openedAtMs = this.now();
+      this.askedAtMs = this.now();
       this.reopen(hold);
     }
   }
 
   /**
-   * Waits while the breaker holds this attempt back: until it closes, until this attempt is the probe, or until
-   * `limitMs` (a time on the clock). `tick` runs at least every `tickMs` while waiting (the attempt's heartbeat);
-   * an abort of `signal` rejects with its reason.
+   * One step of waiting while the breaker holds an attempt back: sleeps until the breaker changes, the next probe
+   * is due, `tickMs` passes or `limitMs` (a time on the clock) comes; then the caller asks `admit` again. `limit`
+   * when the limit has come or the waiters were released; an abort of `signal` rejects with its reason.
    */
-  async wait(limitMs: number, signal: AbortSignal, tick: () => void, tickMs: number): Promise<WaitEnd> {
-    for (;;) {
-      signal.throwIfAborted();
-      if (this.released) return 'limit';
-      const admission = this.admit();
-      if (admission === 'call') return 'closed';
-      if (admission === 'probe') return 'probe';
-      const now = this.now();
-      if (now >= limitMs) return 'limit';
-      tick();
-      // While a probe is out, its result wakes the waiters; else the next probe time does.
-      const next = this.probing ? now + tickMs : Math.max(this.probeAtMs, now + 1);
-      await this.sleep(Math.min(limitMs, next, now + tickMs) - now, signal);
-    }
+  async pause(limitMs: number, signal: AbortSignal, tickMs: number): Promise<'again' | 'limit'> {
+    signal.throwIfAborted();
+    const now = this.now();
+    if (this.released || now >= limitMs) return 'limit';
+    // While a probe is out, its result wakes the waiters; else the next probe time does.
+    const next =
+      this.current === 'closed'
+        ? now + 1
+        : this.probeOut !== undefined
+          ? now + tickMs
+          : Math.max(this.probeAtMs, now + 1);
+    await this.sleep(Math.min(limitMs, next, now + tickMs) - now, signal);
+    signal.throwIfAborted();
+    return this.released ? 'limit' : 'again';
   }
 
   /**
@@ -147,15 +163,22 @@ export class CircuitBreaker {
   private reopen(holdMs: number): void {
     this.probeAtMs = this.now() + holdMs;
     this.set('open');
+    this.watchIdle(holdMs + IDLE_CLOSE_MS);
+  }
+
+  private watchIdle(afterMs: number): void {
     clearTimeout(this.idleTimer);
-    // With nobody waiting when the probe is due, no probe would ever go and an idle worker would report "open" for
-    // ever after the API came back. It closes instead, one failure from opening again: the next call is the probe.
     this.idleTimer = setTimeout(() => {
-      if (this.current !== 'open' || this.wakers.size > 0) return;
+      if (this.current === 'closed' || this.released) return;
+      const quietMs = this.now() - this.askedAtMs;
+      if (this.wakers.size > 0 || this.probeOut !== undefined || quietMs < IDLE_CLOSE_MS) {
+        this.watchIdle(Math.max(1_000, IDLE_CLOSE_MS - quietMs));
+        return;
+      }
       this.consecutive = this.opts.failures - 1;
       this.openedAtMs = undefined;
       this.set('closed');
-    }, holdMs + 1);
+    }, afterMs);
     this.idleTimer.unref?.();
   }
 

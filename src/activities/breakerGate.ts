@@ -10,7 +10,7 @@ import {
   type PostRunFailureDetails,
   RUNS_API_UNAVAILABLE,
 } from '../workflows/types';
-import { CIRCUIT_STATE_VALUE, CircuitBreaker } from './breaker';
+import { type Admission, CIRCUIT_STATE_VALUE, type CallOutcome, CircuitBreaker } from './breaker';
 import type { Classification, RunsApiAnswer } from './classify';
 
 /** How often a waiting attempt heartbeats (the SDK sends at most one per 0.8 × its heartbeat timeout). */
@@ -23,10 +23,21 @@ const GIVE_UP_BEFORE_BUDGET_MS = 1_000;
 /** Attempts released together after a close spread their retries over this, through the task queue's rate limit. */
 const RELEASE_SPREAD_MS = 1_000;
 
+/** The probe tickets an attempt holds: of the worker's breaker, of its tenant's, or neither. */
+export interface Pass {
+  global?: number;
+  tenant?: number;
+}
+
 export interface BreakerGate {
-  /** Resolves when this attempt may call: true when it is the probe. Throws when it should not call at all. */
-  enter(ctx: Context, attemptTimeoutMs: number): Promise<boolean>;
-  record(verdict: Classification, answer: RunsApiAnswer, cancelled: boolean, probe: boolean): void;
+  /** Resolves when this attempt may call. Throws when it should not call at all (see `enter` below). */
+  enter(ctx: Context, tenant: string, attemptTimeoutMs: number): Promise<Pass>;
+  /** Counts the call's answer. `maxHoldMs`: the attempt's maximum retry interval, the longest a Retry-After holds. */
+  record(
+    tenant: string,
+    pass: Pass,
+    call: { verdict: Classification; answer: RunsApiAnswer; cancelled: boolean; maxHoldMs?: number },
+  ): void;
   /** The worker is shutting down: waiting attempts end now (retryable) rather than at the grace time. */
   releaseWaiters(): void;
 }
@@ -53,89 +64,138 @@ export function waitLimitMs(info: Context['info'], attemptTimeoutMs: number, now
   return Math.max(0, Math.min(budgetEnd, attemptEnd));
 }
 
+/**
+ * Answers that speak for one tenant only (its rate limit, its authorization) open that tenant's breaker, never the
+ * worker's: one tenant throttled must not hold back the others. Everything else retryable is about the API.
+ */
+const TENANT_STATUSES = new Set([429, 403]);
+
 export function createBreakerGate(
   opts: BreakerGateOptions,
   metrics: RelayMetrics,
   logger: Logger,
 ): BreakerGate {
-  const breaker = new CircuitBreaker({
-    failures: opts.failures,
-    probeIntervalMs: opts.probeIntervalMs,
+  const options = { failures: opts.failures, probeIntervalMs: opts.probeIntervalMs };
+  const global: CircuitBreaker = new CircuitBreaker({
+    ...options,
     onState: (state) => {
       metrics.circuitState.set(CIRCUIT_STATE_VALUE[state]);
-      const last = breaker.lastFailure;
+      const last = global.lastFailure;
       if (state === 'open')
         logger.warn({ circuit: state, last: last?.reason }, 'runs API circuit breaker open');
       else if (state === 'closed') logger.info({ circuit: state }, 'runs API circuit breaker closed');
     },
   });
   metrics.circuitState.set(0);
-  const openSince = () => (breaker.openedAt === undefined ? null : new Date(breaker.openedAt).toISOString());
-  const unavailable = (attempt: number) => {
-    const last = breaker.lastFailure;
+  const tenants = new Map<string, CircuitBreaker>();
+  const tenantBreaker = (tenant: string): CircuitBreaker => {
+    let b = tenants.get(tenant);
+    if (!b) {
+      const made: CircuitBreaker = new CircuitBreaker({
+        ...options,
+        onState: (state) => {
+          if (state !== 'open') return;
+          logger.warn({ tenant, last: made.lastFailure?.reason }, "a tenant's runs API circuit breaker open");
+        },
+      });
+      tenants.set(tenant, (b = made));
+    }
+    return b;
+  };
+  const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
+  const unavailable = (b: CircuitBreaker, attempt: number) => {
+    const last = b.lastFailure;
     return ApplicationFailure.create({
       type: RUNS_API_UNAVAILABLE,
-      message: `runs API unavailable (circuit breaker open since ${openSince()}); last: ${last?.reason ?? 'n/a'}`,
+      message: `runs API unavailable (circuit breaker open since ${iso(b.openedAt)}); last: ${last?.reason ?? 'n/a'}`,
       details: [{ httpStatus: last?.httpStatus ?? null, attempt } satisfies PostRunFailureDetails],
     });
   };
+  const ticket = (a: Admission) => (typeof a === 'object' ? a.probe : undefined);
 
   return {
-    async enter(ctx, attemptTimeoutMs) {
-      const admission = breaker.admit();
-      if (admission !== 'wait') return admission === 'probe';
+    /**
+     * While the worker's breaker or the tenant's is open, an attempt of a budgeted, uncapped dispatch waits here,
+     * heartbeating, until both let it call (or it is a probe); one that may not wait (see waitLimitMs) fails at
+     * once without a call, with the outage's last failure.
+     */
+    async enter(ctx, tenant, attemptTimeoutMs) {
       const { attempt } = ctx.info;
-      const limit = waitLimitMs(ctx.info, attemptTimeoutMs, Date.now());
-      if (limit <= Date.now()) {
-        // An attempt that may not wait ends now with the outage's last failure, without a call: its retries, and
-        // with them its attempts cap, advance as if it had called.
-        throw unavailable(attempt);
-      }
-      const details = (): BreakerWaitDetails => ({
-        waitingOnBreaker: true,
-        openSince: openSince(),
-        httpStatus: breaker.lastFailure?.httpStatus ?? null,
-        attempt,
-      });
-      metrics.breakerWaiting.inc();
-      let end;
+      const own = tenantBreaker(tenant);
+      let limit: number | undefined;
+      let waiting = false;
       try {
-        end = await breaker.wait(limit, ctx.cancellationSignal, () => ctx.heartbeat(details()), WAIT_TICK_MS);
+        for (;;) {
+          const g = global.admit();
+          const t = g === 'wait' ? 'wait' : own.admit();
+          const blocked = g === 'wait' ? global : t === 'wait' ? own : undefined;
+          if (!blocked) {
+            const pass: Pass = {};
+            if (ticket(g) !== undefined) pass.global = ticket(g);
+            if (ticket(t) !== undefined) pass.tenant = ticket(t);
+            if (!waiting) return pass;
+            // `dispatch status` reads the latest heartbeat: this attempt no longer waits.
+            ctx.heartbeat({ waitingOnBreaker: false, openSince: null, httpStatus: null, attempt });
+            if (!opts.paced || pass.global !== undefined || pass.tenant !== undefined) return pass;
+            // Every waiting attempt calling at once would pass RUNS_API_MAX_RPS: a retry is dispatched by the
+            // server within the task queue's rate limit.
+            throw ApplicationFailure.create({
+              type: RUNS_API_UNAVAILABLE,
+              message: 'runs API recovered; the call is retried within RUNS_API_MAX_RPS',
+              details: [{ httpStatus: null, attempt } satisfies PostRunFailureDetails],
+              nextRetryDelay: 1 + Math.floor(Math.random() * RELEASE_SPREAD_MS),
+            });
+          }
+          // A probe of the worker's breaker is not held while waiting on the tenant's: someone else takes it.
+          if (typeof g === 'object') global.record({ kind: 'abandoned' }, g.probe);
+          limit ??= waitLimitMs(ctx.info, attemptTimeoutMs, Date.now());
+          if (!waiting) {
+            if (limit <= Date.now()) throw unavailable(blocked, attempt);
+            waiting = true;
+            metrics.breakerWaiting.inc();
+          }
+          ctx.heartbeat({
+            waitingOnBreaker: true,
+            openSince: iso(blocked.openedAt),
+            httpStatus: blocked.lastFailure?.httpStatus ?? null,
+            attempt,
+          } satisfies BreakerWaitDetails);
+          if ((await blocked.pause(limit, ctx.cancellationSignal, WAIT_TICK_MS)) === 'limit') {
+            throw unavailable(blocked, attempt);
+          }
+        }
       } finally {
-        metrics.breakerWaiting.dec();
+        if (waiting) metrics.breakerWaiting.dec();
       }
-      // `dispatch status` reads the latest heartbeat: this attempt no longer waits.
-      if (end !== 'limit') ctx.heartbeat({ ...details(), waitingOnBreaker: false });
-      if (end === 'probe') return true;
-      if (end === 'limit') throw unavailable(attempt);
-      if (!opts.paced) return false;
-      // Every waiting attempt calling at once would pass RUNS_API_MAX_RPS: a retry is dispatched by the server
-      // within the task queue's rate limit.
-      throw ApplicationFailure.create({
-        type: RUNS_API_UNAVAILABLE,
-        message: 'runs API recovered; the call is retried within RUNS_API_MAX_RPS',
-        details: [{ httpStatus: null, attempt } satisfies PostRunFailureDetails],
-        nextRetryDelay: 1 + Math.floor(Math.random() * RELEASE_SPREAD_MS),
-      });
     },
 
-    releaseWaiters: () => breaker.releaseWaiters(),
-
-    record(verdict, answer, cancelled, probe) {
-      if (cancelled) breaker.record({ kind: 'abandoned' }, probe);
-      else if (verdict.outcome !== 'retryable') breaker.record({ kind: 'healthy' }, probe);
-      else {
-        const reason = answer.kind === 'error' ? verdict.reason : `runs API answered ${verdict.httpStatus}`;
-        breaker.record(
-          {
-            kind: 'outage',
-            httpStatus: verdict.httpStatus,
-            reason,
-            ...(verdict.retryAfterMs === undefined ? {} : { retryAfterMs: verdict.retryAfterMs }),
-          },
-          probe,
-        );
+    record(tenant, pass, { verdict, answer, cancelled, maxHoldMs }) {
+      const own = tenantBreaker(tenant);
+      if (cancelled || verdict.outcome !== 'retryable') {
+        const outcome = cancelled ? ({ kind: 'abandoned' } as const) : ({ kind: 'healthy' } as const);
+        global.record(outcome, pass.global);
+        own.record(outcome, pass.tenant);
+        return;
       }
+      const outage: CallOutcome = {
+        kind: 'outage',
+        httpStatus: verdict.httpStatus,
+        reason: answer.kind === 'error' ? verdict.reason : `runs API answered ${verdict.httpStatus}`,
+        ...(verdict.retryAfterMs === undefined ? {} : { retryAfterMs: verdict.retryAfterMs }),
+      };
+      if (verdict.httpStatus !== null && TENANT_STATUSES.has(verdict.httpStatus)) {
+        // The API answered: it is up, whatever this tenant's limits say.
+        global.record({ kind: 'healthy' }, pass.global);
+        own.record(outage, pass.tenant, maxHoldMs);
+      } else {
+        global.record(outage, pass.global, maxHoldMs);
+        own.record({ kind: 'abandoned' }, pass.tenant);
+      }
+    },
+
+    releaseWaiters: () => {
+      global.releaseWaiters();
+      for (const b of tenants.values()) b.releaseWaiters();
     },
   };
 }

@@ -102,7 +102,7 @@ export function createPostRun(deps: ActivityDeps) {
     if (input.traceparent) headers.traceparent = input.traceparent;
 
     const requestBody = bodyOf(input, inputText);
-    const probe = await deps.gate.enter(ctx, input.attemptTimeoutMs);
+    const pass = await deps.gate.enter(ctx, input.tenant, input.attemptTimeoutMs);
     const started = performance.now();
     // A timer, not AbortSignal.timeout: a timeout signal referenced only by AbortSignal.any can be garbage-collected
     // before it fires (nodejs/node#57736), and the attempt would then wait for the API for ever.
@@ -137,7 +137,13 @@ export function createPostRun(deps: ActivityDeps) {
     deps.metrics.runsApiDuration.observe((performance.now() - started) / 1000);
 
     const verdict = classifyRunsApiAnswer(answer);
-    deps.gate.record(verdict, answer, ctx.cancellationSignal.aborted, probe);
+    const maxInterval = ctx.info.retryPolicy?.maximumInterval;
+    deps.gate.record(input.tenant, pass, {
+      verdict,
+      answer,
+      cancelled: ctx.cancellationSignal.aborted,
+      ...(typeof maxInterval === 'number' ? { maxHoldMs: maxInterval } : {}),
+    });
     const log = deps.logger.child({
       ...activityRecordFields(ctx.info, input.tenant, dispatch_key, input.traceparent),
       attempt,
@@ -196,6 +202,8 @@ export function createPostRun(deps: ActivityDeps) {
     const { workflowExecution: wf } = Context.current().info;
     if (!wf) throw new Error('postRunReadingInput runs only in a workflow execution');
     const { dispatch } = await deps.startInput(wf.workflowId, wf.runId);
+    // Reading the history may have taken a while: the call that follows gets the whole heartbeat timeout.
+    if (Context.current().info.heartbeatTimeoutMs) Context.current().heartbeat();
     if (!('input_json' in dispatch)) return postRun({ ...input, dispatch });
     return postRun(input, Buffer.from(dispatch.input_json, 'utf8'));
   }

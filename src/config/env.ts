@@ -225,6 +225,12 @@ export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig
   if (retry.maxIntervalMs < retry.initialIntervalMs) {
     throw new ConfigError('RETRY_MAX_INTERVAL_MS', 'must be >= RETRY_INITIAL_INTERVAL_MS');
   }
+  if (retry.maxDurationMs < retry.initialIntervalMs) {
+    throw new ConfigError(
+      'RETRY_MAX_DURATION_MS',
+      'must be >= RETRY_INITIAL_INTERVAL_MS (a budget for one retry)',
+    );
+  }
 
   const runsApiMaxRps = read(env, 'RUNS_API_MAX_RPS', positiveRate);
   const token = read(env, 'RUNS_API_TOKEN', headerToken);

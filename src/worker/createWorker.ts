@@ -19,6 +19,9 @@ import { VERSION } from '../version';
 import { deadLetterTaskQueue, largeInputTaskQueue } from '../workflows/types';
 import { workflowSource } from './workflowBundle';
 
+/** The share of RUNS_API_MAX_RPS the large-input queue gets (inputs over 32 KiB are few). */
+const LARGE_QUEUE_RPS_SHARE = 0.1;
+
 /** Dead letters are rare and short (one Kafka write); a few at once keep up with any burst of budget ends. */
 const DEAD_LETTER_SLOTS = 16;
 
@@ -106,13 +109,13 @@ async function assemble(
   // running and shutting down, so one made but never run would keep close() from releasing anything.
   // RUNS_API_MAX_RPS is enforced by the server across all workers of the queue. Eager activity dispatch hands a
   // call straight back to the worker that scheduled it, past the server's limit, so it is off when a cap is set.
-  const paced =
-    cfg.worker.runsApiMaxRps === undefined
+  // The large-input queue calls the same API: it gets a tenth of the cap and the dispatch queue the rest, so
+  // the two together stay within it.
+  const rps = cfg.worker.runsApiMaxRps;
+  const pacedAt = (share: number) =>
+    rps === undefined
       ? {}
-      : {
-          maxTaskQueueActivitiesPerSecond: cfg.worker.runsApiMaxRps,
-          maxEagerActivityReservationsPerWorkflowTask: 0,
-        };
+      : { maxTaskQueueActivitiesPerSecond: rps * share, maxEagerActivityReservationsPerWorkflowTask: 0 };
   const makers: (() => Promise<Worker>)[] = [
     () =>
       Worker.create({
@@ -127,7 +130,7 @@ async function assemble(
         // default is 10, which evicts most dispatches between their two workflow tasks (docs/performance.md).
         maxCachedWorkflows: cfg.worker.maxCachedWorkflows,
         shutdownGraceTime: cfg.worker.shutdownGraceMs,
-        ...paced,
+        ...pacedAt(1 - LARGE_QUEUE_RPS_SHARE),
       }),
     // Calls whose input is over LARGE_INPUT_BYTES are scheduled on their own queue (src/workflows/index.ts) and
     // run here, a few at a time: each holds about 8.5 × its input outside the heap, so slots alone, sized for
@@ -140,7 +143,7 @@ async function assemble(
         activities,
         maxConcurrentActivityTaskExecutions: cfg.worker.maxConcurrentLargeActivities,
         shutdownGraceTime: cfg.worker.shutdownGraceMs,
-        ...paced,
+        ...pacedAt(LARGE_QUEUE_RPS_SHARE),
       }),
     // Dead letters have their own queue (src/workflows/index.ts): neither attempts waiting on the circuit breaker
     // nor RUNS_API_MAX_RPS may hold one back.

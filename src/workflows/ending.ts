@@ -23,56 +23,74 @@ export interface CallEnding {
 
 type Details = Partial<PostRunFailureDetails & BreakerWaitDetails>;
 
-/** The details the last attempt left: its failure's, or (when the budget timed it out) its heartbeat's. */
-function lastDetails(err: ActivityFailure): { message: string | undefined; details: Details | undefined } {
-  const cause = err.cause;
-  if (!(cause instanceof TimeoutFailure)) {
-    const failed =
-      cause instanceof ApplicationFailure ? (cause.details?.[0] as Details | undefined) : undefined;
-    return { message: cause?.message, details: failed };
-  }
-  const heartbeat = cause.lastHeartbeatDetails as Details | undefined;
-  // The failure of the attempt before the timeout, when there was one. The SDK does not decode a timeout's cause
-  // into `cause`; the server's failure still carries it.
-  const before = cause.failure?.cause;
+const applicationDetails = (err: ActivityFailure): Details | undefined =>
+  err.cause instanceof ApplicationFailure ? (err.cause.details?.[0] as Details | undefined) : undefined;
+
+/**
+ * What the last attempt left when the call ended by a timeout: the failure of the attempt before it (the server
+ * keeps it as the timeout's cause; the SDK does not decode it into `cause`) and its heartbeat, if it waited on
+ * the breaker. A timed-out attempt that started (start-to-close, heartbeat) is itself one more attempt.
+ */
+function afterTimeout(timeout: TimeoutFailure): { message: string; details: Details } {
+  const before = timeout.failure?.cause;
   const payload = before?.applicationFailureInfo?.details?.payloads?.[0];
   const failed = payload ? defaultPayloadConverter.fromPayload<Details>(payload) : undefined;
-  // The heartbeat is newer when the attempt that timed out was still waiting on the breaker.
-  const details =
-    heartbeat && (failed?.attempt ?? 0) <= (heartbeat.attempt ?? 0) ? { ...failed, ...heartbeat } : failed;
-  return { message: before?.message ?? cause.message, details };
+  const beat = timeout.lastHeartbeatDetails as Details | undefined;
+  const ran = timeout.timeoutType === 'START_TO_CLOSE' || timeout.timeoutType === 'HEARTBEAT';
+  const attempt = Math.max(beat?.attempt ?? 0, (failed?.attempt ?? 0) + (ran ? 1 : 0));
+  const newest = (beat?.attempt ?? 0) >= (failed?.attempt ?? 0) ? beat : failed;
+  return {
+    message: ran || !before?.message ? timeout.message : before.message,
+    details: { httpStatus: newest?.httpStatus ?? failed?.httpStatus ?? null, attempt },
+  };
 }
 
 export function endingOf(err: ActivityFailure, policy: DispatchPolicy): CallEnding {
-  const { message, details } = lastDetails(err);
-  const httpStatus = details?.httpStatus ?? null;
-  const last = message ?? err.message;
   if (policy.maxDurationMs === undefined) {
-    // Executions started before the budget: a timed-out final attempt carries no details, yet used every attempt.
+    // Executions started before the budget end exactly as they always did: a timed-out final attempt carries no
+    // details, yet used every attempt.
+    const details = applicationDetails(err);
     return {
-      error: last,
-      httpStatus,
+      error: err.cause?.message ?? err.message,
+      httpStatus: details?.httpStatus ?? null,
       retryCount: details?.attempt ?? policy.maxAttempts,
       maxRetries: policy.maxAttempts,
       budgetSpent: false,
     };
   }
-  const cap = policy.attemptCap ?? 0;
+  const timedOut = err.cause instanceof TimeoutFailure ? afterTimeout(err.cause) : undefined;
+  const details = timedOut?.details ?? applicationDetails(err);
+  const last = timedOut?.message ?? err.cause?.message ?? err.message;
   // A call still queued when its budget ended (every worker slot held by waiting attempts) made no attempt.
-  const retryCount = details?.attempt ?? (err.cause instanceof TimeoutFailure ? 0 : 1);
-  const base = { httpStatus, retryCount, maxRetries: cap };
+  const retryCount = details?.attempt ?? (timedOut ? 0 : 1);
+  const httpStatus = details?.httpStatus ?? null;
   // Temporal gave up because the next attempt would start past the budget, or the budget's timeout fired.
   const spent =
     err.retryState === 'TIMEOUT' ||
     (err.cause instanceof TimeoutFailure && err.cause.timeoutType === 'SCHEDULE_TO_CLOSE');
   if (spent) {
     const budget = `retry budget of ${seconds(policy.maxDurationMs)} spent (RETRY_MAX_DURATION_MS)`;
-    return { ...base, error: `${budget} after ${retryCount} attempt(s); last: ${last}`, budgetSpent: true };
+    return {
+      httpStatus,
+      retryCount,
+      maxRetries: policy.attemptCap ?? 0,
+      error: `${budget} after ${retryCount} attempt(s); last: ${last}`,
+      budgetSpent: true,
+    };
   }
   if (err.retryState === 'MAXIMUM_ATTEMPTS_REACHED') {
-    return { ...base, error: `RETRY_MAX_ATTEMPTS (${cap}) spent; last: ${last}`, budgetSpent: false };
+    // No cap of its own: a worker of the version before scheduled the call with the count made for it.
+    const cap = policy.attemptCap || policy.maxAttempts;
+    const what = policy.attemptCap ? 'RETRY_MAX_ATTEMPTS' : 'the attempt count derived from the budget';
+    return {
+      httpStatus,
+      retryCount,
+      maxRetries: cap,
+      error: `${what} (${cap}) spent; last: ${last}`,
+      budgetSpent: false,
+    };
   }
-  return { ...base, error: last, budgetSpent: false };
+  return { httpStatus, retryCount, maxRetries: policy.attemptCap ?? 0, error: last, budgetSpent: false };
 }
 
 function seconds(ms: number): string {

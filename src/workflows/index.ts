@@ -17,6 +17,7 @@ import type { RelayActivities } from '../activities';
 import { endingOf } from './ending';
 import {
   BREAKER_HEARTBEAT_MARGIN_MS,
+  BUDGET_END_WAIT_PATCH,
   DEAD_LETTER_QUEUE_PATCH,
   DEFAULT_DISPATCH_POLICY,
   type DispatchPolicy,
@@ -73,6 +74,12 @@ function callOptionsOf(policy: DispatchPolicy): ActivityOptions {
   };
 }
 
+/**
+ * The workflow's clock reads its first task's start, a little before the server schedules the call; a second more
+ * keeps the dead letter after the server's own budget end.
+ */
+const BUDGET_END_MARGIN_MS = 1_000;
+
 export async function dispatch(input: DispatchInput): Promise<DispatchResult> {
   const policy = { ...DEFAULT_DISPATCH_POLICY, ...input.policy };
   const { tenant, source } = input;
@@ -91,10 +98,11 @@ export async function dispatch(input: DispatchInput): Promise<DispatchResult> {
   } catch (err) {
     if (!(err instanceof ActivityFailure)) throw err;
     const ending = endingOf(err, policy);
-    if (ending.budgetSpent && policy.maxDurationMs !== undefined) {
-      // Temporal gives up as soon as the next retry would start past the budget; the dead letter still waits
-      // for the budget's end, so "dead-lettered" always means the whole budget was given.
-      const leftMs = firstAttemptAt + policy.maxDurationMs - Date.now();
+    // Temporal gives up as soon as the next retry would start past the budget; the dead letter still waits for
+    // the budget's end, so "dead-lettered" always means the whole budget was given. Behind a patch: a worker of
+    // the version before may have handled this failure (it dead-letters at once), and its history must replay.
+    if (ending.budgetSpent && policy.maxDurationMs !== undefined && patched(BUDGET_END_WAIT_PATCH)) {
+      const leftMs = firstAttemptAt + policy.maxDurationMs + BUDGET_END_MARGIN_MS - Date.now();
       if (leftMs > 0) await sleep(leftMs);
     }
     const { error, httpStatus, retryCount, maxRetries } = ending;

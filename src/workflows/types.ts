@@ -122,6 +122,9 @@ export const largeInputTaskQueue = (taskQueue: string): string => `${taskQueue}-
  * limits that queue; neither may hold a dead letter back.
  */
 export const DEAD_LETTER_QUEUE_PATCH = 'deadLetter-own-queue';
+
+/** Executions that record this patch wait for the retry budget's end before dead-lettering (src/workflows/index.ts). */
+export const BUDGET_END_WAIT_PATCH = 'budget-wait-for-end';
 export const deadLetterTaskQueue = (taskQueue: string): string => `${taskQueue}-deadletter`;
 
 /**

@@ -2,7 +2,7 @@
  * The runs API circuit breaker (docs/design.md "Riding out an outage"): opens after F consecutive outage-class
  * failures, lets one probe out per interval while open, closes on a healthy answer and wakes everyone waiting.
  */
-import { CircuitBreaker, type CircuitState } from '../../src/activities/breaker';
+import { type Admission, CircuitBreaker, type CircuitState } from '../../src/activities/breaker';
 
 const outage = (retryAfterMs?: number) => ({
   kind: 'outage' as const,
@@ -17,108 +17,136 @@ function breaker(failures = 3, probeIntervalMs = 1_000) {
   return { b, states };
 }
 
+/** The probe ticket of an admission, failing the test when it is not a probe. */
+function probe(a: Admission): number {
+  if (typeof a !== 'object') throw new Error(`expected a probe, got ${a}`);
+  return a.probe;
+}
+
 beforeEach(() => jest.useFakeTimers({ now: 1_000_000 }));
 afterEach(() => jest.useRealTimers());
 
 test('stays closed below the threshold, and a healthy answer resets the count', () => {
   const { b } = breaker(3);
-  b.record(outage(), false);
-  b.record(outage(), false);
-  b.record({ kind: 'healthy' }, false);
-  b.record(outage(), false);
-  b.record(outage(), false);
+  b.record(outage());
+  b.record(outage());
+  b.record({ kind: 'healthy' });
+  b.record(outage());
+  b.record(outage());
   expect(b.state).toBe('closed');
   expect(b.admit()).toBe('call');
 });
 
 test('opens after F consecutive outage failures; while open only one probe per interval goes out', () => {
   const { b, states } = breaker(3, 1_000);
-  for (let i = 0; i < 3; i++) b.record(outage(), false);
+  for (let i = 0; i < 3; i++) b.record(outage());
   expect(b.state).toBe('open');
   expect(b.openedAt).toBe(1_000_000);
   expect(b.admit()).toBe('wait');
   jest.advanceTimersByTime(1_000);
-  expect(b.admit()).toBe('probe');
+  const first = probe(b.admit());
   expect(b.state).toBe('half-open');
   expect(b.admit()).toBe('wait');
-  b.record(outage(), true);
+  b.record(outage(), first);
   expect(b.state).toBe('open');
   expect(b.admit()).toBe('wait');
   jest.advanceTimersByTime(999);
   expect(b.admit()).toBe('wait');
   jest.advanceTimersByTime(1);
-  expect(b.admit()).toBe('probe');
-  b.record({ kind: 'healthy' }, true);
+  b.record({ kind: 'healthy' }, probe(b.admit()));
   expect(b.state).toBe('closed');
   expect(b.openedAt).toBeUndefined();
   expect(states).toEqual(['open', 'half-open', 'open', 'half-open', 'closed']);
 });
 
-test('a Retry-After longer than the probe interval holds the next probe back, capped at 5 minutes', () => {
+test('a Retry-After longer than the probe interval holds the next probe back, capped by the retry interval', () => {
   const { b } = breaker(1, 1_000);
-  b.record(outage(30_000), false);
+  b.record(outage(30_000), undefined, 300_000);
   jest.advanceTimersByTime(29_999);
   expect(b.admit()).toBe('wait');
   jest.advanceTimersByTime(1);
-  expect(b.admit()).toBe('probe');
-  b.record(outage(86_400_000), true);
-  jest.advanceTimersByTime(5 * 60_000 - 1);
+  b.record(outage(86_400_000), probe(b.admit()), 5_000);
+  jest.advanceTimersByTime(4_999);
   expect(b.admit()).toBe('wait');
   jest.advanceTimersByTime(1);
-  expect(b.admit()).toBe('probe');
+  expect(typeof b.admit()).toBe('object');
 });
 
-test('an abandoned probe hands the turn to the next waiter at once', () => {
+test('an abandoned probe hands the turn to the next caller at once', () => {
   const { b } = breaker(1, 1_000);
-  b.record(outage(), false);
+  b.record(outage());
   jest.advanceTimersByTime(1_000);
-  expect(b.admit()).toBe('probe');
-  b.record({ kind: 'abandoned' }, true);
-  expect(b.admit()).toBe('probe');
+  b.record({ kind: 'abandoned' }, probe(b.admit()));
+  expect(typeof b.admit()).toBe('object');
 });
 
-test('waiters wake when the breaker closes, the next becomes the probe, and a limit ends a wait', async () => {
+test("a probe that outlived its turn counts as a plain call and does not take the current probe's turn", () => {
+  const { b } = breaker(2, 1_000);
+  b.record(outage());
+  b.record(outage());
+  jest.advanceTimersByTime(1_000);
+  const stale = probe(b.admit());
+  // Meanwhile a call that was in flight comes back healthy, then the API fails again.
+  b.record({ kind: 'healthy' });
+  expect(b.state).toBe('closed');
+  b.record(outage());
+  b.record(outage());
+  expect(b.state).toBe('open');
+  b.record({ kind: 'healthy' }, stale);
+  // Any healthy answer closes it: the stale ticket counts as a plain call.
+  expect(b.state).toBe('closed');
+  b.record(outage());
+  b.record(outage());
+  jest.advanceTimersByTime(1_000);
+  const current = probe(b.admit());
+  b.record(outage(), stale);
+  expect(b.admit()).toBe('wait');
+  b.record({ kind: 'healthy' }, current);
+  expect(b.state).toBe('closed');
+});
+
+test('waiters pause until the breaker changes or the probe is due; a limit ends the wait', async () => {
   const { b } = breaker(1, 1_000);
-  b.record(outage(), false);
-  const ticks: number[] = [];
+  b.record(outage());
   const signal = new AbortController().signal;
-  const first = b.wait(Date.now() + 60_000, signal, () => ticks.push(Date.now()), 250);
-  const second = b.wait(Date.now() + 60_000, signal, () => undefined, 250);
-  const limited = b.wait(Date.now() + 500, signal, () => undefined, 250);
-  await jest.advanceTimersByTimeAsync(1_000);
-  await expect(limited).resolves.toBe('limit');
-  await expect(first).resolves.toBe('probe');
-  expect(ticks.length).toBeGreaterThanOrEqual(4);
-  b.record({ kind: 'healthy' }, true);
-  await jest.advanceTimersByTimeAsync(1);
-  await expect(second).resolves.toBe('closed');
+  const paused = b.pause(Date.now() + 60_000, signal, 5_000);
+  const limited = b.pause(Date.now() + 500, signal, 5_000);
+  await jest.advanceTimersByTimeAsync(500);
+  await expect(limited).resolves.toBe('again');
+  await expect(b.pause(Date.now(), signal, 5_000)).resolves.toBe('limit');
+  await jest.advanceTimersByTimeAsync(500);
+  await expect(paused).resolves.toBe('again');
+  expect(typeof b.admit()).toBe('object');
+  const woken = b.pause(Date.now() + 60_000, signal, 5_000);
+  b.record({ kind: 'healthy' });
+  await expect(woken).resolves.toBe('again');
+  expect(b.admit()).toBe('call');
 });
 
-test('an aborted wait rejects with the abort reason', async () => {
+test('an aborted pause rejects with the abort reason; released waiters end at once', async () => {
   const { b } = breaker(1, 1_000);
-  b.record(outage(), false);
+  b.record(outage());
   const ac = new AbortController();
-  const waiting = b.wait(Date.now() + 60_000, ac.signal, () => undefined, 250);
+  const paused = b.pause(Date.now() + 60_000, ac.signal, 5_000);
   ac.abort(new Error('cancelled'));
-  await expect(waiting).rejects.toThrow('cancelled');
+  await expect(paused).rejects.toThrow('cancelled');
+  const other = b.pause(Date.now() + 60_000, new AbortController().signal, 5_000);
+  b.releaseWaiters();
+  await expect(other).resolves.toBe('limit');
 });
 
-test('with nobody waiting when the probe is due, it closes one failure away from opening again', async () => {
+test('an open breaker nobody asks through for a minute closes, one failure away from opening again', async () => {
   const { b, states } = breaker(3, 1_000);
-  for (let i = 0; i < 3; i++) b.record(outage(), false);
-  await jest.advanceTimersByTimeAsync(1_001);
+  for (let i = 0; i < 3; i++) b.record(outage());
+  await jest.advanceTimersByTimeAsync(30_000);
+  // A caller that asks (here the probe, failing) keeps it open for another quiet minute.
+  b.record(outage(), probe(b.admit()));
+  await jest.advanceTimersByTimeAsync(59_000);
+  expect(b.state).not.toBe('closed');
+  await jest.advanceTimersByTimeAsync(62_000);
   expect(b.state).toBe('closed');
   expect(b.admit()).toBe('call');
-  b.record(outage(), false);
+  b.record(outage());
   expect(b.state).toBe('open');
-  expect(states).toEqual(['open', 'closed', 'open']);
-});
-
-test('while someone waits, the due probe is theirs and the breaker stays open', async () => {
-  const { b } = breaker(1, 1_000);
-  b.record(outage(), false);
-  const waiting = b.wait(Date.now() + 60_000, new AbortController().signal, () => undefined, 5_000);
-  await jest.advanceTimersByTimeAsync(1_001);
-  await expect(waiting).resolves.toBe('probe');
-  expect(b.state).toBe('half-open');
+  expect(states.filter((s) => s === 'closed')).toHaveLength(1);
 });

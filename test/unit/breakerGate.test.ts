@@ -14,6 +14,8 @@ import { createMetrics } from '../../src/metrics';
 const FAILED: Classification = { outcome: 'retryable', reason: 'runs API answered 503', httpStatus: 503 };
 const ANSWER: RunsApiAnswer = { kind: 'response', status: 503, headers: {}, body: '', nowMs: 0 };
 const OK: Classification = { outcome: 'success', admission: 'created', runId: 'r' };
+const FAILED_CALL = { verdict: FAILED, answer: ANSWER, cancelled: false };
+const OK_CALL = { verdict: OK, answer: ANSWER, cancelled: false };
 
 function openGate(paced = false) {
   const metrics = createMetrics();
@@ -22,8 +24,8 @@ function openGate(paced = false) {
     metrics,
     createLogger('unit', 'silent'),
   );
-  gate.record(FAILED, ANSWER, false, false);
-  gate.record(FAILED, ANSWER, false, false);
+  gate.record('acme', {}, FAILED_CALL);
+  gate.record('acme', {}, FAILED_CALL);
   return { gate, metrics };
 }
 
@@ -42,14 +44,14 @@ test('an uncapped attempt waits while the breaker is open, heartbeating, and cal
   const env = new MockActivityEnvironment(budgeted());
   const beats: unknown[] = [];
   env.on('heartbeat', (d: unknown) => beats.push(d));
-  const entered = env.run(async () => gate.enter(Context.current(), 1_000));
+  const entered = env.run(async () => gate.enter(Context.current(), 'acme', 1_000));
   await new Promise((r) => setTimeout(r, 50));
   expect((await metrics.breakerWaiting.get()).values[0]?.value).toBe(1);
   expect(beats[0]).toMatchObject({ waitingOnBreaker: true, httpStatus: 503, attempt: 3 });
   expect((await metrics.circuitState.get()).values[0]?.value).toBe(1);
   // Another call (one in flight when it opened) comes back healthy: the breaker closes.
-  gate.record(OK, ANSWER, false, false);
-  await expect(entered).resolves.toBe(false);
+  gate.record('acme', {}, OK_CALL);
+  await expect(entered).resolves.toEqual({});
   expect(beats.at(-1)).toMatchObject({ waitingOnBreaker: false });
   expect((await metrics.breakerWaiting.get()).values[0]?.value).toBe(0);
   expect((await metrics.circuitState.get()).values[0]?.value).toBe(0);
@@ -58,9 +60,9 @@ test('an uncapped attempt waits while the breaker is open, heartbeating, and cal
 test('with RUNS_API_MAX_RPS set, a released attempt is retried through the rate limit instead of calling', async () => {
   const { gate } = openGate(true);
   const env = new MockActivityEnvironment(budgeted());
-  const entered = env.run(async () => gate.enter(Context.current(), 1_000));
+  const entered = env.run(async () => gate.enter(Context.current(), 'acme', 1_000));
   await new Promise((r) => setTimeout(r, 20));
-  gate.record(OK, ANSWER, false, false);
+  gate.record('acme', {}, OK_CALL);
   const err = (await entered.catch((e: unknown) => e)) as ApplicationFailure;
   expect(err).toBeInstanceOf(ApplicationFailure);
   expect(err.type).toBe('RunsApiUnavailable');
@@ -74,8 +76,9 @@ test.each([
 ])('an attempt %s fails at once, without a call, with the last failure', async (_what, info) => {
   const { gate } = openGate();
   const env = new MockActivityEnvironment(info);
-  const err = (await env.run(async () => gate.enter(Context.current(), 1_000)).catch((e: unknown) => e)) as
-    ApplicationFailure | undefined;
+  const err = (await env
+    .run(async () => gate.enter(Context.current(), 'acme', 1_000))
+    .catch((e: unknown) => e)) as ApplicationFailure | undefined;
   expect(err).toBeInstanceOf(ApplicationFailure);
   expect(err!.message).toMatch(
     /^runs API unavailable \(circuit breaker open since .+\); last: runs API answered 503$/,
@@ -92,11 +95,33 @@ test('a waiting attempt gives up a second before its budget ends', () => {
 test('a worker shutting down releases its waiting attempts at once, as retryable failures', async () => {
   const { gate } = openGate();
   const env = new MockActivityEnvironment(budgeted());
-  const entered = env.run(async () => gate.enter(Context.current(), 1_000));
+  const entered = env.run(async () => gate.enter(Context.current(), 'acme', 1_000));
   await new Promise((r) => setTimeout(r, 20));
   gate.releaseWaiters();
   const err = (await entered.catch((e: unknown) => e)) as ApplicationFailure;
   expect(err).toBeInstanceOf(ApplicationFailure);
   expect(err.nonRetryable).toBeFalsy();
   expect(err.message).toMatch(/circuit breaker open/);
+});
+
+test("one tenant's 429s open only that tenant's breaker: the API is up for the others", async () => {
+  const metrics = createMetrics();
+  const gate = createBreakerGate(
+    { failures: 2, probeIntervalMs: 60_000, paced: false },
+    metrics,
+    createLogger('unit', 'silent'),
+  );
+  const limited: Classification = { outcome: 'retryable', reason: 'runs API answered 429', httpStatus: 429 };
+  const call = { verdict: limited, answer: { ...ANSWER, status: 429 }, cancelled: false };
+  gate.record('noisy', {}, call);
+  gate.record('noisy', {}, call);
+  expect((await metrics.circuitState.get()).values[0]?.value).toBe(0);
+  const other = new MockActivityEnvironment(budgeted({ retryPolicy: { maximumAttempts: 4 } }));
+  await expect(other.run(async () => gate.enter(Context.current(), 'quiet', 1_000))).resolves.toEqual({});
+  const noisy = new MockActivityEnvironment(budgeted({ retryPolicy: { maximumAttempts: 4 } }));
+  const err = (await noisy
+    .run(async () => gate.enter(Context.current(), 'noisy', 1_000))
+    .catch((e: unknown) => e)) as ApplicationFailure;
+  expect(err).toBeInstanceOf(ApplicationFailure);
+  expect(err.details?.[0]).toEqual({ httpStatus: 429, attempt: 3 });
 });
