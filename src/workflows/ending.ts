@@ -64,10 +64,12 @@ export function endingOf(err: ActivityFailure, policy: DispatchPolicy): CallEndi
   // A call still queued when its budget ended (every worker slot held by waiting attempts) made no attempt.
   const retryCount = details?.attempt ?? (timedOut ? 0 : 1);
   const httpStatus = details?.httpStatus ?? null;
-  // Temporal gave up because the next attempt would start past the budget, or the budget's timeout fired.
+  // Temporal gave up because the next attempt would start past the budget, or the budget's timeout fired: as
+  // schedule-to-close, or as schedule-to-start for a call still queued (the server sets that one to the budget).
   const spent =
     err.retryState === 'TIMEOUT' ||
-    (err.cause instanceof TimeoutFailure && err.cause.timeoutType === 'SCHEDULE_TO_CLOSE');
+    (err.cause instanceof TimeoutFailure &&
+      (err.cause.timeoutType === 'SCHEDULE_TO_CLOSE' || err.cause.timeoutType === 'SCHEDULE_TO_START'));
   if (spent) {
     const budget = `retry budget of ${seconds(policy.maxDurationMs)} spent (RETRY_MAX_DURATION_MS)`;
     return {

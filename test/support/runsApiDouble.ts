@@ -11,6 +11,7 @@ import crypto from 'node:crypto';
 import http, { type IncomingHttpHeaders } from 'node:http';
 import https from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
+import { waitFor } from './wait';
 
 export type Fault =
   /**
@@ -76,6 +77,7 @@ export class RunsApiDouble {
   private readonly waiters = new Set<() => void>();
   private readonly sockets = new Set<Socket>();
   private closed = false;
+  private boundPort = 0;
 
   private constructor(
     private readonly server: http.Server | https.Server,
@@ -96,15 +98,46 @@ export class RunsApiDouble {
       double.sockets.add(s);
       s.on('close', () => double.sockets.delete(s));
     });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(opts.port ?? 0, '127.0.0.1', () => resolve());
-    });
+    await double.listen(opts.port ?? 0);
     return double;
   }
 
+  private listen(port: number): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, '127.0.0.1', () => {
+        this.server.off('error', reject);
+        this.boundPort = (this.server.address() as AddressInfo).port;
+        resolve();
+      });
+    });
+  }
+
+  /** Kept while refusing connections, when the server has no address. */
   get port(): number {
-    return (this.server.address() as AddressInfo).port;
+    return this.boundPort;
+  }
+
+  /**
+   * An API that is down at the TCP level: stops listening and destroys every open connection, so each call fails
+   * with ECONNREFUSED (or a reset, if it was on a kept-alive socket) until `acceptConnections()`.
+   */
+  async refuseConnections(): Promise<void> {
+    if (!this.server.listening) return;
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    for (const s of this.sockets) s.destroy();
+    await closed;
+  }
+
+  /** Listens again on the same port (the relay keeps its RUNS_API_URL); retried while another socket holds it. */
+  async acceptConnections(): Promise<void> {
+    if (this.closed) throw new Error('runs API double: closed');
+    if (this.server.listening) return;
+    const port = this.boundPort;
+    await waitFor(() => this.listen(port).then(() => true), {
+      timeoutMs: 10_000,
+      what: `port ${port} to listen on again`,
+    });
   }
 
   get url(): string {

@@ -124,6 +124,23 @@ describe('runs API double', () => {
     expect((await post(api, 'd-down')).status).toBe(201);
   });
 
+  test('refusing connections: a call at the API loses its socket, new calls are refused, then the same port admits again', async () => {
+    const port = api.port;
+    expect((await post(api, 'd-before')).status).toBe(201);
+    api.scriptFor('d-at-api', { kind: 'hold' });
+    const atApi = post(api, 'd-at-api');
+    await api.waitFor((a) => a.heldCount === 1, 5_000, 'the call to be at the API');
+    await api.refuseConnections();
+    await expect(atApi).rejects.toMatchObject({ code: expect.stringMatching(/UND_ERR_SOCKET|ECONNRESET/) });
+    await expect(post(api, 'd-down')).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+    expect(api.requestsFor('d-down')).toHaveLength(0);
+    await api.acceptConnections();
+    expect(api.port).toBe(port);
+    expect(api.url).toBe(`http://127.0.0.1:${port}`);
+    expect((await post(api, 'd-down')).status).toBe(201);
+    expect([...api.runs.keys()]).toEqual(['d-before', 'd-down']);
+  });
+
   test('with a token configured, a request without the bearer token gets 401', async () => {
     const secured = await RunsApiDouble.start({ token: 's3cret' });
     try {
