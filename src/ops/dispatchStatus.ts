@@ -5,6 +5,7 @@
  */
 import { type Client, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { ApplicationFailure, defaultPayloadConverter } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
 import { workflowId } from '../contract';
 import type { BreakerWaitDetails, DispatchResult, PostRunFailureDetails } from '../workflows/types';
 
@@ -90,7 +91,12 @@ export async function dispatchStatus(
   if (pending) {
     status.attempt = pending.attempt ?? null;
     status.max_attempts = pending.maximumAttempts ?? null;
-    status.activity_state = String(pending.state ?? '').replace('PENDING_ACTIVITY_STATE_', '') || null;
+    // The raw describe carries the enum as its number.
+    const state =
+      typeof pending.state === 'number'
+        ? temporal.api.enums.v1.PendingActivityState[pending.state]
+        : String(pending.state ?? '');
+    status.activity_state = state?.replace('PENDING_ACTIVITY_STATE_', '') || null;
     status.next_retry_at = iso(pending.nextAttemptScheduleTime);
     const budgetEnd = iso(pending.expirationTime);
     if (budgetEnd) {
