@@ -44,10 +44,7 @@ const DLQ_SLACK_MS = 20_000;
  * the first call.
  */
 const MAX_LATE_MS = 150_000;
-/**
- * Fewer connections than activity slots: the bound's C is the smaller of the two, so calls queued in the pool
- * behind the open breaker must not reach the API either.
- */
+/** Fewer connections than activity slots, as a worker sized for a slow API would run. */
 const BREAKER: BreakerSettings = {
   workers: 1,
   failures: 5,
