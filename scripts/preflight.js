@@ -57,6 +57,12 @@ function detectTools(host) {
     chromium: { ok: host.exists(host.env.POIMEN_TEST_CHROMIUM ?? CHROMIUM_DEFAULT) },
     openssl: { ok: host.run('openssl', ['version']).ok },
     haproxy: { ok: HAPROXY_PATHS.some((p) => host.exists(p)) },
+    // Debian keeps the server binaries off PATH, under /usr/lib/postgresql/<major>/bin (provisionCluster.ts).
+    postgres: {
+      ok: host
+        .readdir('/usr/lib/postgresql')
+        .some((v) => host.exists(path.join('/usr/lib/postgresql', v, 'bin', 'initdb'))),
+    },
   };
 }
 
@@ -72,7 +78,9 @@ function detectCache(host) {
     .readdir(path.join(cacheDir, 'kafka'))
     .some((v) => host.exists(path.join(cacheDir, 'kafka', v, '.complete')));
   const bins = host.readdir(path.join(cacheDir, 'bin'));
-  const goBinaries = ['temporal-', 'tctl-'].every((p) => bins.some((b) => b.startsWith(p)));
+  const serverDir = path.join(cacheDir, 'temporal-server');
+  const server = host.readdir(serverDir).some((v) => host.exists(path.join(serverDir, v, 'temporal-server')));
+  const goBinaries = server && ['temporal-', 'tctl-'].every((p) => bins.some((b) => b.startsWith(p)));
   return { kafka, goBinaries };
 }
 

@@ -14,7 +14,7 @@ const MIN_GO = [1, 21];
 const GO_TARBALL_VERSION = '1.25.0';
 
 /**
- * @typedef {'jdk' | 'mvn' | 'go' | 'promtool' | 'chromium' | 'openssl' | 'haproxy'} ToolName
+ * @typedef {'jdk' | 'mvn' | 'go' | 'promtool' | 'chromium' | 'openssl' | 'haproxy' | 'postgres'} ToolName
  * @typedef {{ ok: boolean, found?: string }} ToolFact  `found`: what is there when it is not usable, e.g. "java 11"
  * @typedef {'ok' | 'denied' | 'absent'} CgroupFact  denied: not root; absent: no memory controller to use
  * @typedef {{
@@ -49,6 +49,9 @@ const REQUIREMENTS = [
   // (not stunnel: Debian's stunnel cannot negotiate ALPN h2, which the worker's Rust core requires).
   { name: 'openssl', label: 'openssl', apt: 'openssl', needed: () => true },
   { name: 'haproxy', label: 'HAProxy', apt: 'haproxy', needed: () => true },
+  // The cluster profile's database (`npm run test:cluster`, which CI runs after npm test): Debian's server
+  // binaries, run privately on their own port, never the package's own cluster.
+  { name: 'postgres', label: 'PostgreSQL', apt: 'postgresql', needed: () => true },
 ];
 
 const MEMORY_TEST = 'test/it_worker_memory.test.ts runs the worker in a memory cgroup';

@@ -55,18 +55,27 @@ describe('stack command', () => {
     expect(first.stdout).toMatch(/temporal\s+ready/);
     const before = pids(stateDir);
 
-    // --json: stdout is only the services' status, the same shape as `stack status --json`.
+    // --json: stdout is only the endpoints and the services' status, the same shape as `stack status --json`.
     const second = await runCli(['stack', 'up', '--json'], env);
     expect(second.code).toBe(0);
     expect(second.stderr).toContain('kafka: already running');
     expect(second.stderr).toContain('temporal: already running');
-    const services = JSON.parse(second.stdout) as { name: string; ready: boolean; address: string }[];
-    expect(services.map((s) => [s.name, s.ready, s.address])).toEqual([
+    type StatusJson = {
+      profile: string;
+      kafka: { bootstrap: string };
+      temporal: { address: string };
+      services: { name: string; ready: boolean; address: string }[];
+    };
+    const up = JSON.parse(second.stdout) as StatusJson;
+    expect(up.profile).toBe('dev');
+    expect(up.kafka.bootstrap).toBe(`127.0.0.1:${env.POIMEN_STACK_KAFKA_PORT}`);
+    expect(up.temporal.address).toBe(`127.0.0.1:${env.POIMEN_STACK_TEMPORAL_PORT}`);
+    expect(up.services.map((s) => [s.name, s.ready, s.address])).toEqual([
       ['kafka', true, `127.0.0.1:${env.POIMEN_STACK_KAFKA_PORT}`],
       ['temporal', true, `127.0.0.1:${env.POIMEN_STACK_TEMPORAL_PORT}`],
     ]);
-    const status = JSON.parse((await runCli(['stack', 'status', '--json'], env)).stdout) as unknown[];
-    expect(Object.keys(status[0] as object).sort()).toEqual(Object.keys(services[0]!).sort());
+    const status = JSON.parse((await runCli(['stack', 'status', '--json'], env)).stdout) as StatusJson;
+    expect(status).toEqual(up);
     expect(pids(stateDir)).toEqual(before);
     expect(before.every(alive)).toBe(true);
   });

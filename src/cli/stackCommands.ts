@@ -1,9 +1,11 @@
-import { Command } from 'commander';
-import { loadStackConfig } from '../config';
+import { Command, Option } from 'commander';
+import { type StackConfig, loadStackConfig } from '../config';
 import { EXIT } from '../errors';
 import { consoleProgress } from '../devstack/stack/progress';
 import { provision } from '../devstack/stack/provision';
-import { LocalStack, type ServiceStatus } from '../devstack/stack/stack';
+import { provisionCluster } from '../devstack/stack/provisionCluster';
+import { STACK_PROFILES, type StackProfile, openStack, stackEndpoints } from '../devstack/stack/profiles';
+import type { ServiceStatus } from '../devstack/stack/stack';
 
 export function printStatus(statuses: ServiceStatus[]): void {
   for (const s of statuses) {
@@ -12,47 +14,73 @@ export function printStatus(statuses: ServiceStatus[]): void {
   }
 }
 
+/** `--json` of `up` and `status`: where to point the relay (KAFKA_BROKERS, TEMPORAL_ADDRESS) and each service. */
+function statusJson(cfg: StackConfig, profile: StackProfile, services: ServiceStatus[]): string {
+  return `${JSON.stringify({ ...stackEndpoints(cfg, profile), services }, null, 2)}\n`;
+}
+
+const profileOption = () =>
+  new Option(
+    '--profile <profile>',
+    'dev: one broker + the temporal dev server; cluster: PostgreSQL + Temporal server (8 shards) + 3 brokers',
+  )
+    .choices(STACK_PROFILES)
+    .default('dev');
+
 export function stackCommand(): Command {
   const stack = new Command('stack').description(
-    'the local Kafka (KRaft) + Temporal dev server stack for development and tests',
+    'the local Kafka (KRaft) + Temporal stack for development and tests, as a dev server or a cluster',
   );
 
   stack
     .command('provision')
-    .description('download Kafka jars and build the temporal CLI into the cache, without starting anything')
+    .description(
+      'download Kafka jars and build the Temporal binaries into the cache, without starting anything',
+    )
+    .addOption(profileOption())
     .option('--tctl', 'also build tctl (the archived Temporal CLI; minutes the first time)')
-    .action(async (opts: { tctl?: boolean }) => {
-      await provision(loadStackConfig(), consoleProgress(), { tctl: opts.tctl === true });
+    .action(async (opts: { tctl?: boolean; profile: StackProfile }) => {
+      const cfg = loadStackConfig();
+      if (opts.profile === 'cluster') await provisionCluster(cfg, consoleProgress());
+      else await provision(cfg, consoleProgress(), { tctl: opts.tctl === true });
     });
 
   stack
     .command('up')
-    .description('provision (cached) and start Kafka and Temporal; harmless when already up')
-    .option('--json', 'print the services as JSON, as `stack status --json` does')
-    .action(async (opts: { json?: boolean }) => {
+    .description("provision (cached) and start the profile's services; harmless when already up")
+    .addOption(profileOption())
+    .option('--json', 'print the endpoints and services as JSON, as `stack status --json` does')
+    .action(async (opts: { json?: boolean; profile: StackProfile }) => {
       const cfg = loadStackConfig();
-      const statuses = await new LocalStack(cfg, consoleProgress()).up();
-      if (opts.json) process.stdout.write(`${JSON.stringify(statuses, null, 2)}\n`);
+      const s = openStack(cfg, opts.profile, consoleProgress());
+      const statuses = await s.up();
+      if (opts.json) process.stdout.write(statusJson(cfg, opts.profile, statuses));
       else {
         printStatus(statuses);
-        process.stdout.write(`state and logs: ${cfg.stateDir}\n`);
+        process.stdout.write(`state and logs: ${s.stateDir}\n`);
       }
     });
 
   stack
     .command('down')
     .description('stop the processes the stack started')
-    .action(async () => {
-      await new LocalStack(loadStackConfig(), consoleProgress()).down();
+    .addOption(profileOption())
+    .action(async (opts: { profile: StackProfile }) => {
+      await openStack(loadStackConfig(), opts.profile, consoleProgress()).down();
     });
 
   stack
     .command('status')
     .description('report each service; exits 1 when one is not ready')
-    .option('--json', 'print JSON: [{name, address, detail, running, ready, log}]')
-    .action(async (opts: { json?: boolean }) => {
-      const statuses = await new LocalStack(loadStackConfig()).status();
-      if (opts.json) process.stdout.write(`${JSON.stringify(statuses, null, 2)}\n`);
+    .addOption(profileOption())
+    .option(
+      '--json',
+      'print JSON: {profile, kafka: {bootstrap, brokers}, temporal: {address, …}, services: [...]}',
+    )
+    .action(async (opts: { json?: boolean; profile: StackProfile }) => {
+      const cfg = loadStackConfig();
+      const statuses = await openStack(cfg, opts.profile).status();
+      if (opts.json) process.stdout.write(statusJson(cfg, opts.profile, statuses));
       else printStatus(statuses);
       if (!statuses.every((s) => s.ready)) process.exitCode = EXIT.notFound;
     });

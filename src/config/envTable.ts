@@ -351,6 +351,21 @@ export const ENV_VARS: readonly EnvVar[] = [
     description: 'extra dynamic config of the dev server, key=value ...',
     readBy: ['stack'],
   },
+  {
+    name: 'POIMEN_CLUSTER_KAFKA_PORT',
+    description: "the cluster profile's first broker port (three brokers)",
+    readBy: ['stack'],
+  },
+  {
+    name: 'POIMEN_CLUSTER_TEMPORAL_PORT',
+    description: "the cluster profile's Temporal frontend port",
+    readBy: ['stack'],
+  },
+  {
+    name: 'POIMEN_CLUSTER_POSTGRES_PORT',
+    description: "the cluster profile's PostgreSQL port",
+    readBy: ['stack'],
+  },
 ];
 
 export function envVarsReadBy(reader: EnvReader): EnvVar[] {

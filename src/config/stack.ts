@@ -22,6 +22,20 @@ export interface StackConfig {
   temporalInMemory: boolean;
   /** Extra dynamic config of the dev server, `key=value` each (e.g. a lowered blob size limit in a test). */
   temporalDynamicConfig: string[];
+  /** The cluster profile (`--profile cluster`): its own ports, so it runs beside the dev profile. */
+  cluster: ClusterStackConfig;
+}
+
+export interface ClusterStackConfig {
+  /** Go module version of the real Temporal server (and its temporal-sql-tool). */
+  temporalServerVersion: string;
+  /** Brokers listen on this port and the next two; their KRaft controllers on this port + 10, 11, 12. */
+  kafkaBasePort: number;
+  /** The frontend's gRPC port; history, matching and worker take the next three, membership + 100, metrics + 1001. */
+  temporalPort: number;
+  postgresPort: number;
+  /** Fixed when the cluster's database is first created. */
+  historyShards: number;
 }
 
 export function loadStackConfig(env: Env = process.env): StackConfig {
@@ -59,6 +73,13 @@ export function loadStackConfig(env: Env = process.env): StackConfig {
         .pipe(z.array(z.string().regex(/^[A-Za-z0-9_.]+=\S+$/, 'must be space-separated key=value pairs'))),
       [],
     ),
+    cluster: {
+      temporalServerVersion: 'v1.29.1',
+      kafkaBasePort: read(env, 'POIMEN_CLUSTER_KAFKA_PORT', intIn(1024, 65500), 29092),
+      temporalPort: read(env, 'POIMEN_CLUSTER_TEMPORAL_PORT', intIn(1024, 64000), 27233),
+      postgresPort: read(env, 'POIMEN_CLUSTER_POSTGRES_PORT', port, 25432),
+      historyShards: 8,
+    },
   };
 }
 

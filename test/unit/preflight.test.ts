@@ -10,7 +10,7 @@ import path from 'node:path';
 import { detect, probeMemoryCgroup } from '../../scripts/preflight';
 import { type Facts, type ToolName, planPreflight } from '../../scripts/preflightPlan';
 
-const ALL_TOOLS: ToolName[] = ['jdk', 'mvn', 'go', 'promtool', 'chromium', 'openssl', 'haproxy'];
+const ALL_TOOLS: ToolName[] = ['jdk', 'mvn', 'go', 'promtool', 'chromium', 'openssl', 'haproxy', 'postgres'];
 
 /** A root Debian machine with everything: the tests name only what differs from it. */
 function machine(over: Partial<Omit<Facts, 'tools'>> & { missing?: ToolName[] } = {}): Facts {
@@ -52,6 +52,7 @@ describe('what the preflight does on a given machine', () => {
         'chromium',
         'openssl',
         'haproxy',
+        'postgresql',
       ],
       stop: null,
     });
@@ -145,7 +146,12 @@ describe('what the preflight finds on a machine', () => {
   };
   const host = (
     over: Record<string, Run> = {},
-    files: string[] = ['/usr/bin/chromium', '/usr/sbin/haproxy'],
+    files: string[] = [
+      '/usr/bin/chromium',
+      '/usr/sbin/haproxy',
+      '/usr/lib/postgresql/15',
+      '/usr/lib/postgresql/15/bin/initdb',
+    ],
   ) => ({
     run: (cmd: string) => over[cmd] ?? outputs[cmd] ?? { ok: false, output: `${cmd}: not found` },
     exists: (file: string) => files.includes(file),
@@ -186,18 +192,31 @@ describe('what the preflight finds on a machine', () => {
     expect([found.tools.chromium.ok, found.tools.haproxy.ok]).toEqual([true, true]);
   });
 
-  test("the stack's cache: Kafka needs a completed download, Go both binaries", () => {
+  test("the stack's cache: Kafka needs a completed download, Go every binary (the cluster's server too)", () => {
     const partial = detect(host({}, ['/cache/kafka/4.1.1', '/cache/bin/temporal-v1.5.1']));
     expect(partial.cached).toEqual({ kafka: false, goBinaries: false });
+    const devOnly = [
+      '/cache/kafka/4.1.1',
+      '/cache/kafka/4.1.1/.complete',
+      '/cache/bin/temporal-v1.5.1',
+      '/cache/bin/tctl-v1.18.0',
+    ];
+    expect(detect(host({}, devOnly)).cached).toEqual({ kafka: true, goBinaries: false });
     const full = detect(
       host({}, [
-        '/cache/kafka/4.1.1',
-        '/cache/kafka/4.1.1/.complete',
-        '/cache/bin/temporal-v1.5.1',
-        '/cache/bin/tctl-v1.18.0',
+        ...devOnly,
+        '/cache/temporal-server/v1.29.1',
+        '/cache/temporal-server/v1.29.1/temporal-server',
       ]),
     );
     expect(full.cached).toEqual({ kafka: true, goBinaries: true });
+  });
+
+  test('PostgreSQL: found by its server binaries under /usr/lib/postgresql/<major>/bin, off PATH', () => {
+    expect(detect(host({}, [])).tools.postgres.ok).toBe(false);
+    expect(
+      detect(host({}, ['/usr/lib/postgresql/16', '/usr/lib/postgresql/16/bin/initdb'])).tools.postgres.ok,
+    ).toBe(true);
   });
 });
 

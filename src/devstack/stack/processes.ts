@@ -56,6 +56,8 @@ export function startDaemon(opts: {
   logFile: string;
   pidFile: string;
   marker: string;
+  /** Run as another user (PostgreSQL refuses to run as root). */
+  user?: { uid: number; gid: number };
 }): number {
   const out = fs.openSync(opts.logFile, 'a');
   fs.writeSync(out, `\n=== started ${new Date().toISOString()}: ${opts.cmd} ${opts.args.join(' ')}\n`);
@@ -64,6 +66,7 @@ export function startDaemon(opts: {
     env: opts.env,
     detached: true,
     stdio: ['ignore', out, out],
+    ...(opts.user ?? {}),
   });
   fs.closeSync(out);
   if (child.pid === undefined) throw new Error(`could not start ${opts.cmd}`);

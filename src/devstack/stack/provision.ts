@@ -40,7 +40,7 @@ export function temporalBinPath(cfg: StackConfig): string {
 }
 
 /** Runs a build step, its output into the log file and, line by line, into the progress watcher. */
-function run(
+export function run(
   cmd: string,
   args: string[],
   opts: { cwd?: string; env?: NodeJS.ProcessEnv; logFile: string; watch: BuildWatch },
@@ -120,38 +120,45 @@ export async function ensureKafka(cfg: StackConfig, progress: Progress): Promise
  * GOTOOLCHAIN=auto: a host Go older than a module asks for (the temporal CLI asks for 1.25) fetches that
  * toolchain from the module proxy instead of failing, so distribution Go packages from 1.21 on do.
  */
-const GO_ENV = { GOFLAGS: '-buildvcs=false', CGO_ENABLED: '0', GOTOOLCHAIN: 'auto' };
+export const GO_ENV = { GOFLAGS: '-buildvcs=false', CGO_ENABLED: '0', GOTOOLCHAIN: 'auto' };
 
-async function ensureGoBinary(
+/**
+ * `go install`s the packages of one module version and moves each built binary (named after its package's last
+ * path element) to its target; `targets[i]` belongs to `pkgs[i]`. Cached when every target exists.
+ */
+export async function ensureGoBinaries(
   cfg: StackConfig,
   progress: Progress,
   name: string,
-  pkg: string,
+  pkgs: string[],
   version: string,
-  target: string,
-): Promise<string> {
-  if (fs.existsSync(target)) {
-    progress(`${name} ${version}: cached at ${target}`);
-    return target;
+  targets: string[],
+): Promise<string[]> {
+  if (targets.every((t) => fs.existsSync(t))) {
+    progress(`${name} ${version}: cached at ${targets.join(', ')}`);
+    return targets;
   }
   requireTool('go');
   const work = fs.mkdtempSync(path.join(ensureDir(path.join(cfg.cacheDir, 'tmp')), `${name}-`));
   const logFile = path.join(work, 'go-install.log');
   progress(
-    `${name} ${version}: building ${pkg}@${version} from the Go module proxy (a few minutes the first time; log ${logFile})`,
+    `${name} ${version}: building ${pkgs.join(' ')} from the Go module proxy (minutes the first time; log ${logFile})`,
   );
   const watch = watchBuild(`${name} ${version}`, progress);
-  await run('go', ['install', '-v', `${pkg}@${version}`], {
+  await run('go', ['install', '-v', ...pkgs.map((pkg) => `${pkg}@${version}`)], {
     cwd: work,
     logFile,
     env: childEnv({ GOBIN: path.join(work, 'bin'), ...GO_ENV }),
     watch,
   }).finally(() => watch.stop());
-  ensureDir(path.dirname(target));
-  fs.renameSync(path.join(work, 'bin', name), target);
+  pkgs.forEach((pkg, i) => {
+    const target = targets[i] as string;
+    ensureDir(path.dirname(target));
+    fs.renameSync(path.join(work, 'bin', path.basename(pkg)), target);
+  });
   fs.rmSync(work, { recursive: true, force: true });
-  progress(`${name} ${version}: built ${target} (${watch.stop()})`);
-  return target;
+  progress(`${name} ${version}: built ${targets.join(', ')} (${watch.stop()})`);
+  return targets;
 }
 
 export function tctlBinPath(cfg: StackConfig): string {
@@ -201,15 +208,16 @@ export async function ensureTctl(cfg: StackConfig, progress: Progress): Promise<
   return target;
 }
 
-export function ensureTemporal(cfg: StackConfig, progress: Progress): Promise<string> {
-  return ensureGoBinary(
+export async function ensureTemporal(cfg: StackConfig, progress: Progress): Promise<string> {
+  const [bin] = await ensureGoBinaries(
     cfg,
     progress,
     'temporal',
-    'github.com/temporalio/cli/cmd/temporal',
+    ['github.com/temporalio/cli/cmd/temporal'],
     cfg.temporalCliVersion,
-    temporalBinPath(cfg),
+    [temporalBinPath(cfg)],
   );
+  return bin as string;
 }
 
 export async function provision(

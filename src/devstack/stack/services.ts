@@ -2,10 +2,11 @@
  * The two services of the local stack. Each knows how to start itself from the cached binaries, where its
  * data, log and pid file live (all under one state folder), and how to prove readiness through a real client.
  */
-import { spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
 import type { StackConfig } from '../../config';
 import { SEARCH_ATTRIBUTE_NAMES } from '../../contract';
@@ -14,6 +15,8 @@ import { createLocalKafka } from '../../kafka/client';
 import { PACKAGE_ROOT } from '../../version';
 import { ensureDir, kafkaLibsDir, temporalBinPath } from './provision';
 import { livePid, startDaemon, stopDaemon } from './processes';
+
+const execFileAsync = promisify(execFile);
 
 /**
  * A KRaft cluster id: 16 random bytes as base64url without padding (22 characters). Drawn again when it starts
@@ -29,7 +32,7 @@ export function kafkaClusterId(random: (n: number) => Buffer = crypto.randomByte
 export type ServiceName = 'kafka' | 'temporal';
 
 export interface Service {
-  readonly name: ServiceName;
+  readonly name: string;
   readonly address: string;
   readonly pidFile: string;
   readonly logFile: string;
@@ -62,6 +65,29 @@ export interface KafkaListenerOptions {
   formatArgs?: string[];
 }
 
+/** One KRaft node (combined broker and controller): the dev profile runs one, the cluster profile three. */
+export interface KafkaNodeSpec {
+  /** Service name: `kafka` on the dev profile, `kafka-<id>` on the cluster. */
+  name: string;
+  id: number;
+  port: number;
+  controllerPort: number;
+  /** `controller.quorum.voters`: every node of the cluster, `id@host:controllerPort`. */
+  voters: string;
+  /** This node's folder (data, server.properties). */
+  dir: string;
+  logsDir: string;
+  runDir: string;
+  /** Replication of Kafka's internal topics (consumer offsets, transactions): the cluster's size. */
+  replication: number;
+  /** The cluster id every node is formatted with (one per cluster, drawn once). */
+  clusterId: () => string;
+  /** Lines that differ by profile (defaults of topic replication, say). */
+  properties: string[];
+  /** Marker of the pid file: a path that appears on the java command line. */
+  marker: string;
+}
+
 /** `brokerProperties`: extra server.properties lines of the broker itself (a test's own broker defaults). */
 export function kafkaService(
   cfg: StackConfig,
@@ -69,38 +95,70 @@ export function kafkaService(
   brokerProperties: string[] = [],
 ): Service {
   const p = stackPaths(cfg);
-  const address = `127.0.0.1:${cfg.kafkaPort}`;
-  const pidFile = path.join(p.runDir, 'kafka.pid');
-  const logFile = path.join(p.logsDir, 'kafka.log');
-  const dataDir = path.join(p.kafkaDir, 'data');
-  const propsFile = path.join(p.kafkaDir, 'server.properties');
+  return kafkaNodeService(
+    cfg,
+    {
+      name: 'kafka',
+      id: 1,
+      port: cfg.kafkaPort,
+      controllerPort: cfg.kafkaControllerPort,
+      voters: `1@127.0.0.1:${cfg.kafkaControllerPort}`,
+      dir: p.kafkaDir,
+      logsDir: p.logsDir,
+      runDir: p.runDir,
+      replication: 1,
+      clusterId: () => kafkaClusterId(),
+      properties: [
+        'num.partitions=1',
+        'offsets.topic.num.partitions=1',
+        // ACLs as production has them, open to everyone until an ACL names a resource: a test can revoke the
+        // relay's access to one group or topic (a consumer crash kafkajs does not recover from) and give it
+        // back. Not on the cluster profile: there the controllers' votes would be refused until the authorizer
+        // has loaded the metadata the votes are electing a leader for.
+        'authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer',
+        'allow.everyone.if.no.acl.found=true',
+      ],
+      marker: p.root,
+    },
+    extra,
+    brokerProperties,
+  );
+}
+
+export function kafkaNodeService(
+  cfg: StackConfig,
+  node: KafkaNodeSpec,
+  extra?: KafkaListenerOptions,
+  brokerProperties: string[] = [],
+): Service {
+  const address = `127.0.0.1:${node.port}`;
+  const pidFile = path.join(node.runDir, `${node.name}.pid`);
+  const logFile = path.join(node.logsDir, `${node.name}.log`);
+  const dataDir = path.join(node.dir, 'data');
+  const propsFile = path.join(node.dir, 'server.properties');
   const extraListener = extra ? `,${extra.name}://127.0.0.1:${extra.port}` : '';
+  const minIsr = Math.min(2, node.replication);
 
   const properties = () =>
     [
       'process.roles=broker,controller',
-      'node.id=1',
-      `controller.quorum.voters=1@127.0.0.1:${cfg.kafkaControllerPort}`,
-      `listeners=PLAINTEXT://127.0.0.1:${cfg.kafkaPort},CONTROLLER://127.0.0.1:${cfg.kafkaControllerPort}${extraListener}`,
-      `advertised.listeners=PLAINTEXT://127.0.0.1:${cfg.kafkaPort}${extraListener}`,
+      `node.id=${node.id}`,
+      `controller.quorum.voters=${node.voters}`,
+      `listeners=PLAINTEXT://127.0.0.1:${node.port},CONTROLLER://127.0.0.1:${node.controllerPort}${extraListener}`,
+      `advertised.listeners=PLAINTEXT://127.0.0.1:${node.port}${extraListener}`,
       'controller.listener.names=CONTROLLER',
       'inter.broker.listener.name=PLAINTEXT',
       `listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT${extra ? `,${extra.name}:${extra.protocol}` : ''}`,
       ...(extra?.properties ?? []),
       `log.dirs=${dataDir}`,
-      'num.partitions=1',
-      'offsets.topic.replication.factor=1',
-      'offsets.topic.num.partitions=1',
-      'transaction.state.log.replication.factor=1',
-      'transaction.state.log.min.isr=1',
-      'share.coordinator.state.topic.replication.factor=1',
-      'share.coordinator.state.topic.min.isr=1',
+      ...node.properties,
+      `offsets.topic.replication.factor=${node.replication}`,
+      `transaction.state.log.replication.factor=${node.replication}`,
+      `transaction.state.log.min.isr=${minIsr}`,
+      `share.coordinator.state.topic.replication.factor=${node.replication}`,
+      `share.coordinator.state.topic.min.isr=${minIsr}`,
       'group.initial.rebalance.delay.ms=0',
       'log.cleaner.dedupe.buffer.size=2097152',
-      // ACLs as production has them, open to everyone until an ACL names a resource: a test can revoke the
-      // relay's access to one group or topic (a consumer crash kafkajs does not recover from) and give it back.
-      'authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer',
-      'allow.everyone.if.no.acl.found=true',
       // Topics are declared explicitly (topics apply / admin createTopics); auto-creation would hide typos.
       'auto.create.topics.enable=false',
       // Tests create many uuid-named topics; keep segments small so the state folder stays small.
@@ -110,15 +168,15 @@ export function kafkaService(
     ].join('\n');
 
   return {
-    name: 'kafka',
+    name: node.name,
     address,
     pidFile,
     logFile,
     detail: () => `bootstrap ${address}`,
     async start() {
       ensureDir(dataDir);
-      ensureDir(p.logsDir);
-      ensureDir(p.runDir);
+      ensureDir(node.logsDir);
+      ensureDir(node.runDir);
       fs.writeFileSync(propsFile, properties());
       const classpath = path.join(kafkaLibsDir(cfg), '*');
       const log4j = path.join(PACKAGE_ROOT, 'stack', 'kafka', 'log4j2.yaml');
@@ -127,38 +185,42 @@ export function kafkaService(
         '-Xmx512m',
         '-XX:+UseG1GC',
         `-Dlog4j2.configurationFile=${log4j}`,
-        `-Dpoimen.stack=${p.root}`,
+        `-Dpoimen.stack=${node.marker}`,
         '-cp',
         classpath,
         mainClass,
         ...args,
       ];
       if (!fs.existsSync(path.join(dataDir, 'meta.properties'))) {
-        const clusterId = kafkaClusterId();
-        const res = spawnSync(
+        // Asynchronous: the cluster profile formats its three nodes at once (15-20 s each on a busy machine).
+        const res = await execFileAsync(
           'java',
           java('kafka.tools.StorageTool', [
             'format',
             '-t',
-            clusterId,
+            node.clusterId(),
             '-c',
             propsFile,
             ...(extra?.formatArgs ?? []),
           ]),
-          {
-            encoding: 'utf8',
-          },
+          { encoding: 'utf8' },
+        ).then(
+          (r) => ({ ok: true, out: `${r.stdout}${r.stderr}` }),
+          (err: { stdout?: string; stderr?: string }) => ({
+            ok: false,
+            out: `${err.stdout ?? ''}${err.stderr ?? ''}`,
+          }),
         );
-        fs.appendFileSync(logFile, `${res.stdout ?? ''}${res.stderr ?? ''}`);
-        if (res.status !== 0) throw new StackError(`kafka storage format failed (see ${logFile})`);
+        fs.appendFileSync(logFile, res.out);
+        if (!res.ok) throw new StackError(`${node.name} storage format failed (see ${logFile})`);
       }
       startDaemon({
         cmd: 'java',
         args: java('kafka.Kafka', [propsFile]),
-        cwd: p.kafkaDir,
+        cwd: node.dir,
         logFile,
         pidFile,
-        marker: p.root,
+        marker: node.marker,
       });
     },
     async isReady() {
@@ -167,7 +229,7 @@ export function kafkaService(
       try {
         await admin.connect();
         const cluster = await admin.describeCluster();
-        return cluster.brokers.length > 0 && cluster.controller !== null;
+        return cluster.brokers.some((b) => b.nodeId === node.id) && cluster.controller !== null;
       } catch {
         return false;
       } finally {

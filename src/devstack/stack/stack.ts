@@ -1,7 +1,7 @@
 /**
- * `stack up | down | status`: the local Kafka + Temporal dev server that development, the demo and the
- * tests run on. Up is idempotent (running services are left alone), down stops exactly the processes the
- * stack started, and status checks each service through its real client.
+ * `stack up | down | status`: the local services that development, the demo and the tests run on, in two
+ * profiles (profiles.ts). Up is idempotent (running services are left alone), down stops exactly the processes
+ * the stack started, and status checks each service through its real client.
  */
 import { Connection } from '@temporalio/client';
 import type { StackConfig } from '../../config';
@@ -21,7 +21,7 @@ import {
 } from './services';
 
 export interface ServiceStatus {
-  name: ServiceName;
+  name: string;
   address: string;
   detail: string;
   running: boolean;
@@ -29,13 +29,123 @@ export interface ServiceStatus {
   log: string;
 }
 
-export class LocalStack {
-  readonly services: Record<ServiceName, Service>;
+/** What both profiles share: starting (several at once where they need each other), stopping and reporting. */
+export abstract class StackBase {
+  abstract readonly services: Record<string, Service>;
+  /** Start order; down stops in reverse. */
+  protected abstract readonly order: readonly string[];
 
   constructor(
     readonly cfg: StackConfig,
-    private readonly progress: Progress = silentProgress,
-  ) {
+    protected readonly progress: Progress = silentProgress,
+  ) {}
+
+  abstract get stateDir(): string;
+  abstract provision(): Promise<unknown>;
+
+  /** Hook after a service is ready (search attributes, namespaces). */
+  protected async afterReady(_name: string): Promise<void> {}
+
+  /** A service's clean-stop signal (PostgreSQL's fast shutdown is SIGINT). */
+  protected stopSignal(_name: string): NodeJS.Signals {
+    return 'SIGTERM';
+  }
+
+  protected service(name: string): Service {
+    const service = this.services[name];
+    if (!service)
+      throw new StackError(`no service ${name}; this stack has ${Object.keys(this.services).join(', ')}`);
+    return service;
+  }
+
+  async startService(name: string): Promise<void> {
+    await this.startServices([name]);
+  }
+
+  /**
+   * Starts the named services together, then waits for each: the nodes of a KRaft quorum are ready only once
+   * a majority of them runs.
+   */
+  async startServices(names: readonly string[]): Promise<void> {
+    const started = Date.now();
+    const fresh: string[] = [];
+    for (const name of names) {
+      const service = this.service(name);
+      if (isRunning(service)) continue;
+      const port = Number(service.address.split(':').pop());
+      if (await portInUse(port)) {
+        throw new StackError(
+          `${name}: port ${port} is already in use by a process this stack did not start; stop it or choose another port (POIMEN_STACK_*_PORT / POIMEN_CLUSTER_*_PORT)`,
+        );
+      }
+      this.progress(`${name}: starting on ${service.address} (log ${service.logFile})`);
+      fresh.push(name);
+    }
+    await Promise.all(fresh.map((name) => this.service(name).start()));
+    for (const name of names) {
+      const service = this.service(name);
+      const ready = await waitUntil(
+        async () => {
+          if (!isRunning(service))
+            throw new StackError(`${name}: exited during start-up (log ${service.logFile})`);
+          return service.isReady();
+        },
+        this.cfg.startTimeoutMs,
+        250,
+      );
+      if (!ready) {
+        throw new StackError(
+          `${name}: ${fresh.includes(name) ? 'not' : 'running but not'} ready at ${service.address} within ${this.cfg.startTimeoutMs} ms (log ${service.logFile})`,
+        );
+      }
+      await this.afterReady(name);
+      this.progress(
+        fresh.includes(name)
+          ? `${name}: ready in ${((Date.now() - started) / 1000).toFixed(1)} s — ${service.detail()}`
+          : `${name}: already running at ${service.address}`,
+      );
+    }
+  }
+
+  /** Stops one service; SIGKILL simulates a crash, the default a clean shutdown. */
+  async stopService(name: string, signal?: NodeJS.Signals): Promise<boolean> {
+    const sig = signal ?? this.stopSignal(name);
+    const stopped = await stopDaemon(this.service(name).pidFile, sig);
+    if (stopped) this.progress(`${name}: stopped (${sig})`);
+    return stopped;
+  }
+
+  async down(): Promise<void> {
+    for (const name of [...this.order].reverse()) {
+      if (!(await this.stopService(name))) this.progress(`${name}: not running`);
+    }
+  }
+
+  async status(): Promise<ServiceStatus[]> {
+    return Promise.all(
+      this.order.map(async (name) => {
+        const s = this.service(name);
+        const running = isRunning(s);
+        return {
+          name: s.name,
+          address: s.address,
+          detail: s.detail(),
+          running,
+          ready: running && (await s.isReady()),
+          log: s.logFile,
+        };
+      }),
+    );
+  }
+}
+
+/** The dev profile: one Kafka broker and the temporal dev server. */
+export class LocalStack extends StackBase {
+  readonly services: Record<ServiceName, Service>;
+  protected readonly order = ['kafka', 'temporal'] as const;
+
+  constructor(cfg: StackConfig, progress: Progress = silentProgress) {
+    super(cfg, progress);
     this.services = { kafka: kafkaService(cfg), temporal: temporalService(cfg) };
   }
 
@@ -50,49 +160,11 @@ export class LocalStack {
 
   async up(): Promise<ServiceStatus[]> {
     await this.provision();
-    for (const service of Object.values(this.services)) await this.startService(service.name);
+    for (const name of this.order) await this.startService(name);
     return this.status();
   }
 
-  async startService(name: ServiceName): Promise<void> {
-    const service = this.services[name];
-    if (isRunning(service)) {
-      if (await waitUntil(() => service.isReady(), this.cfg.startTimeoutMs, 250)) {
-        this.progress(`${name}: already running at ${service.address}`);
-        await this.afterReady(name);
-        return;
-      }
-      throw new StackError(
-        `${name}: running but not ready at ${service.address} within ${this.cfg.startTimeoutMs} ms (log ${service.logFile})`,
-      );
-    }
-    const port = Number(service.address.split(':').pop());
-    if (await portInUse(port)) {
-      throw new StackError(
-        `${name}: port ${port} is already in use by a process this stack did not start; stop it or choose another port (POIMEN_STACK_*_PORT)`,
-      );
-    }
-    this.progress(`${name}: starting on ${service.address} (log ${service.logFile})`);
-    const started = Date.now();
-    await service.start();
-    const ready = await waitUntil(
-      async () => {
-        if (!isRunning(service))
-          throw new StackError(`${name}: exited during start-up (log ${service.logFile})`);
-        return service.isReady();
-      },
-      this.cfg.startTimeoutMs,
-      250,
-    );
-    if (!ready)
-      throw new StackError(
-        `${name}: not ready within ${this.cfg.startTimeoutMs} ms (log ${service.logFile})`,
-      );
-    await this.afterReady(name);
-    this.progress(`${name}: ready in ${((Date.now() - started) / 1000).toFixed(1)} s — ${service.detail()}`);
-  }
-
-  private async afterReady(name: ServiceName): Promise<void> {
+  protected override async afterReady(name: string): Promise<void> {
     if (name !== 'temporal') return;
     const connection = await Connection.connect({ address: this.services.temporal.address });
     try {
@@ -101,36 +173,5 @@ export class LocalStack {
     } finally {
       await connection.close();
     }
-  }
-
-  /** Stops one service; SIGKILL simulates a crash, SIGTERM a clean shutdown. */
-  async stopService(name: ServiceName, signal: NodeJS.Signals = 'SIGTERM'): Promise<boolean> {
-    const service = this.services[name];
-    const stopped = await stopDaemon(service.pidFile, signal);
-    if (stopped) this.progress(`${name}: stopped (${signal})`);
-    return stopped;
-  }
-
-  async down(): Promise<void> {
-    // Reverse order of start.
-    for (const name of ['temporal', 'kafka'] as const) {
-      if (!(await this.stopService(name))) this.progress(`${name}: not running`);
-    }
-  }
-
-  async status(): Promise<ServiceStatus[]> {
-    return Promise.all(
-      Object.values(this.services).map(async (s) => {
-        const running = isRunning(s);
-        return {
-          name: s.name,
-          address: s.address,
-          detail: s.detail(),
-          running,
-          ready: running && (await s.isReady()),
-          log: s.logFile,
-        };
-      }),
-    );
   }
 }

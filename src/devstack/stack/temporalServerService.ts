@@ -1,0 +1,244 @@
+/**
+ * The cluster profile's Temporal: the real server (frontend, history, matching and worker services in one
+ * process, as separate services talking over gRPC and ringpop membership) on PostgreSQL, with a fixed number of
+ * history shards. Unlike the dev server it creates neither its schema nor the relay's namespace: the schema is
+ * set up by temporal-sql-tool before the first start, the namespace and search attributes after it is ready.
+ */
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Connection } from '@temporalio/client';
+import { msToTs } from '@temporalio/common/lib/time';
+import { stringify } from 'yaml';
+import type { StackConfig } from '../../config';
+import { StackError } from '../../errors';
+import { waitUntil } from '../../poll';
+import { ensureSearchAttributes } from '../../temporal/searchAttributes';
+import { clusterPaths, clusterPorts } from './clusterPaths';
+import { startDaemon } from './processes';
+import type { Progress } from './progress';
+import { ensureDir } from './provision';
+import { clusterBinaryPaths, requirePostgres } from './provisionCluster';
+import type { Service } from './services';
+
+const DATABASES = [
+  { name: 'temporal', schema: 'temporal' },
+  { name: 'temporal_visibility', schema: 'visibility' },
+] as const;
+
+/** Namespace retention: long enough for a 24 h retry budget and a day of `dispatch status` after it. */
+const RETENTION_S = 3 * 24 * 3600;
+
+function serverConfig(cfg: StackConfig, dynamicConfigFile: string) {
+  const ports = clusterPorts(cfg);
+  const store = (databaseName: string, maxConns: number) => ({
+    sql: {
+      pluginName: 'postgres12',
+      databaseName,
+      connectAddr: `127.0.0.1:${ports.postgres}`,
+      connectProtocol: 'tcp',
+      user: 'postgres',
+      password: '',
+      maxConns,
+      maxIdleConns: maxConns,
+      maxConnLifetime: '1h',
+    },
+  });
+  const service = (grpcPort: number, membershipOffset: number, extra: object = {}) => ({
+    rpc: {
+      grpcPort,
+      membershipPort: ports.temporal.membership(membershipOffset),
+      bindOnLocalHost: true,
+      ...extra,
+    },
+  });
+  return {
+    log: { stdout: true, level: 'warn' },
+    persistence: {
+      defaultStore: 'postgres-default',
+      visibilityStore: 'postgres-visibility',
+      numHistoryShards: cfg.cluster.historyShards,
+      datastores: {
+        'postgres-default': store('temporal', 20),
+        'postgres-visibility': store('temporal_visibility', 10),
+      },
+    },
+    global: {
+      membership: { maxJoinDuration: '30s', broadcastAddress: '127.0.0.1' },
+      metrics: {
+        prometheus: {
+          framework: 'tally',
+          timerType: 'histogram',
+          listenAddress: `127.0.0.1:${ports.temporal.metrics}`,
+        },
+      },
+    },
+    services: {
+      frontend: service(ports.temporal.frontend, 0, { httpPort: ports.temporal.frontendHttp }),
+      history: service(ports.temporal.history, 1),
+      matching: service(ports.temporal.matching, 2),
+      worker: service(ports.temporal.worker, 3),
+    },
+    clusterMetadata: {
+      enableGlobalNamespace: false,
+      failoverVersionIncrement: 10,
+      masterClusterName: 'active',
+      currentClusterName: 'active',
+      clusterInformation: {
+        active: {
+          enabled: true,
+          initialFailoverVersion: 1,
+          rpcName: 'frontend',
+          rpcAddress: `127.0.0.1:${ports.temporal.frontend}`,
+        },
+      },
+    },
+    dcRedirectionPolicy: { policy: 'noop' },
+    dynamicConfigClient: { filepath: dynamicConfigFile, pollInterval: '10s' },
+  };
+}
+
+/** Dynamic config: the version check would call out to the internet; the rest is the dev server's own tuning. */
+const DYNAMIC_CONFIG = {
+  'frontend.enableServerVersionCheck': [{ value: false }],
+  'history.hostLevelCacheMaxSize': [{ value: 8192 }],
+  'frontend.namespaceRPS.visibility': [{ value: 100 }],
+  'system.forceSearchAttributesCacheRefreshOnRead': [{ value: true }],
+};
+
+function psql(cfg: StackConfig, sql: string): string {
+  const bin = requirePostgres();
+  const res = spawnSync(
+    path.join(bin, 'psql'),
+    ['-h', '127.0.0.1', '-p', String(cfg.cluster.postgresPort), '-U', 'postgres', '-tAc', sql],
+    { encoding: 'utf8' },
+  );
+  if (res.status !== 0) throw new StackError(`postgres: psql failed: ${res.stderr.trim()}`);
+  return res.stdout.trim();
+}
+
+/** Creates both databases and brings their schema to the server version's; each step is idempotent. */
+function setupSchema(cfg: StackConfig, logFile: string, progress: Progress): void {
+  const { sqlTool, schemaDir } = clusterBinaryPaths(cfg);
+  const tool = (db: string, args: string[]) => {
+    const res = spawnSync(
+      sqlTool,
+      [
+        '--plugin',
+        'postgres12',
+        '--ep',
+        '127.0.0.1',
+        '-p',
+        String(cfg.cluster.postgresPort),
+        '-u',
+        'postgres',
+        '--db',
+        db,
+        ...args,
+      ],
+      { encoding: 'utf8' },
+    );
+    fs.appendFileSync(logFile, `${res.stdout ?? ''}${res.stderr ?? ''}`);
+    if (res.status !== 0)
+      throw new StackError(`temporal-sql-tool ${args[0]} on ${db} failed (see ${logFile})`);
+  };
+  for (const db of DATABASES) {
+    if (psql(cfg, `SELECT 1 FROM pg_database WHERE datname = '${db.name}'`) !== '1') {
+      progress(`temporal: creating database ${db.name}`);
+      tool(db.name, ['create-database']);
+    }
+    const versioned = psql(
+      cfg,
+      `SELECT 1 FROM pg_tables WHERE schemaname = 'public' AND tablename = 'schema_version'`,
+    );
+    if (versioned !== '1') tool(db.name, ['setup-schema', '-v', '0.0']);
+    tool(db.name, ['update-schema', '-d', path.join(schemaDir, db.schema, 'versioned')]);
+  }
+}
+
+export interface TemporalServerService extends Service {
+  /** After the server answers: the relay's namespace and search attributes, which the real server leaves to us. */
+  afterReady(progress: Progress): Promise<void>;
+}
+
+export function temporalServerService(cfg: StackConfig): TemporalServerService {
+  const p = clusterPaths(cfg);
+  const ports = clusterPorts(cfg);
+  const address = `127.0.0.1:${ports.temporal.frontend}`;
+  const pidFile = path.join(p.runDir, 'temporal.pid');
+  const logFile = path.join(p.logsDir, 'temporal.log');
+  const configDir = path.join(p.temporalDir, 'config');
+
+  return {
+    name: 'temporal',
+    address,
+    pidFile,
+    logFile,
+    detail: () =>
+      `gRPC ${address}, ${cfg.cluster.historyShards} history shards on PostgreSQL, metrics http://127.0.0.1:${ports.temporal.metrics}/metrics, namespace ${cfg.namespace}`,
+    async start() {
+      ensureDir(configDir);
+      ensureDir(p.logsDir);
+      ensureDir(p.runDir);
+      setupSchema(cfg, logFile, () => undefined);
+      const dynamicConfigFile = path.join(configDir, 'dynamicconfig.yaml');
+      fs.writeFileSync(dynamicConfigFile, stringify(DYNAMIC_CONFIG));
+      fs.writeFileSync(path.join(configDir, 'cluster.yaml'), stringify(serverConfig(cfg, dynamicConfigFile)));
+      startDaemon({
+        cmd: clusterBinaryPaths(cfg).temporalServer,
+        // --root is the state folder: it is the pid file's marker on the command line.
+        args: ['--root', p.temporalDir, '--config', 'config', '--env', 'cluster', '--allow-no-auth', 'start'],
+        cwd: p.temporalDir,
+        logFile,
+        pidFile,
+        marker: p.temporalDir,
+      });
+    },
+    async isReady() {
+      let connection: Connection | undefined;
+      try {
+        connection = await Connection.connect({ address, connectTimeout: 1000 });
+        await connection.workflowService.getSystemInfo({});
+        await connection.workflowService.describeNamespace({ namespace: 'temporal-system' });
+        return true;
+      } catch {
+        return false;
+      } finally {
+        await connection?.close().catch(() => undefined);
+      }
+    },
+    async afterReady(progress) {
+      const connection = await Connection.connect({ address });
+      try {
+        const ns = cfg.namespace;
+        const exists = await connection.workflowService
+          .describeNamespace({ namespace: ns })
+          .then(() => true)
+          .catch(() => false);
+        if (!exists) {
+          await connection.workflowService.registerNamespace({
+            namespace: ns,
+            workflowExecutionRetentionPeriod: msToTs(RETENTION_S * 1000),
+          });
+          progress(`temporal: registered namespace ${ns} (retention ${RETENTION_S / 3600} h)`);
+        }
+        // The frontend serves a namespace from a cache refreshed every few seconds; a start before that fails.
+        const served = await waitUntil(
+          () =>
+            connection.workflowService
+              .countWorkflowExecutions({ namespace: ns })
+              .then(() => true)
+              .catch(() => false),
+          cfg.startTimeoutMs,
+          250,
+        );
+        if (!served)
+          throw new StackError(`temporal: namespace ${ns} was not served within ${cfg.startTimeoutMs} ms`);
+        const added = await ensureSearchAttributes(connection, ns);
+        if (added.length > 0) progress(`temporal: registered search attributes ${added.join(', ')}`);
+      } finally {
+        await connection.close();
+      }
+    },
+  };
+}
