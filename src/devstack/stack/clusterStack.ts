@@ -4,17 +4,24 @@
  * and min ISR 2 by default. Production's shape on one machine, for correctness under node failures and for the
  * per-dispatch costs of each part; slower than the dev profile on a small machine.
  */
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import type { StackConfig } from '../../config';
+import { StackError } from '../../errors';
+import { PACKAGE_ROOT } from '../../version';
 import { clusterPaths, clusterPorts } from './clusterPaths';
 import { postgresService } from './postgresService';
 import { type Progress, silentProgress } from './progress';
+import { kafkaLibsDir } from './provision';
 import { type ClusterBinaries, provisionCluster } from './provisionCluster';
 import { type Service, kafkaClusterId, kafkaNodeService } from './services';
 import { StackBase, type ServiceStatus } from './stack';
 import { type TemporalServerService, temporalServerService } from './temporalServerService';
 import { uiService } from './uiService';
+
+const execFileAsync = promisify(execFile);
 
 export const KAFKA_NODES = ['kafka-1', 'kafka-2', 'kafka-3'] as const;
 export type ClusterServiceName = 'postgres' | 'temporal' | 'ui' | (typeof KAFKA_NODES)[number];
@@ -105,6 +112,35 @@ export class ClusterStack extends StackBase {
    */
   protected override stopSignal(name: string): NodeJS.Signals {
     return name === 'postgres' ? 'SIGINT' : 'SIGTERM';
+  }
+
+  /**
+   * The service name of the KRaft quorum's active controller (kafkajs has no DescribeQuorum, and under KRaft a
+   * broker's metadata answer names a random broker as "controller"), asked through Kafka's own admin client.
+   */
+  async activeController(): Promise<(typeof KAFKA_NODES)[number]> {
+    const controllers = clusterPorts(this.cfg)
+      .brokers.map((b) => `127.0.0.1:${b.controllerPort}`)
+      .join(',');
+    const res = await execFileAsync(
+      'java',
+      [
+        '-cp',
+        path.join(kafkaLibsDir(this.cfg), '*'),
+        `-Dlog4j2.configurationFile=${path.join(PACKAGE_ROOT, 'stack', 'kafka', 'log4j2.yaml')}`,
+        path.join(PACKAGE_ROOT, 'stack', 'kafka', 'QuorumLeader.java'),
+        controllers,
+      ],
+      { encoding: 'utf8', timeout: 60_000 },
+    );
+    const id = Number(res.stdout.trim().split('\n').pop());
+    const name = `kafka-${id}`;
+    if (!(KAFKA_NODES as readonly string[]).includes(name)) {
+      throw new StackError(
+        `no active KRaft controller found (QuorumLeader printed ${JSON.stringify(res.stdout)})`,
+      );
+    }
+    return name as (typeof KAFKA_NODES)[number];
   }
 
   protected override async afterReady(name: string): Promise<void> {
