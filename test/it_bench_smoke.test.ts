@@ -5,6 +5,8 @@
  */
 import path from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
+import { loadStackConfig } from '../src/config';
+import { devServerPids } from '../tools/bench/cpu';
 import { outage } from '../tools/bench/outage';
 import { type BenchTarget, baseline, ceiling, relayDrain } from '../tools/bench/phases';
 import { REPO_ROOT } from './support/cli';
@@ -17,6 +19,8 @@ const target: BenchTarget = {
   namespace: s.namespace,
   logsDir: path.join(REPO_ROOT, 'test-artifacts', 'logs'),
   kafka: new Kafka({ clientId: 'it-bench-smoke', brokers: s.kafkaBrokers, logLevel: logLevel.NOTHING }),
+  // The servers' pids are known only when the run started the project's own stack.
+  ...(s.mode === 'local' ? { serverPids: () => devServerPids(loadStackConfig()) } : {}),
 };
 
 test('bench smoke: ceiling, relay and baseline phases each deliver every dispatch exactly once', async () => {
@@ -28,6 +32,16 @@ test('bench smoke: ceiling, relay and baseline phases each deliver every dispatc
   expect(r.per_s).toBeGreaterThan(0);
   expect(r.ingester_rss_mib).toBeGreaterThan(0);
   expect(r.worker_rss_mib).toBeGreaterThan(0);
+  // CPU per dispatch of each process over the drain: the relay's own always, the servers' on the local stack;
+  // the dev profile has no PostgreSQL.
+  expect(r.cpu_dispatches).toBeGreaterThan(0);
+  expect(r.cpu_ms_per_dispatch.ingester).toBeGreaterThan(0);
+  expect(r.cpu_ms_per_dispatch.worker).toBeGreaterThan(0);
+  if (s.mode === 'local') {
+    expect(r.cpu_ms_per_dispatch.temporal).toBeGreaterThan(0);
+    expect(r.cpu_ms_per_dispatch.kafka).toBeGreaterThan(0);
+  }
+  expect(r.cpu_ms_per_dispatch.postgres).toBeNull();
   const b = await baseline(target, 300, 2);
   expect(b.per_s).toBeGreaterThan(0);
 });

@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [-- --phases a,b]`: the relay against the bare-Temporal ceiling and a plain
+ * `npm run bench [-- --quick] [-- --phases a,b] [-- --profile dev]`: the relay against the bare-Temporal ceiling and a plain
  * Kafka→HTTP consumer, side by side, and what a runs-API outage costs, in one run on one machine, same Kafka,
  * same Temporal, same minimal runs API. Prints one table and writes tools/results/<date>[-quick][-<phases>].json.
  * Figures are measured, never assumed.
@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Command } from 'commander';
+import { Command, InvalidArgumentError } from 'commander';
 import { Kafka, logLevel } from 'kafkajs';
 import { loadRelayConfig, loadStackConfig } from '../../src/config';
 import { freePort } from '../../src/devstack/ports';
@@ -15,6 +15,7 @@ import { consoleProgress } from '../../src/devstack/stack/progress';
 import { PACKAGE_ROOT } from '../../src/version';
 import { LocalStack } from '../../src/devstack/stack/stack';
 import { codecDecodeBench, codecTable } from './codecs';
+import { devServerPids } from './cpu';
 import { round } from './measure';
 import { outage } from './outage';
 import type { BenchTarget } from './phases';
@@ -40,6 +41,13 @@ function parsePhases(list: string | undefined): Set<Phase> {
   return set;
 }
 
+/** The dev stack profile the bench measures (the lead's StackProfile of src/devstack/stack/profiles.ts). */
+type BenchProfile = 'dev' | 'cluster';
+const profileOption = (v: string): BenchProfile => {
+  if (v === 'dev' || v === 'cluster') return v;
+  throw new InvalidArgumentError('must be dev or cluster');
+};
+
 const positive = (v: string) => {
   const n = Number(v);
   if (!Number.isInteger(n) || n <= 0) throw new Error(`not a positive integer: ${v}`);
@@ -53,10 +61,25 @@ async function main(): Promise<void> {
     .option('--phases <list>', `comma-separated subset of: ${PHASES.join(', ')} (default: all)`)
     .option('--outage-n <n>', 'dispatches in the outage phase (default 2000; quick 300)', positive)
     .option('--outage-s <s>', 'length of the outage in seconds (default 60; quick 15)', positive)
+    .option('--profile <name>', 'the stack profile to measure: dev or cluster', profileOption, 'dev')
     .parse(process.argv)
-    .opts<{ quick?: boolean; codecs?: boolean; phases?: string; outageN?: number; outageS?: number }>();
+    .opts<{
+      quick?: boolean;
+      codecs?: boolean;
+      phases?: string;
+      outageN?: number;
+      outageS?: number;
+      profile: BenchProfile;
+    }>();
   if (opts.codecs) {
     process.stdout.write(`\nKafka codec decode cost\n${codecTable(await codecDecodeBench())}`);
+    return;
+  }
+  if (opts.profile === 'cluster') {
+    // To wire: the stack of the profile, its endpoints (stackEndpoints) for the BenchTarget below and its server
+    // pids (stackServerPids) for the CPU figures.
+    process.stderr.write('bench: the cluster profile is not wired yet\n');
+    process.exitCode = 1;
     return;
   }
   const phases = parsePhases(opts.phases);
@@ -77,6 +100,7 @@ async function main(): Promise<void> {
     namespace: cfg.namespace,
     logsDir: path.join(cfg.stateDir, 'logs'),
     kafka,
+    serverPids: () => devServerPids(cfg),
   };
 
   // A second, throwaway Temporal dev server without a database file, for the persistence comparison and for
@@ -93,7 +117,11 @@ async function main(): Promise<void> {
   const needsMemory = phases.has('memory') || phases.has('scaling');
   if (needsMemory) await memStack.startService('temporal');
   const memory: BenchTarget | undefined = needsMemory
-    ? { ...sqlite, temporalAddress: memStack.services.temporal.address }
+    ? {
+        ...sqlite,
+        temporalAddress: memStack.services.temporal.address,
+        serverPids: () => ({ ...devServerPids(cfg), temporal: devServerPids(memCfg).temporal }),
+      }
     : undefined;
   // An interrupted benchmark must not leave its throwaway server running.
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
@@ -163,6 +191,7 @@ async function main(): Promise<void> {
     const result = {
       date: new Date().toISOString(),
       mode,
+      profile: opts.profile,
       ...(all ? {} : { phases: [...phases] }),
       duration_s: round((Date.now() - started) / 1000),
       ...fields,
@@ -192,14 +221,16 @@ async function main(): Promise<void> {
       ]);
     }
     process.stdout.write(
-      `\npoimen-relay benchmark (${mode}${all ? '' : `, ${[...phases].join(', ')}`}, ${result.machine.cores} cores, ${result.duration_s} s)\n`,
+      `\npoimen-relay benchmark (${mode}, ${opts.profile} profile${all ? '' : `, ${[...phases].join(', ')}`}, ${result.machine.cores} cores, ${result.duration_s} s)\n`,
     );
     for (const [k, v] of rows) process.stdout.write(`  ${k.padEnd(44)} ${v}\n`);
     if (codecDecode) process.stdout.write(`\nKafka codec decode cost\n${codecTable(codecDecode)}`);
     const dir = path.join(PACKAGE_ROOT, 'tools', 'results');
     fs.mkdirSync(dir, { recursive: true });
     const suffix = `${mode === 'quick' ? '-quick' : ''}${all ? '' : `-${[...phases].join('-')}`}`;
-    const file = path.join(dir, `${result.date.slice(0, 10)}${suffix}.json`);
+    // The issue names a cluster run's file cluster-<date>.json; the dev profile's names stay as they were.
+    const prefix = opts.profile === 'dev' ? '' : `${opts.profile}-`;
+    const file = path.join(dir, `${prefix}${result.date.slice(0, 10)}${suffix}.json`);
     fs.writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
     process.stdout.write(`\nwritten to ${path.relative(process.cwd(), file)}\n`);
     if (result.committed_at_log_end === false) {

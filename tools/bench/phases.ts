@@ -15,6 +15,7 @@ import { RunsApiDouble } from '../../test/support/runsApiDouble';
 import { waitUntil } from '../../src/poll';
 import { PACKAGE_ROOT } from '../../src/version';
 import { DEFAULT_DISPATCH_POLICY, type DispatchInput } from '../../src/workflows/types';
+import { cpuMsPerDispatch, cpuWindow } from './cpu';
 import { committedAtLogEnd } from './groupOffsets';
 import { mapLimit, peakRssMiB, percentile, round } from './measure';
 import { type BenchTarget, dispatchValue, drained, newTenant, preload, relayEnv, startWorkers } from './rig';
@@ -70,7 +71,10 @@ export async function ceiling(t: BenchTarget, n: number, concurrency: number, wo
   }
 }
 
-/** 2 (+5, 6). The relay draining a pre-loaded backlog: rate, POST amplification, peak RSS of both processes. */
+/**
+ * 2 (+5, 6). The relay draining a pre-loaded backlog: rate, POST amplification, peak RSS of both processes, and
+ * the CPU each process spent per dispatch.
+ */
 export async function relayDrain(
   t: BenchTarget,
   n: number,
@@ -95,7 +99,20 @@ export async function relayDrain(
       metricsPort: await freePort(),
       logFile: path.join(t.logsDir, `bench-relay-ingest.log`),
     });
+    // The CPU window opens once the ingester is ready (its start-up is a one-off, not a cost per dispatch) and
+    // closes when the last run arrived; it counts the dispatches the API received in between.
+    const server = t.serverPids?.() ?? { temporal: [], postgres: [], kafka: [] };
+    const cpu = cpuWindow({
+      ingester: [ingester.child.pid!],
+      worker: workers.map((w) => w.child.pid!),
+      ...server,
+    });
+    const runsBefore = api.runs.size;
+    const cpuFrom = Date.now();
     const t1 = await drained(api, n, 30 * 60_000);
+    const cpuMs = cpu.end();
+    const cpuWindowS = round((Date.now() - cpuFrom) / 1000);
+    const cpuDispatches = api.runs.size - runsBefore;
     // Measured after the rate's end mark, so the check costs the figure nothing.
     const atLogEnd = await committedAtLogEnd(t.kafka, `bench-relay-${tenant}`, [topics.dispatch(tenant)]);
     return {
@@ -105,6 +122,11 @@ export async function relayDrain(
       amplification: round(api.requests.length / n, 3),
       ingester_rss_mib: peakRssMiB(ingester.child.pid),
       worker_rss_mib: Math.max(...workers.map((w) => peakRssMiB(w.child.pid) ?? 0)),
+      cpu_dispatches: cpuDispatches,
+      // The window's length, so a reader can tell the servers' idle cost from the per-dispatch one.
+      cpu_window_s: cpuWindowS,
+      cpu_ms: cpuMs,
+      cpu_ms_per_dispatch: cpuMsPerDispatch([{ cpu_ms: cpuMs, dispatches: cpuDispatches }]),
     };
   } finally {
     await ingester?.stop();

@@ -12,6 +12,7 @@ import { type RelayProcess, startRelayProcess } from '../../src/devstack/relayPr
 import { waitUntil } from '../../src/poll';
 import { ensureTopics, tenantTopicSpecs } from '../../src/kafka/topics';
 import type { RunsApiDouble } from '../../test/support/runsApiDouble';
+import type { ServerPids } from './cpu';
 
 export interface BenchTarget {
   kafkaBrokers: string;
@@ -19,6 +20,11 @@ export interface BenchTarget {
   namespace: string;
   logsDir: string;
   kafka: Kafka;
+  /**
+   * The stack's server processes, read when a CPU window opens (devServerPids on the dev profile; the lead's
+   * stackServerPids(cfg, profile) fits). Without it only the relay's own processes are measured.
+   */
+  serverPids?: () => ServerPids;
 }
 
 export const dispatchValue = (key: string, sentAtMs = Date.now()) =>

@@ -3,6 +3,7 @@
  * outage phase and the codecs): each selected phase adds its figures to one flat record and its lines to the
  * printed table, under the same keys whether the whole bench runs or a subset.
  */
+import { cpuMsPerDispatch, cpuRow } from './cpu';
 import { round } from './measure';
 import { type BenchTarget, baseline, ceiling, ingesterMemory, latency, relayDrain } from './phases';
 
@@ -76,11 +77,15 @@ export async function runSuite(
     relayPerS = mean(relays.map((x) => x.per_s));
     atLogEnd.push(...relays.map((x) => x.committed_at_log_end));
     workerRss.push(...relays.map((x) => x.worker_rss_mib));
+    const cpuPerDispatch = cpuMsPerDispatch(
+      relays.map((x) => ({ cpu_ms: x.cpu_ms, dispatches: x.cpu_dispatches })),
+    );
     Object.assign(fields, {
       ceiling_per_s: ceilingPerS,
       relay_per_s: relayPerS,
       relay_over_ceiling: round(relayPerS / ceilingPerS, 3),
       amplification: Math.max(...relays.map((x) => x.amplification)),
+      cpu_ms_per_dispatch: cpuPerDispatch,
       ingester_rss_during_drain_mib: Math.max(...relays.map((x) => x.ingester_rss_mib ?? 0)),
       ceiling_runs: ceilings,
       relay_runs: relays,
@@ -95,6 +100,7 @@ export async function runSuite(
         `${relayPerS}/s = ${String(fields.relay_over_ceiling)} × ceiling (runs: ${relays.map((x) => x.per_s).join(', ')})`,
       ],
       ['amplification (POSTs per dispatch)', String(fields.amplification)],
+      ['CPU per dispatch over the relay drain', cpuRow(cpuPerDispatch)],
     );
   }
 
