@@ -132,6 +132,27 @@ describe('topics', () => {
     expect(list.find((t) => t.topic === memoryDlq)?.retentionMs).toBe('1209600000');
   });
 
+  test('min.insync.replicas is compared like any setting: one broker gives no min ISR, and a declared one the topic lacks is reported', async () => {
+    // One broker: replication factor 1 and no topic-level min ISR, so the topic reads the broker's default (1).
+    const tenant = uniqueTenant();
+    expect((await cli(['topics', 'apply', '--tenant', tenant, '--partitions', '1'])).code).toBe(0);
+    const created = uniqueName('it-min-isr');
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'topics-')), 'topics.yaml');
+    fs.writeFileSync(
+      file,
+      `partitions: 1\nextraTopics:\n${[topics.dispatch(tenant), created].map((n) => `  - name: ${n}\n    config: { min.insync.replicas: "2" }\n`).join('')}`,
+    );
+    const first = await cli(['topics', 'apply', '--file', file]);
+    expect(first.code).toBe(3);
+    expect(first.stdout).toContain(
+      `differs   ${topics.dispatch(tenant)}: min.insync.replicas 1 (declared 2)`,
+    );
+    expect(first.stdout).toContain(`created   ${created}`);
+    // The topic created with its min ISR reads back as declared.
+    const again = await cli(['topics', 'apply', '--file', file]);
+    expect(again.stdout).toContain(`unchanged ${created}`);
+  });
+
   test('a tenant name that could widen the topic pattern is refused with one line', async () => {
     for (const bad of ['a.b', '.*', 'Acme', 'x|y']) {
       const res = await cli(['topics', 'apply', '--tenant', bad]);

@@ -2,7 +2,7 @@
 import { Command, Option } from 'commander';
 import { ConfigError, EXIT } from '../errors';
 import { clusterDefaultReplicationFactor } from '../kafka/brokerDefaults';
-import { tenantTopicSpecs } from '../kafka/topics';
+import { specsForThisCluster, tenantTopicSpecs } from '../kafka/topics';
 import { withKafkaAdmin } from './kafkaAdmin';
 import { replicationWarnings } from '../ops/replicationWarnings';
 import { applyTopics, listTopics, specsFromFile, validateTenants } from '../ops/topics';
@@ -23,14 +23,18 @@ export function topicsCommand(): Command {
     .addOption(new Option('--tenant <tenant...>', 'tenant(s) to declare (or --file)').default([]))
     .option('--file <path>', 'declarative topics file, see deploy/topics.yaml (or --tenant)')
     .option('--partitions <n>', 'partitions per topic', positiveInt('--partitions'), 3)
-    .option('--replication-factor <n>', 'replication factor', positiveInt('--replication-factor'), 1)
+    .option(
+      '--replication-factor <n>',
+      'replication factor (default: 3 on 3 or more brokers, else the broker count; min.insync.replicas=2 from 3)',
+      positiveInt('--replication-factor'),
+    )
     .option('--json', 'print JSON: [{topic, action, differences, warnings}]')
     .action(
       async (opts: {
         tenant: string[];
         file?: string;
         partitions: number;
-        replicationFactor: number;
+        replicationFactor?: number;
         json?: boolean;
       }) => {
         validateTenants(opts.tenant);
@@ -42,9 +46,11 @@ export function topicsCommand(): Command {
         ];
         if (specs.length === 0) throw new ConfigError('--tenant', 'or --file is required');
         const results = await withKafkaAdmin(async (_kafka, admin) => {
-          const warnings = replicationWarnings(specs, await clusterDefaultReplicationFactor(admin));
+          // The factors as they will be declared, so the warning speaks of what is created.
+          const declared = await specsForThisCluster(admin, specs);
+          const warnings = replicationWarnings(declared, await clusterDefaultReplicationFactor(admin));
           if (warnings.summary) process.stderr.write(`poimen-relay: warning: ${warnings.summary}\n`);
-          const applied = await applyTopics(admin, specs);
+          const applied = await applyTopics(admin, declared);
           return applied.map((r) => ({ ...r, warnings: warnings.byTopic[r.topic] ?? [] }));
         });
         if (opts.json) process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);

@@ -2,7 +2,8 @@
  * Topics, the one home of their creation: the relay's tenant topics (contract §2), `topics apply`, the DLQ
  * publisher's declaration of a missing DLQ topic, the demo, the tools and the test harness all create through
  * ensureTopics (only the stack smoke test calls kafkajs's createTopics itself, to test the broker), and read
- * topic settings through topicConfigs.
+ * topic settings through topicConfigs. ensureTopics gives each topic the replication of specsForCluster, so a
+ * topic declared anywhere without a replication factor is replicated like one declared by `topics apply`.
  */
 import { type Admin, ConfigResourceTypes, type ITopicConfig, KafkaJSError } from 'kafkajs';
 import { DLQ_MAX_MESSAGE_BYTES, DLQ_RETENTION_MS, topics } from '../contract';
@@ -10,7 +11,60 @@ import { waitUntil } from '../poll';
 
 export interface TenantTopicOptions {
   partitions?: number;
+  /** Absent: replicationFor decides from the broker count when the topics are created. */
   replicationFactor?: number;
+}
+
+export interface Replication {
+  replicationFactor: number;
+  /** Absent: the topic keeps the broker's default (one replica has nothing to wait for). */
+  minInsyncReplicas?: number;
+}
+
+/** The replicas a topic gets when its declaration names none: enough to lose one broker, as many as exist. */
+const TARGET_REPLICATION_FACTOR = 3;
+
+/**
+ * A topic's replication on a cluster of `brokerCount` brokers. A declared factor wins (a small cluster may mean
+ * it; `topics apply` warns when it is below the cluster's default). With 3 or more replicas an acks=all write
+ * waits for 2 of them, so one broker lost neither loses an acknowledged record nor stops writes; with 2, for 1,
+ * so losing either broker does not stop writes (a broker default of 2 would).
+ */
+export function replicationFor(brokerCount: number, declaredRf?: number): Replication {
+  const replicationFactor =
+    declaredRf !== undefined && declaredRf > 0
+      ? declaredRf
+      : Math.max(1, Math.min(TARGET_REPLICATION_FACTOR, brokerCount));
+  return {
+    replicationFactor,
+    minInsyncReplicas: replicationFactor >= 3 ? 2 : replicationFactor === 2 ? 1 : undefined,
+  };
+}
+
+const MIN_INSYNC_REPLICAS = 'min.insync.replicas';
+
+/** The specs as they are created on a cluster of `brokerCount` brokers; a declared min ISR is kept. */
+export function specsForCluster(specs: ITopicConfig[], brokerCount: number): ITopicConfig[] {
+  return specs.map((spec) => {
+    const { replicationFactor, minInsyncReplicas } = replicationFor(brokerCount, spec.replicationFactor);
+    const entries = spec.configEntries ?? [];
+    const ownMinIsr = entries.some((c) => c.name === MIN_INSYNC_REPLICAS);
+    return {
+      ...spec,
+      replicationFactor,
+      ...(minInsyncReplicas === undefined || ownMinIsr
+        ? {}
+        : { configEntries: [...entries, { name: MIN_INSYNC_REPLICAS, value: String(minInsyncReplicas) }] }),
+    };
+  });
+}
+
+/** specsForCluster with the broker count read from the cluster, and only when some spec leaves its factor open. */
+export async function specsForThisCluster(admin: Admin, specs: ITopicConfig[]): Promise<ITopicConfig[]> {
+  const open = specs.some((s) => s.replicationFactor === undefined || s.replicationFactor <= 0);
+  // Not read when every spec declares its factor: the count decides nothing then.
+  const brokers = open ? (await admin.describeCluster()).brokers.length : 0;
+  return specsForCluster(specs, brokers);
 }
 
 /** Settings of a `.dispatch.dlq` topic: 14 days of dead letters, each as large as a refused record can make it. */
@@ -21,7 +75,10 @@ export const DLQ_TOPIC_CONFIG = [
 
 /** The three topics of a tenant (contract §2). */
 export function tenantTopicSpecs(tenant: string, opts: TenantTopicOptions = {}): ITopicConfig[] {
-  const base = { numPartitions: opts.partitions ?? 3, replicationFactor: opts.replicationFactor ?? 1 };
+  const base = {
+    numPartitions: opts.partitions ?? 3,
+    ...(opts.replicationFactor === undefined ? {} : { replicationFactor: opts.replicationFactor }),
+  };
   return [
     { topic: topics.dispatch(tenant), ...base },
     { topic: topics.events(tenant), ...base },
@@ -34,14 +91,16 @@ export function tenantTopicSpecs(tenant: string, opts: TenantTopicOptions = {}):
 }
 
 /**
- * Creates what is missing; topics that exist already count as success. Returns the names created. A broker
- * that has just restarted can accept the creation and still answer "unknown topic" to the leader check for a
- * few seconds, so retriable errors are followed by a bounded wait for every partition to have a leader.
+ * Creates what is missing, replicated as specsForCluster says; topics that exist already count as success.
+ * Returns the names created. A broker that has just restarted can accept the creation and still answer "unknown
+ * topic" to the leader check for a few seconds, so retriable errors are followed by a bounded wait for every
+ * partition to have a leader.
  */
 export async function ensureTopics(admin: Admin, specs: ITopicConfig[], waitMs = 30_000): Promise<string[]> {
   const existing = new Set(await admin.listTopics());
-  const missing = specs.filter((s) => !existing.has(s.topic));
-  if (missing.length === 0) return [];
+  const absent = specs.filter((s) => !existing.has(s.topic));
+  if (absent.length === 0) return [];
+  const missing = await specsForThisCluster(admin, absent);
   try {
     await admin.createTopics({ topics: missing, waitForLeaders: true });
   } catch (err) {

@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { isValidTenant } from '../contract';
 import { ConfigError } from '../errors';
 import type { KafkaAdmin, TopicSpec } from '../kafka/port';
-import { ensureTopics, tenantTopicSpecs, topicConfigs } from '../kafka/topics';
+import { ensureTopics, specsForThisCluster, tenantTopicSpecs, topicConfigs } from '../kafka/topics';
 
 export interface TopicResult {
   topic: string;
@@ -19,7 +19,8 @@ export interface TopicResult {
 
 const topicsFileSchema = z.object({
   partitions: z.number().int().min(1).default(3),
-  replicationFactor: z.number().int().min(1).default(1),
+  // Absent: the relay's policy from the broker count (replicationFor).
+  replicationFactor: z.number().int().min(1).optional(),
   tenants: z.array(z.string()).default([]),
   extraTopics: z
     .array(
@@ -70,7 +71,12 @@ export function specsFromFile(file: string): TopicSpec[] {
   ];
 }
 
-export async function applyTopics(admin: KafkaAdmin, specs: TopicSpec[]): Promise<TopicResult[]> {
+/**
+ * Declares the topics and compares the existing topics with them, both with the replication the cluster's broker
+ * count gives (specsForThisCluster; a caller that has applied it already saves the broker count read).
+ */
+export async function applyTopics(admin: KafkaAdmin, declared: TopicSpec[]): Promise<TopicResult[]> {
+  const specs = await specsForThisCluster(admin, declared);
   let created: Set<string>;
   try {
     // Created concurrently by someone else is fine: ensureTopics waits for it, and it is compared below like

@@ -4,7 +4,13 @@
  * when its caller does, and never sends a dead letter again while a try of it is in flight or after it landed.
  */
 import { Writable } from 'node:stream';
-import { type Kafka, KafkaJSConnectionError, KafkaJSProtocolError, type ProducerConfig } from 'kafkajs';
+import {
+  type ITopicConfig,
+  type Kafka,
+  KafkaJSConnectionError,
+  KafkaJSProtocolError,
+  type ProducerConfig,
+} from 'kafkajs';
 import { type DlqRecord, buildDlqRecord } from '../../src/contract';
 import { DlqPublisher } from '../../src/kafka/dlqPublisher';
 import { createLogger } from '../../src/logger';
@@ -12,18 +18,24 @@ import { createMetrics } from '../../src/metrics';
 
 type Outcome = 'ok' | Error | Promise<void>;
 
-/** A kafkajs stand-in whose `send` answers from a script, and records what it was asked. */
+/**
+ * A kafkajs stand-in whose `send` answers from a script, and records what it was asked. Its cluster (broker
+ * count, existing topics, topics created) can be set before the first publish.
+ */
 function scriptedKafka(...script: Outcome[]) {
   const sent: string[] = [];
+  const acks: (number | undefined)[] = [];
   const producerConfigs: ProducerConfig[] = [];
+  const cluster = { brokers: 1, topics: [record('x').topic], created: [] as ITopicConfig[] };
   const kafka = {
     producer: (config: ProducerConfig) => {
       producerConfigs.push(config);
       return {
         connect: async () => undefined,
         disconnect: async () => undefined,
-        send: async ({ messages }: { messages: { value: string }[] }) => {
+        send: async ({ messages, ...rest }: { messages: { value: string }[]; acks?: number }) => {
           sent.push(JSON.parse(messages[0]!.value).id as string);
+          acks.push(rest.acks);
           const next = script.shift() ?? 'ok';
           if (next instanceof Error) throw next;
           if (next !== 'ok') await next;
@@ -34,10 +46,17 @@ function scriptedKafka(...script: Outcome[]) {
     admin: () => ({
       connect: async () => undefined,
       disconnect: async () => undefined,
-      listTopics: async () => [record('x').topic],
+      listTopics: async () => [...cluster.topics, ...cluster.created.map((t) => t.topic)],
+      describeCluster: async () => ({
+        brokers: Array.from({ length: cluster.brokers }, (_, i) => ({ nodeId: i + 1 })),
+      }),
+      createTopics: async ({ topics }: { topics: ITopicConfig[] }) => {
+        cluster.created.push(...topics);
+        return true;
+      },
     }),
   } as unknown as Kafka;
-  return { kafka, sent, producerConfigs };
+  return { kafka, sent, acks, producerConfigs, cluster };
 }
 
 function record(key: string): DlqRecord {
@@ -75,6 +94,35 @@ describe('DLQ publisher', () => {
       expect.objectContaining({ idempotent: false, maxInFlightRequests: 1, retry: { retries: 0 } }),
     ]);
   });
+
+  it('waits for every in-sync replica to acknowledge (acks=-1), so min.insync.replicas guards dead letters', async () => {
+    const { kafka, acks } = scriptedKafka();
+    await publisher(kafka).dlq.publish(record('a'), null);
+    expect(acks).toEqual([-1]);
+  });
+
+  it.each([
+    [1, 1, undefined],
+    [3, 3, '2'],
+  ])(
+    'declares a missing DLQ topic on %i broker(s) with replication factor %i and min ISR %s, besides its retention and size',
+    async (brokers, rf, isr) => {
+      const { kafka, cluster, sent } = scriptedKafka();
+      cluster.brokers = brokers;
+      cluster.topics = [];
+      await publisher(kafka).dlq.publish(record('a'), null);
+      expect(sent).toEqual(['id-a']);
+      expect(cluster.created).toHaveLength(1);
+      const [topic] = cluster.created;
+      expect(topic).toMatchObject({ topic: record('a').topic, replicationFactor: rf });
+      const configs = Object.fromEntries((topic?.configEntries ?? []).map((c) => [c.name, c.value]));
+      expect(configs).toEqual({
+        'retention.ms': '1209600000',
+        'max.message.bytes': String(8 * 1024 * 1024),
+        ...(isr ? { 'min.insync.replicas': isr } : {}),
+      });
+    },
+  );
 
   it('retries failed sends until one is acknowledged, and counts the dead letter once', async () => {
     const { kafka, sent } = scriptedKafka(connectionLost(), connectionLost(), 'ok');
