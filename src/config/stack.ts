@@ -36,6 +36,8 @@ export interface ClusterStackConfig {
   postgresPort: number;
   /** Fixed when the cluster's database is first created. */
   historyShards: number;
+  /** A broker restarted after kill -9 recovers every partition's log first: a minute or more on 2 busy cores. */
+  startTimeoutMs: number;
 }
 
 export function loadStackConfig(env: Env = process.env): StackConfig {
@@ -79,6 +81,7 @@ export function loadStackConfig(env: Env = process.env): StackConfig {
       temporalPort: read(env, 'POIMEN_CLUSTER_TEMPORAL_PORT', intIn(1024, 64000), 27233),
       postgresPort: read(env, 'POIMEN_CLUSTER_POSTGRES_PORT', port, 25432),
       historyShards: 8,
+      startTimeoutMs: read(env, 'POIMEN_STACK_START_TIMEOUT_MS', intIn(1000, 600_000), 180_000),
     },
   };
 }

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import type { StackConfig } from '../../config';
 import { StackError } from '../../errors';
+import { poll } from '../../poll';
 import { PACKAGE_ROOT } from '../../version';
 import { clusterPaths, clusterPorts } from './clusterPaths';
 import { postgresService } from './postgresService';
@@ -43,7 +44,7 @@ export class ClusterStack extends StackBase {
   private readonly temporal: TemporalServerService;
 
   constructor(cfg: StackConfig, progress: Progress = silentProgress) {
-    super(cfg, progress);
+    super({ ...cfg, startTimeoutMs: cfg.cluster.startTimeoutMs }, progress);
     const p = clusterPaths(cfg);
     const ports = clusterPorts(cfg);
     const voters = ports.brokers.map((b) => `${b.id}@127.0.0.1:${b.controllerPort}`).join(',');
@@ -69,7 +70,7 @@ export class ClusterStack extends StackBase {
         marker: p.kafkaDir(b.id),
       }),
     );
-    this.temporal = temporalServerService(cfg);
+    this.temporal = temporalServerService(this.cfg);
     this.services = {
       postgres: postgresService(cfg),
       'kafka-1': nodes[0] as Service,
@@ -122,24 +123,37 @@ export class ClusterStack extends StackBase {
     const controllers = clusterPorts(this.cfg)
       .brokers.map((b) => `127.0.0.1:${b.controllerPort}`)
       .join(',');
-    const res = await execFileAsync(
-      'java',
-      [
-        '-cp',
-        path.join(kafkaLibsDir(this.cfg), '*'),
-        `-Dlog4j2.configurationFile=${path.join(PACKAGE_ROOT, 'stack', 'kafka', 'log4j2.yaml')}`,
-        path.join(PACKAGE_ROOT, 'stack', 'kafka', 'QuorumLeader.java'),
-        controllers,
-      ],
-      { encoding: 'utf8', timeout: 60_000 },
-    );
-    const id = Number(res.stdout.trim().split('\n').pop());
-    const name = `kafka-${id}`;
-    if (!(KAFKA_NODES as readonly string[]).includes(name)) {
+    const ask = async () => {
+      const res = await execFileAsync(
+        'java',
+        [
+          '-cp',
+          path.join(kafkaLibsDir(this.cfg), '*'),
+          `-Dlog4j2.configurationFile=${path.join(PACKAGE_ROOT, 'stack', 'kafka', 'log4j2.yaml')}`,
+          path.join(PACKAGE_ROOT, 'stack', 'kafka', 'QuorumLeader.java'),
+          controllers,
+        ],
+        { encoding: 'utf8', timeout: 120_000 },
+      ).catch((err: { stderr?: string; message: string }) => {
+        throw new StackError(
+          `QuorumLeader failed: ${(err.stderr ?? err.message).trim().split('\n').slice(-3).join(' ')}`,
+        );
+      });
+      const id = Number(res.stdout.trim().split('\n').pop());
+      return (KAFKA_NODES as readonly string[]).includes(`kafka-${id}`) && `kafka-${id}`;
+    };
+    // Right after an election the quorum may have no leader yet, or a JVM on a busy machine times out: ask again.
+    const polled = await poll(ask, {
+      timeoutMs: this.cfg.startTimeoutMs,
+      intervalMs: 1000,
+      retryErrors: true,
+    });
+    if (!polled.done) {
       throw new StackError(
-        `no active KRaft controller found (QuorumLeader printed ${JSON.stringify(res.stdout)})`,
+        `no active KRaft controller found within ${this.cfg.startTimeoutMs} ms${polled.lastError instanceof Error ? `: ${polled.lastError.message}` : ''}`,
       );
     }
+    const name = polled.value;
     return name as (typeof KAFKA_NODES)[number];
   }
 

@@ -1,0 +1,263 @@
+/**
+ * The production shape the cluster suite runs the relay in: 20 tenants with 4 partitions each (replicated 3
+ * ways, min ISR 2: the topics' own policy on three brokers), two ingesters and two workers as real processes,
+ * a stream of dispatches across every tenant while nodes die, and the end-of-run account: every dispatch made
+ * exactly one run, Temporal holds exactly one execution per dispatch, the group committed to the log end.
+ */
+import { loadStackConfig } from '../../../src/config';
+import { parseDlqRecord, topics } from '../../../src/contract';
+import { ClusterStack, KAFKA_NODES } from '../../../src/devstack/stack/clusterStack';
+import { type Harness, createHarness } from '../../support/relayHarness';
+import type { RelayProcess } from '../../support/relay';
+import { waitFor } from '../../support/wait';
+
+export const TENANTS = 20;
+export const PARTITIONS = 4;
+
+export type KafkaNode = (typeof KAFKA_NODES)[number];
+
+export function clusterStack(): ClusterStack {
+  if (process.env.POIMEN_TEST_STACK_PROFILE !== 'cluster') {
+    throw new Error(
+      'the cluster suite runs through npm run test:cluster (its global setup starts the cluster)',
+    );
+  }
+  return new ClusterStack(loadStackConfig());
+}
+
+export interface Topology {
+  h: Harness;
+  ingesters: RelayProcess[];
+  workers: RelayProcess[];
+  cleanup(): Promise<void>;
+}
+
+export async function startTopology(
+  opts: { ingesters?: number; workers?: number; env?: Record<string, string> } = {},
+): Promise<Topology> {
+  const h = await createHarness({
+    tenants: TENANTS,
+    partitions: PARTITIONS,
+    env: {
+      // Outages here last tens of seconds (a Temporal or PostgreSQL restart): a budget that outlives them.
+      RETRY_MAX_ATTEMPTS: '0',
+      RETRY_MAX_DURATION_MS: '600000',
+      RETRY_MAX_INTERVAL_MS: '2000',
+      ...opts.env,
+    },
+  });
+  const ingesters: RelayProcess[] = [];
+  const workers: RelayProcess[] = [];
+  for (let i = 0; i < (opts.workers ?? 2); i++) workers.push(await h.startWorker(`worker-${i}`));
+  for (let i = 0; i < (opts.ingesters ?? 2); i++) ingesters.push(await h.startIngester(`ingest-${i}`));
+  return {
+    h,
+    ingesters,
+    workers,
+    async cleanup() {
+      // A test that failed mid-stream leaves its publisher running: stop it before the producer goes.
+      cancelled.add(h);
+      await h.cleanup();
+    },
+  };
+}
+
+/** A stream of dispatches, round-robin over every tenant, in batches of `perTick` every 100 ms. */
+export interface Stream {
+  keys: string[];
+  /** Resolves when all `total` are published (acks=-1: each is on two replicas at least). */
+  done: Promise<void>;
+  published(): number;
+}
+
+/** Harnesses whose streams must stop publishing (their topology is being cleaned up). */
+const cancelled = new WeakSet<Harness>();
+
+/** Every key published through a harness so far: its task queue holds one execution for each. */
+const publishedKeys = new Map<Harness, Set<string>>();
+
+export function streamDispatches(h: Harness, label: string, total: number, perSecond = 40): Stream {
+  const keys = Array.from({ length: total }, (_, i) => `${label}-${String(i).padStart(5, '0')}`);
+  const all = publishedKeys.get(h) ?? new Set<string>();
+  keys.forEach((k) => all.add(k));
+  publishedKeys.set(h, all);
+  let sent = 0;
+  const perTick = Math.max(1, Math.round(perSecond / 10));
+  const done = (async () => {
+    while (sent < total && !cancelled.has(h)) {
+      const tickStarted = Date.now();
+      const batch = keys.slice(sent, sent + perTick);
+      const byTopic = new Map<string, { key: string; value: string }[]>();
+      batch.forEach((key, i) => {
+        const topic = topics.dispatch(h.tenants[(sent + i) % h.tenants.length] as string);
+        byTopic.set(topic, [...(byTopic.get(topic) ?? []), { key, value: h.dispatchValue(key) }]);
+      });
+      // The producer retries through a leader election; a batch that still fails is sent again (at least once
+      // is the publisher's promise; the relay must absorb the duplicate).
+      await waitFor(
+        () =>
+          cancelled.has(h) ||
+          h.producer
+            .sendBatch({
+              acks: -1,
+              topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
+            })
+            .then(() => true),
+        { timeoutMs: 120_000, intervalMs: 500, what: `batch at ${sent} of ${label} published` },
+      );
+      sent += batch.length;
+      const rest = 100 - (Date.now() - tickStarted);
+      if (rest > 0) await new Promise((r) => setTimeout(r, rest));
+    }
+  })();
+  return { keys, done, published: () => sent };
+}
+
+/** Resolves once `n` more dispatches have been published: faults land mid-stream, by progress, not by clock. */
+export async function afterPublished(stream: Stream, n: number): Promise<void> {
+  await waitFor(() => stream.published() >= n, { timeoutMs: 120_000, what: `${n} dispatches published` });
+}
+
+/**
+ * The account of a run: each key made exactly one run at the API (409s allowed: an answer lost in a crash),
+ * Temporal holds exactly one execution per key on this task queue, and the group committed to the log end.
+ */
+export async function expectExactlyOnce(
+  t: Topology,
+  keys: string[],
+  timeoutMs = 300_000,
+): Promise<{ conflicts: number; executions: number }> {
+  const { h } = t;
+  await waitFor(() => keys.every((k) => h.api.runs.has(k)), {
+    timeoutMs,
+    intervalMs: 500,
+    what: `${keys.length} runs (have ${keys.filter((k) => h.api.runs.has(k)).length})`,
+  });
+  await h.expectCommittedAtLogEnd(timeoutMs);
+  const conflicts = expectEachCreatedOnce(h, keys);
+  // Visibility trails the executions a little: wait for the count to reach every key published on this task
+  // queue so far (earlier streams' included), then it must not exceed it.
+  const expected = publishedKeys.get(h)?.size ?? keys.length;
+  const count = async () => Number((await h.client.workflow.count(`TaskQueue = "${h.taskQueue}"`)).count);
+  await waitFor(async () => (await count()) >= expected, {
+    timeoutMs: 60_000,
+    what: `${expected} executions visible`,
+  });
+  const executions = await count();
+  expect(executions).toBe(expected);
+  return { conflicts, executions };
+}
+
+/**
+ * Each key was admitted with 201 exactly once, and nothing was created that no stream published. Returns the
+ * 409s among the keys' calls (a retry of a call whose answer a crash lost: harmless, worth printing).
+ */
+function expectEachCreatedOnce(h: Harness, keys: string[]): number {
+  const api = h.api;
+  const created = new Map<string, number>();
+  let conflicts = 0;
+  const ours = new Set(keys);
+  for (const r of api.requests) {
+    const key = (r.json as { dispatch_key?: string } | undefined)?.dispatch_key ?? '';
+    if (!ours.has(key)) continue;
+    if (r.answer === 201) created.set(key, (created.get(key) ?? 0) + 1);
+    if (r.answer === 409) conflicts++;
+  }
+  expect(keys.filter((k) => created.get(k) !== 1)).toEqual([]);
+  const published = publishedKeys.get(h) ?? new Set<string>();
+  expect([...api.runs.keys()].filter((k) => !published.has(k))).toEqual([]);
+  return conflicts;
+}
+
+/** The node leading partition `partition` of the tenant's dispatch (or DLQ) topic. */
+export async function partitionLeader(
+  h: Harness,
+  tenant: string,
+  partition = 0,
+  which: 'dispatch' | 'dlq' = 'dispatch',
+): Promise<KafkaNode> {
+  const admin = h.kafka.admin();
+  await admin.connect();
+  try {
+    const { topics: md } = await admin.fetchTopicMetadata({ topics: [topics[which](tenant)] });
+    const leader = md[0]?.partitions.find((p) => p.partitionId === partition)?.leader;
+    return `kafka-${leader}` as KafkaNode;
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/**
+ * Waits until every partition of the suite's topics (and the group offsets topic) has all three replicas in
+ * sync again: a node just restarted is "ready" before it has caught up, and killing a second node before then
+ * would leave partitions below min ISR, a double fault this suite does not claim to ride out.
+ */
+export async function waitFullIsr(h: Harness, timeoutMs = 120_000): Promise<void> {
+  const names = [...h.tenants.flatMap((t) => [topics.dispatch(t), topics.dlq(t)]), '__consumer_offsets'];
+  const admin = h.kafka.admin();
+  await admin.connect();
+  try {
+    await waitFor(
+      async () => {
+        const { topics: md } = await admin.fetchTopicMetadata({ topics: names });
+        return md.every((t) => t.partitions.every((p) => p.isr.length === 3));
+      },
+      { timeoutMs, intervalMs: 500, what: 'every partition back to 3 in-sync replicas' },
+    );
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/** Every dead letter on every tenant's DLQ topic, read to the end once at least `expected` are there. */
+export async function readAllDlq(
+  h: Harness,
+  expected: number,
+  timeoutMs = 120_000,
+): Promise<{ tenant: string; key: string }[]> {
+  const out: { tenant: string; key: string }[] = [];
+  const next = new Map<string, number>();
+  const consumer = h.kafka.consumer({
+    groupId: `cluster-dlq-${Date.now()}-${Math.random().toString(36).slice(2)}`,
+  });
+  await consumer.connect();
+  try {
+    await consumer.subscribe({ topics: h.tenants.map((t) => topics.dlq(t)), fromBeginning: true });
+    await consumer.run({
+      eachMessage: async ({ topic, partition, message }) => {
+        next.set(`${topic}/${partition}`, Number(message.offset) + 1);
+        const record = parseDlqRecord(message.value);
+        if (record) out.push({ tenant: record.tenant_id, key: record.dispatch_key ?? '' });
+      },
+    });
+    await waitFor(() => out.length >= expected, {
+      timeoutMs,
+      what: `${expected} dead letters (have ${out.length})`,
+    });
+    // Sequentially, each retried: kafkajs fails a concurrent fetchTopicOffsets while metadata is changing.
+    const admin = h.kafka.admin();
+    await admin.connect();
+    const ends: { topic: string; offsets: { partition: number; high: string }[] }[] = [];
+    try {
+      for (const t of h.tenants) {
+        const topic = topics.dlq(t);
+        ends.push({
+          topic,
+          offsets: await waitFor(() => admin.fetchTopicOffsets(topic), { what: `${topic} end` }),
+        });
+      }
+    } finally {
+      await admin.disconnect();
+    }
+    await waitFor(
+      () =>
+        ends.every((e) =>
+          e.offsets.every((o) => (next.get(`${e.topic}/${o.partition}`) ?? 0) >= Number(o.high)),
+        ),
+      { timeoutMs, what: 'every DLQ topic read to its end' },
+    );
+    return out;
+  } finally {
+    await consumer.disconnect();
+  }
+}
