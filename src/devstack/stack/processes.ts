@@ -107,6 +107,9 @@ export async function stopDaemon(
     kill('SIGKILL');
     await waitUntil(() => livePid(pidFile) === undefined, 10_000);
   }
+  // A dying process loses its command line (so livePid says gone) before the kernel has torn it down and closed
+  // its sockets: a big JVM on a busy machine takes seconds. A restart before then would find its port taken.
+  await waitUntil(() => isZombie(pid), 30_000);
   fs.rmSync(pidFile, { force: true });
   return true;
 }
