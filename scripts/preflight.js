@@ -78,14 +78,16 @@ function detectCache(host) {
     .readdir(path.join(cacheDir, 'kafka'))
     .some((v) => host.exists(path.join(cacheDir, 'kafka', v, '.complete')));
   const bins = host.readdir(path.join(cacheDir, 'bin'));
-  const serverDir = path.join(cacheDir, 'temporal-server');
-  const server = host.readdir(serverDir).some((v) => host.exists(path.join(serverDir, v, 'temporal-server')));
-  const goBinaries = server && ['temporal-', 'tctl-'].every((p) => bins.some((b) => b.startsWith(p)));
-  return { kafka, goBinaries };
+  const goBinaries = ['temporal-', 'tctl-'].every((p) => bins.some((b) => b.startsWith(p)));
+  // The cluster profile's Go builds (src/devstack/stack/provisionCluster.ts): the server and the Web UI.
+  const built = (/** @type {string} */ dir, /** @type {string} */ bin) =>
+    host.readdir(path.join(cacheDir, dir)).some((v) => host.exists(path.join(cacheDir, dir, v, bin)));
+  const clusterBinaries = built('temporal-server', 'temporal-server') && built('temporal-ui', 'ui-server');
+  return { kafka, goBinaries, clusterBinaries };
 }
 
-/** @param {Host} host @returns {Facts} */
-function detect(host) {
+/** @param {Host} host @param {'test' | 'cluster'} [mode] @returns {Facts} */
+function detect(host, mode = 'test') {
   const tools = detectTools(host);
   const apt = host.run('apt-get', ['--version']).ok;
   /** @type {Facts} */
@@ -96,7 +98,8 @@ function detect(host) {
     arch: host.arch,
     tools,
     cached: detectCache(host),
-    memoryCgroup: host.memoryCgroup(),
+    memoryCgroup: mode === 'cluster' ? 'ok' : host.memoryCgroup(),
+    mode,
   };
   const goMissing = missingRequirements(facts).some((r) => r.name === 'go');
   return goMissing && apt ? { ...facts, aptGoVersion: aptGoVersion(host) } : facts;
@@ -156,9 +159,21 @@ function realHost() {
   };
 }
 
+const MODE = process.argv.includes('--cluster') ? 'cluster' : 'test';
+
 /** @param {string} line */
 function say(line) {
-  process.stderr.write(`npm test: ${line}\n`);
+  process.stderr.write(`${MODE === 'cluster' ? 'npm run test:cluster' : 'npm test'}: ${line}\n`);
+}
+
+/**
+ * Debian's postgresql package makes and starts a cluster of its own on 5432 when installed; the stack runs its
+ * own private one, so the package is told not to (postgresql-common reads createcluster.d/*.conf).
+ */
+function noDefaultPostgresCluster() {
+  const dir = '/etc/postgresql-common/createcluster.d';
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, 'poimen-relay.conf'), 'create_main_cluster = false\n');
 }
 
 /** apt-get with its own output shown: installs take minutes and should be seen to progress. */
@@ -169,7 +184,7 @@ function aptGet(/** @type {string[]} */ args) {
   });
   if (r.error || r.status !== 0) {
     throw new PreflightStop(
-      `npm test: apt-get ${args.join(' ')} failed (${r.error?.message ?? `exit ${r.status}`}; its output is above)`,
+      `${MODE === 'cluster' ? 'npm run test:cluster' : 'npm test'}: apt-get ${args.join(' ')} failed (${r.error?.message ?? `exit ${r.status}`}; its output is above)`,
     );
   }
 }
@@ -179,7 +194,7 @@ class PreflightStop extends Error {}
 function main() {
   const started = Date.now();
   const host = realHost();
-  let facts = detect(host);
+  let facts = detect(host, MODE);
   if (facts.root && facts.apt && facts.memoryCgroup === 'ok' && missingRequirements(facts).length > 0) {
     // A fresh machine's package lists are empty: refresh them before asking apt what it would install.
     say(`installing what is missing; apt-get update first`);
@@ -189,12 +204,15 @@ function main() {
   let plan = planPreflight(facts);
   if (plan.install.length > 0) {
     say(`installing ${plan.install.join(' ')} with apt-get`);
+    if (plan.install.includes('postgresql')) noDefaultPostgresCluster();
     aptGet(['install', '-y', '-q', ...plan.install]);
-    facts = detect(host);
+    facts = detect(host, MODE);
     plan = planPreflight(facts, { installTried: true });
   }
   if (plan.stop) throw new PreflightStop(plan.stop);
-  say(`host tools and memory cgroup ready (${((Date.now() - started) / 1000).toFixed(1)} s)`);
+  say(
+    `host tools${MODE === 'cluster' ? '' : ' and memory cgroup'} ready (${((Date.now() - started) / 1000).toFixed(1)} s)`,
+  );
 }
 
 if (require.main === module) {

@@ -23,9 +23,12 @@ const GO_TARBALL_VERSION = '1.25.0';
  *   aptGoVersion: string | null,
  *   arch: string,
  *   tools: Record<ToolName, ToolFact>,
- *   cached: { kafka: boolean, goBinaries: boolean },
+ *   cached: { kafka: boolean, goBinaries: boolean, clusterBinaries?: boolean },
  *   memoryCgroup: CgroupFact,
+ *   mode?: 'test' | 'cluster',
  * }} Facts
+ * `mode`: what is checked for, `npm test` (default) or `npm run test:cluster` (the cluster profile: no browser,
+ * alert or TLS tools, no memory cgroup; PostgreSQL and the Temporal server instead).
  * `aptGoVersion`: the version apt would install as golang-go (null when unknown or none);
  * `cached`: the stack's cache already holds the Kafka jars / the Go-built binaries, so Maven / Go are not needed.
  * @typedef {{ install: string[], stop: string | null }} Plan
@@ -38,23 +41,38 @@ const REQUIREMENTS = [
   // Kafka runs on it and the codec test's producer is a Java source file (the JDK's launcher compiles it).
   { name: 'jdk', label: 'Java 17 (JDK)', apt: 'openjdk-17-jdk-headless', needed: () => true },
   { name: 'mvn', label: 'Maven', apt: 'maven', needed: (f) => !f.cached.kafka },
-  { name: 'go', label: 'Go ≥ 1.21', apt: 'golang-go', needed: (f) => !f.cached.goBinaries },
+  {
+    name: 'go',
+    label: 'Go ≥ 1.21',
+    apt: 'golang-go',
+    needed: (f) => (isCluster(f) ? !f.cached.clusterBinaries : !f.cached.goBinaries),
+  },
   // From apt, not built from the Go module proxy: apt is needed anyway (Chromium, HAProxy), the package is
   // prebuilt (a promtool build is minutes of compiling the Prometheus tree), and the alert tests were verified
   // against Debian's promtool.
-  { name: 'promtool', label: 'promtool', apt: 'prometheus', needed: () => true },
+  { name: 'promtool', label: 'promtool', apt: 'prometheus', needed: (f) => !isCluster(f) },
   // Drives the Temporal Web UI check.
-  { name: 'chromium', label: 'Chromium', apt: 'chromium', needed: () => true },
+  { name: 'chromium', label: 'Chromium', apt: 'chromium', needed: (f) => !isCluster(f) },
   // The transport-security suite makes its certificates with openssl and terminates Temporal mTLS with HAProxy
   // (not stunnel: Debian's stunnel cannot negotiate ALPN h2, which the worker's Rust core requires).
-  { name: 'openssl', label: 'openssl', apt: 'openssl', needed: () => true },
-  { name: 'haproxy', label: 'HAProxy', apt: 'haproxy', needed: () => true },
-  // The cluster profile's database (`npm run test:cluster`, which CI runs after npm test): Debian's server
-  // binaries, run privately on their own port, never the package's own cluster.
-  { name: 'postgres', label: 'PostgreSQL', apt: 'postgresql', needed: () => true },
+  { name: 'openssl', label: 'openssl', apt: 'openssl', needed: (f) => !isCluster(f) },
+  { name: 'haproxy', label: 'HAProxy', apt: 'haproxy', needed: (f) => !isCluster(f) },
+  // The cluster profile's database (`npm run test:cluster` only): Debian's server binaries, run privately on their
+  // own port; the preflight tells the package not to make its own cluster.
+  { name: 'postgres', label: 'PostgreSQL', apt: 'postgresql', needed: isCluster },
 ];
 
 const MEMORY_TEST = 'test/it_worker_memory.test.ts runs the worker in a memory cgroup';
+
+/** @param {Facts} f */
+function isCluster(f) {
+  return f.mode === 'cluster';
+}
+
+/** @param {Facts} f */
+function commandOf(f) {
+  return isCluster(f) ? 'npm run test:cluster' : 'npm test';
+}
 
 /**
  * @param {string} version e.g. "1.19" or "go1.26.8"
@@ -104,7 +122,8 @@ function goTarballCommand(arch, sudo) {
  */
 function planPreflight(facts, options = {}) {
   // A root run that cannot make a memory cgroup (an unprivileged container) cannot be fixed by installing.
-  if (facts.memoryCgroup === 'absent' || (facts.memoryCgroup === 'denied' && facts.root)) {
+  const memory = isCluster(facts) ? 'ok' : facts.memoryCgroup;
+  if (memory === 'absent' || (memory === 'denied' && facts.root)) {
     return {
       install: [],
       stop:
@@ -117,7 +136,7 @@ function planPreflight(facts, options = {}) {
   const goFromApt = facts.aptGoVersion !== null && atLeast(facts.aptGoVersion, MIN_GO);
   const byApt = missing.filter((r) => r.name !== 'go' || goFromApt);
   const goByHand = missing.filter((r) => !byApt.includes(r));
-  const needsRoot = facts.memoryCgroup === 'denied';
+  const needsRoot = memory === 'denied';
   if (missing.length === 0 && !needsRoot) return { install: [], stop: null };
 
   if (facts.root && facts.apt && !options.installTried && byApt.length > 0) {
@@ -130,7 +149,7 @@ function planPreflight(facts, options = {}) {
   if (options.installTried && byApt.length > 0) {
     return {
       install: [],
-      stop: `npm test: apt-get ran, yet ${names(byApt, facts)} ${byApt.length > 1 ? 'are' : 'is'} still not usable: fix that and run npm test again`,
+      stop: `${commandOf(facts)}: apt-get ran, yet ${names(byApt, facts)} ${byApt.length > 1 ? 'are' : 'is'} still not usable: fix that and run ${commandOf(facts)} again`,
     };
   }
 
@@ -152,12 +171,15 @@ function planPreflight(facts, options = {}) {
   if (byApt.length > 0 && facts.apt) commands.push(`${sudo}apt-get install -y ${packages}`);
   if (goByHand.length > 0) commands.push(goTarballCommand(facts.arch, sudo));
   // sudo resets PATH: a Go in /usr/local/go/bin or an nvm-installed npm would not be found without it.
-  commands.push(needsRoot ? 'sudo env "PATH=$PATH" npm test' : 'npm test');
+  commands.push(needsRoot ? `sudo env "PATH=$PATH" ${commandOf(facts)}` : commandOf(facts));
   const action =
     byApt.length > 0 && !facts.apt
       ? `Install ${them} with your package manager (the Debian/Ubuntu packages: ${packages}), then run: `
       : 'Run: ';
-  return { install: [], stop: `npm test: ${problems.join(', and ')}. ${action}${commands.join(' && ')}` };
+  return {
+    install: [],
+    stop: `${commandOf(facts)}: ${problems.join(', and ')}. ${action}${commands.join(' && ')}`,
+  };
 }
 
 module.exports = { REQUIREMENTS, MIN_GO, atLeast, missingRequirements, planPreflight };

@@ -50,8 +50,15 @@ export function topicsCommand(): Command {
           const declared = await specsForThisCluster(admin, specs);
           const warnings = replicationWarnings(declared, await clusterDefaultReplicationFactor(admin));
           if (warnings.summary) process.stderr.write(`poimen-relay: warning: ${warnings.summary}\n`);
-          const applied = await applyTopics(admin, declared);
-          return applied.map((r) => ({ ...r, warnings: warnings.byTopic[r.topic] ?? [] }));
+          // The declaration as written: applyTopics tells a min ISR the file set from one the policy adds.
+          const applied = await applyTopics(admin, specs);
+          for (const r of applied) {
+            for (const w of r.warnings) process.stderr.write(`poimen-relay: warning: ${r.topic}: ${w}\n`);
+          }
+          return applied.map((r) => ({
+            ...r,
+            warnings: [...(warnings.byTopic[r.topic] ?? []), ...r.warnings],
+          }));
         });
         if (opts.json) process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
         else {

@@ -21,23 +21,27 @@ export interface Replication {
   minInsyncReplicas?: number;
 }
 
-/** The replicas a topic gets when its declaration names none: enough to lose one broker, as many as exist. */
+/** The replicas a topic gets when its declaration names none, on a cluster of three or more live brokers. */
 const TARGET_REPLICATION_FACTOR = 3;
 
 /**
- * A topic's replication on a cluster of `brokerCount` brokers. A declared factor wins (a small cluster may mean
- * it; `topics apply` warns when it is below the cluster's default). With 3 or more replicas an acks=all write
- * waits for 2 of them, so one broker lost neither loses an acknowledged record nor stops writes; with 2, for 1,
- * so losing either broker does not stop writes (a broker default of 2 would).
+ * A topic's replication on a cluster where `brokerCount` brokers are live. A declared factor wins (a small cluster
+ * may mean it; `topics apply` warns when it is below the cluster's default). Undeclared: 3 where three brokers
+ * answer, else -1, the broker's own `default.replication.factor` (the live count is not the cluster's size: a
+ * topic made while a broker is down must not be made with fewer replicas for ever; Kafka refuses the creation
+ * instead, and it is retried). With 3 or more replicas an acks=all write waits for 2 of them (min ISR 2): one
+ * broker lost neither loses an acknowledged record nor stops writes. Fewer replicas keep the broker's min ISR.
  */
 export function replicationFor(brokerCount: number, declaredRf?: number): Replication {
   const replicationFactor =
     declaredRf !== undefined && declaredRf > 0
       ? declaredRf
-      : Math.max(1, Math.min(TARGET_REPLICATION_FACTOR, brokerCount));
+      : brokerCount >= TARGET_REPLICATION_FACTOR
+        ? TARGET_REPLICATION_FACTOR
+        : -1;
   return {
     replicationFactor,
-    minInsyncReplicas: replicationFactor >= 3 ? 2 : replicationFactor === 2 ? 1 : undefined,
+    minInsyncReplicas: replicationFactor >= 3 ? 2 : undefined,
   };
 }
 

@@ -15,7 +15,15 @@ export interface TopicResult {
   topic: string;
   action: 'created' | 'unchanged' | 'differs';
   differences: string[];
+  /**
+   * Worth an operator's look, not a failed declaration: an existing topic with a lower min.insync.replicas than
+   * the replication policy would give a new one (the declaration itself set none). A topic made before that
+   * policy must not fail `topics apply` (and the deploy's topics Job) on upgrade.
+   */
+  warnings: string[];
 }
+
+const MIN_ISR = 'min.insync.replicas';
 
 const topicsFileSchema = z.object({
   partitions: z.number().int().min(1).default(3),
@@ -76,6 +84,9 @@ export function specsFromFile(file: string): TopicSpec[] {
  * count gives (specsForThisCluster; a caller that has applied it already saves the broker count read).
  */
 export async function applyTopics(admin: KafkaAdmin, declared: TopicSpec[]): Promise<TopicResult[]> {
+  const ownMinIsr = new Set(
+    declared.filter((s) => (s.configEntries ?? []).some((c) => c.name === MIN_ISR)).map((s) => s.topic),
+  );
   const specs = await specsForThisCluster(admin, declared);
   let created: Set<string>;
   try {
@@ -89,14 +100,21 @@ export async function applyTopics(admin: KafkaAdmin, declared: TopicSpec[]): Pro
   const results: TopicResult[] = [];
   for (const spec of specs) {
     if (created.has(spec.topic)) {
-      results.push({ topic: spec.topic, action: 'created', differences: [] });
+      results.push({ topic: spec.topic, action: 'created', differences: [], warnings: [] });
       continue;
     }
-    const differences = await compare(admin, spec);
+    const found = await compare(admin, spec);
+    const byPolicy = (d: string) => !ownMinIsr.has(spec.topic) && d.startsWith(`${MIN_ISR} `);
+    const differences = found.filter((d) => !byPolicy(d));
     results.push({
       topic: spec.topic,
       action: differences.length > 0 ? 'differs' : 'unchanged',
       differences,
+      warnings: found
+        .filter(byPolicy)
+        .map(
+          (d) => `${d.replace('(declared', '(a new topic gets')}: acks=all writes wait for fewer replicas`,
+        ),
     });
   }
   return results;

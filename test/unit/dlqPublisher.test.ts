@@ -102,7 +102,7 @@ describe('DLQ publisher', () => {
   });
 
   it.each([
-    [1, 1, undefined],
+    [1, -1, undefined],
     [3, 3, '2'],
   ])(
     'declares a missing DLQ topic on %i broker(s) with replication factor %i and min ISR %s, besides its retention and size',

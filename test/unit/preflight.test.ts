@@ -31,6 +31,32 @@ function machine(over: Partial<Omit<Facts, 'tools'>> & { missing?: ToolName[] } 
 const MEMORY = 'test/it_worker_memory.test.ts runs the worker in a memory cgroup';
 
 describe('what the preflight does on a given machine', () => {
+  test("npm test never asks for PostgreSQL; npm run test:cluster asks only for the cluster profile's tools", () => {
+    expect(planPreflight(machine({ missing: ['postgres'] }))).toEqual({ install: [], stop: null });
+    const cluster = machine({
+      mode: 'cluster',
+      missing: ['postgres', 'chromium', 'haproxy', 'promtool', 'openssl'],
+      memoryCgroup: 'denied',
+      root: false,
+      cached: { kafka: true, goBinaries: true, clusterBinaries: false },
+    });
+    expect(planPreflight(cluster).stop).toBe(
+      'npm run test:cluster: PostgreSQL missing. Run: sudo apt-get install -y postgresql && npm run test:cluster',
+    );
+    expect(planPreflight({ ...cluster, root: true }).install).toEqual(['postgresql']);
+    // Go only when the server or the Web UI is not built yet; a dev cache does not make it needless.
+    expect(
+      planPreflight(
+        machine({
+          mode: 'cluster',
+          missing: ['go'],
+          aptGoVersion: '1.24',
+          cached: { kafka: true, goBinaries: true },
+        }),
+      ).install,
+    ).toEqual(['golang-go']);
+  });
+
   test('everything there: nothing to install, no stop', () => {
     expect(planPreflight(machine())).toEqual({ install: [], stop: null });
   });
@@ -52,7 +78,6 @@ describe('what the preflight does on a given machine', () => {
         'chromium',
         'openssl',
         'haproxy',
-        'postgresql',
       ],
       stop: null,
     });
@@ -192,24 +217,30 @@ describe('what the preflight finds on a machine', () => {
     expect([found.tools.chromium.ok, found.tools.haproxy.ok]).toEqual([true, true]);
   });
 
-  test("the stack's cache: Kafka needs a completed download, Go every binary (the cluster's server too)", () => {
+  test("the stack's cache: Kafka needs a completed download, Go both binaries; the cluster's builds apart", () => {
     const partial = detect(host({}, ['/cache/kafka/4.1.1', '/cache/bin/temporal-v1.5.1']));
-    expect(partial.cached).toEqual({ kafka: false, goBinaries: false });
+    expect(partial.cached).toEqual({ kafka: false, goBinaries: false, clusterBinaries: false });
     const devOnly = [
       '/cache/kafka/4.1.1',
       '/cache/kafka/4.1.1/.complete',
       '/cache/bin/temporal-v1.5.1',
       '/cache/bin/tctl-v1.18.0',
     ];
-    expect(detect(host({}, devOnly)).cached).toEqual({ kafka: true, goBinaries: false });
+    expect(detect(host({}, devOnly)).cached).toEqual({
+      kafka: true,
+      goBinaries: true,
+      clusterBinaries: false,
+    });
     const full = detect(
       host({}, [
         ...devOnly,
         '/cache/temporal-server/v1.29.1',
         '/cache/temporal-server/v1.29.1/temporal-server',
+        '/cache/temporal-ui/v2.42.1',
+        '/cache/temporal-ui/v2.42.1/ui-server',
       ]),
     );
-    expect(full.cached).toEqual({ kafka: true, goBinaries: true });
+    expect(full.cached).toEqual({ kafka: true, goBinaries: true, clusterBinaries: true });
   });
 
   test('PostgreSQL: found by its server binaries under /usr/lib/postgresql/<major>/bin, off PATH', () => {

@@ -15,17 +15,21 @@ const minIsr = (s: ITopicConfig) => s.configEntries?.find((c) => c.name === MIN_
 
 describe('replicationFor', () => {
   it.each([
-    [1, 1, undefined],
-    [2, 2, 1],
+    [1, -1, undefined],
+    [2, -1, undefined],
     [3, 3, 2],
     [5, 3, 2],
-  ])('%i broker(s), no factor declared: replication factor %i, min ISR %s', (brokers, rf, isr) => {
-    expect(replicationFor(brokers)).toEqual({ replicationFactor: rf, minInsyncReplicas: isr });
-  });
+  ])(
+    '%i live broker(s), no factor declared: replication factor %i (-1: the broker default), min ISR %s',
+    (brokers, rf, isr) => {
+      expect(replicationFor(brokers)).toEqual({ replicationFactor: rf, minInsyncReplicas: isr });
+    },
+  );
 
   it('a declared factor wins over the broker count, and its min ISR follows it', () => {
     expect(replicationFor(3, 1)).toEqual({ replicationFactor: 1, minInsyncReplicas: undefined });
-    expect(replicationFor(5, 2)).toEqual({ replicationFactor: 2, minInsyncReplicas: 1 });
+    // Fewer than 3 replicas keep the broker's min ISR: a topic-level 1 would override a stricter broker default.
+    expect(replicationFor(5, 2)).toEqual({ replicationFactor: 2, minInsyncReplicas: undefined });
     expect(replicationFor(1, 3)).toEqual({ replicationFactor: 3, minInsyncReplicas: 2 });
   });
 });
@@ -34,11 +38,16 @@ describe('the tenant topics on a cluster', () => {
   const tenant = 'acme';
   const names = [topics.dispatch(tenant), topics.events(tenant), topics.dlq(tenant)];
 
-  it('one broker: replication factor 1 and no min ISR on the three topics', () => {
+  it("one broker: the broker's default replication (-1) and no min ISR on the three topics", () => {
     const specs = specsForCluster(tenantTopicSpecs(tenant), 1);
     expect(specs.map((s) => [s.topic, s.replicationFactor, minIsr(s)])).toEqual(
-      names.map((n) => [n, 1, undefined]),
+      names.map((n) => [n, -1, undefined]),
     );
+  });
+
+  it('two of three brokers live (one down while a topic is declared): never fewer replicas for good, the broker default decides', () => {
+    const specs = specsForCluster(tenantTopicSpecs(tenant), 2);
+    expect(specs.map((s) => s.replicationFactor)).toEqual([-1, -1, -1]);
   });
 
   it('three brokers: replication factor 3 and min ISR 2 on all three, the DLQ keeping its retention and size', () => {
@@ -125,13 +134,14 @@ describe('topics apply against a cluster', () => {
     const { admin, created, describeClusterCalls } = fakeAdmin(3, {});
     const results = await applyTopics(admin, tenantTopicSpecs('acme', { partitions: 1 }));
     expect(results.map((r) => r.action)).toEqual(['created', 'created', 'created']);
+    expect(results.every((r) => r.warnings.length === 0)).toBe(true);
     expect(created.map((s) => [s.topic, s.replicationFactor, minIsr(s)])).toEqual(
       [topics.dispatch('acme'), topics.events('acme'), topics.dlq('acme')].map((n) => [n, 3, '2']),
     );
     expect(describeClusterCalls()).toBe(1);
   });
 
-  it('reports an existing topic whose min ISR differs from the declaration, like any other difference', async () => {
+  it('an existing topic with a lower min ISR than the policy gives is a warning, not a difference (an upgrade must not fail topics apply)', async () => {
     const dlqConfigs = { 'retention.ms': '1209600000', 'max.message.bytes': '8388608' };
     const { admin, created } = fakeAdmin(3, {
       [topics.dispatch('acme')]: { partitions: 3, replicas: 3, configs: { [MIN_ISR]: '1' } },
@@ -140,14 +150,23 @@ describe('topics apply against a cluster', () => {
     });
     const results = await applyTopics(admin, tenantTopicSpecs('acme'));
     expect(created).toEqual([]);
+    const warning = 'min.insync.replicas 1 (a new topic gets 2): acks=all writes wait for fewer replicas';
     expect(results).toEqual([
-      {
-        topic: topics.dispatch('acme'),
-        action: 'differs',
-        differences: ['min.insync.replicas 1 (declared 2)'],
-      },
-      { topic: topics.events('acme'), action: 'unchanged', differences: [] },
-      { topic: topics.dlq('acme'), action: 'differs', differences: ['min.insync.replicas 1 (declared 2)'] },
+      { topic: topics.dispatch('acme'), action: 'unchanged', differences: [], warnings: [warning] },
+      { topic: topics.events('acme'), action: 'unchanged', differences: [], warnings: [] },
+      { topic: topics.dlq('acme'), action: 'unchanged', differences: [], warnings: [warning] },
+    ]);
+  });
+
+  it('a min ISR the declaration sets itself is compared like any other setting', async () => {
+    const { admin } = fakeAdmin(3, {
+      x: { partitions: 3, replicas: 3, configs: { [MIN_ISR]: '1' } },
+    });
+    const results = await applyTopics(admin, [
+      { topic: 'x', numPartitions: 3, replicationFactor: 3, configEntries: [{ name: MIN_ISR, value: '2' }] },
+    ]);
+    expect(results).toEqual([
+      { topic: 'x', action: 'differs', differences: ['min.insync.replicas 1 (declared 2)'], warnings: [] },
     ]);
   });
 });
