@@ -362,6 +362,11 @@ export const ENV_VARS: readonly EnvVar[] = [
     readBy: ['stack'],
   },
   {
+    name: 'POIMEN_CLUSTER_START_TIMEOUT_MS',
+    description: 'how long the cluster profile may take to be ready (each service)',
+    readBy: ['stack'],
+  },
+  {
     name: 'POIMEN_CLUSTER_POSTGRES_PORT',
     description: "the cluster profile's PostgreSQL port",
     readBy: ['stack'],

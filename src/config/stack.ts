@@ -81,7 +81,7 @@ export function loadStackConfig(env: Env = process.env): StackConfig {
       temporalPort: read(env, 'POIMEN_CLUSTER_TEMPORAL_PORT', intIn(1024, 64000), 27233),
       postgresPort: read(env, 'POIMEN_CLUSTER_POSTGRES_PORT', port, 25432),
       historyShards: 8,
-      startTimeoutMs: read(env, 'POIMEN_STACK_START_TIMEOUT_MS', intIn(1000, 600_000), 180_000),
+      startTimeoutMs: read(env, 'POIMEN_CLUSTER_START_TIMEOUT_MS', intIn(1000, 1_800_000), 180_000),
     },
   };
 }

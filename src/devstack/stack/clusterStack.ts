@@ -27,12 +27,21 @@ const execFileAsync = promisify(execFile);
 export const KAFKA_NODES = ['kafka-1', 'kafka-2', 'kafka-3'] as const;
 export type ClusterServiceName = 'postgres' | 'temporal' | 'ui' | (typeof KAFKA_NODES)[number];
 
-/** One id for the three nodes, drawn once and kept: a node formatted later must join the same cluster. */
-function sharedClusterId(file: string): () => string {
+/**
+ * One id for the three nodes, drawn once and kept: a node formatted later must join the same cluster. Written
+ * whole (temp file, then rename); when the file is lost, the id of a node already formatted is taken back.
+ */
+function sharedClusterId(file: string, nodeDirs: string[]): () => string {
   return () => {
     if (!fs.existsSync(file)) {
+      const formatted = nodeDirs
+        .map((d) => path.join(d, 'data', 'meta.properties'))
+        .filter((f) => fs.existsSync(f))
+        .map((f) => /^cluster\.id=(.+)$/m.exec(fs.readFileSync(f, 'utf8'))?.[1]?.trim())
+        .find((id) => id);
       fs.mkdirSync(path.dirname(file), { recursive: true });
-      fs.writeFileSync(file, kafkaClusterId(), { flag: 'wx' });
+      fs.writeFileSync(`${file}.tmp`, formatted ?? kafkaClusterId());
+      fs.renameSync(`${file}.tmp`, file);
     }
     return fs.readFileSync(file, 'utf8').trim();
   };
@@ -48,7 +57,10 @@ export class ClusterStack extends StackBase {
     const p = clusterPaths(cfg);
     const ports = clusterPorts(cfg);
     const voters = ports.brokers.map((b) => `${b.id}@127.0.0.1:${b.controllerPort}`).join(',');
-    const clusterId = sharedClusterId(path.join(p.root, 'kafka-cluster-id'));
+    const clusterId = sharedClusterId(
+      path.join(p.root, 'kafka-cluster-id'),
+      ports.brokers.map((b) => p.kafkaDir(b.id)),
+    );
     const nodes = ports.brokers.map((b) =>
       kafkaNodeService(cfg, {
         name: `kafka-${b.id}`,

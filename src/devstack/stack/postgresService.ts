@@ -5,10 +5,9 @@
  * folder that user can reach (the state folder may sit under root's home, mode 700).
  */
 import { spawnSync } from 'node:child_process';
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { StackConfig } from '../../config';
+import { type StackConfig, childEnv } from '../../config';
 import { StackError } from '../../errors';
 import { ensureDir } from './provision';
 import { requirePostgres } from './provisionCluster';
@@ -34,11 +33,23 @@ function postgresUser(): PgUser | undefined {
   return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) };
 }
 
-/** The data folder: in the state folder, or for root under /var/tmp, named after the state folder. */
-export function postgresDataDir(cfg: StackConfig): string {
-  if (process.getuid?.() !== 0) return path.join(clusterPaths(cfg).root, 'postgres', 'data');
-  const tag = crypto.createHash('sha256').update(cfg.stateDir).digest('hex').slice(0, 12);
-  return path.join('/var/tmp', `poimen-relay-pg-${tag}`, 'data');
+/**
+ * The data folder. Not root: in the state folder. Root: PostgreSQL runs as `postgres`, which cannot reach a state
+ * folder under root's home (mode 700), so the data lives in a fresh /var/tmp folder (mkdtemp: not a predictable
+ * path another user could make first) whose name the state folder records: a removed state folder forgets its
+ * database with everything else, as the dev profile's SQLite file goes with it.
+ */
+export function postgresDataDir(cfg: StackConfig, create = false): string {
+  const p = clusterPaths(cfg);
+  if (process.getuid?.() !== 0) return path.join(p.root, 'postgres', 'data');
+  const pointer = path.join(p.root, 'postgres-data-dir');
+  if (fs.existsSync(pointer)) return fs.readFileSync(pointer, 'utf8').trim();
+  if (!create) return path.join('/var/tmp', 'poimen-relay-pg-(not created yet)', 'data');
+  const dir = fs.mkdtempSync(path.join('/var/tmp', 'poimen-relay-pg-'));
+  ensureDir(p.root);
+  fs.writeFileSync(`${pointer}.tmp`, path.join(dir, 'data'));
+  fs.renameSync(`${pointer}.tmp`, pointer);
+  return path.join(dir, 'data');
 }
 
 export function postgresService(cfg: StackConfig): Service {
@@ -47,7 +58,9 @@ export function postgresService(cfg: StackConfig): Service {
   const address = `127.0.0.1:${port}`;
   const pidFile = path.join(p.runDir, 'postgres.pid');
   const logFile = path.join(p.logsDir, 'postgres.log');
-  const dataDir = postgresDataDir(cfg);
+  const dataDir = () => postgresDataDir(cfg);
+  /** Written after initdb succeeded: an initdb cut short leaves PG_VERSION behind and must run again. */
+  const initialised = () => path.join(path.dirname(dataDir()), '.initdb-complete');
 
   const asPostgres = (user: PgUser | undefined) => (user ? { uid: user.uid, gid: user.gid } : {});
 
@@ -56,44 +69,55 @@ export function postgresService(cfg: StackConfig): Service {
     address,
     pidFile,
     logFile,
-    detail: () => `${address}, data ${dataDir}`,
+    detail: () => `${address}, data ${dataDir()}`,
     async start() {
       const bin = requirePostgres();
       const user = postgresUser();
       ensureDir(p.logsDir);
       ensureDir(p.runDir);
-      if (!fs.existsSync(path.join(dataDir, 'PG_VERSION'))) {
-        fs.rmSync(dataDir, { recursive: true, force: true });
-        ensureDir(dataDir);
-        if (user) fs.chownSync(dataDir, user.uid, user.gid);
-        fs.chmodSync(dataDir, 0o700);
+      const data = postgresDataDir(cfg, true);
+      if (!fs.existsSync(initialised())) {
+        fs.rmSync(data, { recursive: true, force: true });
+        const parent = path.dirname(data);
+        ensureDir(parent);
+        // Explicit modes: a umask of 077 would leave the parent closed to the postgres user.
+        fs.chmodSync(parent, 0o711);
+        ensureDir(data);
+        if (user) fs.chownSync(data, user.uid, user.gid);
+        fs.chmodSync(data, 0o700);
         const res = spawnSync(
           path.join(bin, 'initdb'),
-          ['-D', dataDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync'],
-          { encoding: 'utf8', ...asPostgres(user) },
+          // No locale from the caller's environment (a forwarded LC_CTYPE the host lacks fails initdb).
+          ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-locale', '--no-sync'],
+          { encoding: 'utf8', env: childEnv({ LC_ALL: 'C', LANG: 'C' }), ...asPostgres(user) },
         );
-        fs.appendFileSync(logFile, `${res.stdout ?? ''}${res.stderr ?? ''}`);
+        fs.appendFileSync(
+          logFile,
+          `${res.stdout ?? ''}${res.stderr ?? ''}${res.error ? String(res.error) : ''}`,
+        );
         if (res.status !== 0) throw new StackError(`postgres: initdb failed (see ${logFile})`);
+        fs.writeFileSync(initialised(), new Date().toISOString());
       }
       startDaemon({
         cmd: path.join(bin, 'postgres'),
         args: [
           '-D',
-          dataDir,
+          data,
           '-p',
           String(port),
-          '-k',
-          dataDir,
+          // TCP only: a socket path under a deep state folder would exceed the 107-byte limit.
+          '-c',
+          'unix_socket_directories=',
           '-c',
           'listen_addresses=127.0.0.1',
           // Temporal's default pools: up to 20 connections per store per service, 4 services in one process.
           '-c',
           'max_connections=300',
         ],
-        cwd: path.dirname(dataDir),
+        cwd: path.dirname(data),
         logFile,
         pidFile,
-        marker: dataDir,
+        marker: data,
         user,
       });
     },

@@ -39,6 +39,22 @@ function isZombie(pid: number): boolean {
   }
 }
 
+/** Live (not zombie) processes of process group `pgid`. */
+function groupMembers(pgid: number): number {
+  let n = 0;
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(pgrp) === pgid && state !== 'Z') n++;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return n;
+}
+
 /** The pid recorded in pidFile, if that process is alive and still the one we started. */
 export function livePid(pidFile: string): number | undefined {
   const rec = readPid(pidFile);
@@ -108,8 +124,9 @@ export async function stopDaemon(
     await waitUntil(() => livePid(pidFile) === undefined, 10_000);
   }
   // A dying process loses its command line (so livePid says gone) before the kernel has torn it down and closed
-  // its sockets: a big JVM on a busy machine takes seconds. A restart before then would find its port taken.
-  await waitUntil(() => isZombie(pid), 30_000);
+  // its sockets: a big JVM on a busy machine takes seconds. A restart before then would find its port taken. Its
+  // whole group too: PostgreSQL's backends still attached to the shared memory make a new postmaster refuse.
+  await waitUntil(() => isZombie(pid) && groupMembers(pid) === 0, 30_000);
   fs.rmSync(pidFile, { force: true });
   return true;
 }

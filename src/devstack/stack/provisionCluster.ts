@@ -77,11 +77,11 @@ function copySchema(cfg: StackConfig, target: string): void {
     ['mod', 'download', '-json', `${SERVER_MODULE}@${cfg.cluster.temporalServerVersion}`],
     { encoding: 'utf8', env: childEnv(GO_ENV), cwd: ensureDir(path.join(cfg.cacheDir, 'tmp')) },
   );
-  const dir = res.status === 0 ? (JSON.parse(res.stdout) as { Dir?: string }).Dir : undefined;
+  const dir = !res.error && res.status === 0 ? (JSON.parse(res.stdout) as { Dir?: string }).Dir : undefined;
   const source = dir && path.join(dir, 'schema', 'postgresql', 'v12');
   if (!source || !fs.existsSync(source)) {
     throw new StackError(
-      `could not find the PostgreSQL schema of ${SERVER_MODULE}@${cfg.cluster.temporalServerVersion} (go mod download: ${res.stderr.trim().split('\n').pop() ?? ''})`,
+      `could not find the PostgreSQL schema of ${SERVER_MODULE}@${cfg.cluster.temporalServerVersion} (go mod download: ${res.error?.message ?? (res.stderr ?? '').trim().split('\n').pop() ?? ''})`,
     );
   }
   const work = `${target}.tmp-${process.pid}`;
@@ -96,8 +96,9 @@ export async function provisionCluster(cfg: StackConfig, progress: Progress): Pr
   const postgres = requirePostgres();
   const paths = clusterBinaryPaths(cfg);
   requireTool('java');
-  if (![paths.temporalServer, paths.sqlTool, paths.uiServer].every((f) => fs.existsSync(f)))
-    requireTool('go');
+  // The schema too: it is copied out of the Go module cache (`go mod download`).
+  const built = [paths.temporalServer, paths.sqlTool, paths.uiServer, path.join(paths.schemaDir, 'temporal')];
+  if (!built.every((f) => fs.existsSync(f))) requireTool('go');
   const kafkaLibsDir = await ensureKafka(cfg, progress);
   const [temporalServer, sqlTool] = await ensureGoBinaries(
     cfg,

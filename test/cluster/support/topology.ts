@@ -16,6 +16,12 @@ export const PARTITIONS = 4;
 
 export type KafkaNode = (typeof KAFKA_NODES)[number];
 
+/** Harnesses whose streams must stop publishing (their topology is being cleaned up). */
+const cancelled = new WeakSet<Harness>();
+
+/** Every key published through a harness so far: its task queue holds one execution for each. */
+const publishedKeys = new Map<Harness, Set<string>>();
+
 export function clusterStack(): ClusterStack {
   if (process.env.POIMEN_TEST_STACK_PROFILE !== 'cluster') {
     throw new Error(
@@ -58,38 +64,50 @@ export async function startTopology(
       // A test that failed mid-stream leaves its publisher running: stop it before the producer goes.
       cancelled.add(h);
       await h.cleanup();
+      // 60 topics of 4 partitions per file: left on a developer's persistent cluster, every later broker restart
+      // would recover their logs too.
+      const admin = h.kafka.admin();
+      await admin.connect();
+      try {
+        const names = h.tenants.flatMap((x) => [topics.dispatch(x), topics.events(x), topics.dlq(x)]);
+        await admin.deleteTopics({ topics: names, timeout: 60_000 }).catch(() => undefined);
+      } finally {
+        await admin.disconnect();
+      }
     },
   };
 }
 
-/** A stream of dispatches, round-robin over every tenant, in batches of `perTick` every 100 ms. */
+/**
+ * A stream of dispatches, round-robin over every tenant, in batches every 100 ms, until `stop()` (bounded by
+ * `max`): faults land while it runs, however long a node takes to come back.
+ */
 export interface Stream {
+  /** The keys published so far (acks=-1: each is on two replicas at least). */
   keys: string[];
-  /** Resolves when all `total` are published (acks=-1: each is on two replicas at least). */
-  done: Promise<void>;
   published(): number;
+  /** Still publishing: a fault injected now is mid-stream. */
+  running(): boolean;
+  /** Stops after the batch in flight; resolves with every key published. */
+  stop(): Promise<string[]>;
 }
 
-/** Harnesses whose streams must stop publishing (their topology is being cleaned up). */
-const cancelled = new WeakSet<Harness>();
-
-/** Every key published through a harness so far: its task queue holds one execution for each. */
-const publishedKeys = new Map<Harness, Set<string>>();
-
-export function streamDispatches(h: Harness, label: string, total: number, perSecond = 40): Stream {
-  const keys = Array.from({ length: total }, (_, i) => `${label}-${String(i).padStart(5, '0')}`);
+export function streamDispatches(h: Harness, label: string, perSecond = 40, max = 20_000): Stream {
+  const keys: string[] = [];
   const all = publishedKeys.get(h) ?? new Set<string>();
-  keys.forEach((k) => all.add(k));
   publishedKeys.set(h, all);
-  let sent = 0;
+  let stopping = false;
   const perTick = Math.max(1, Math.round(perSecond / 10));
   const done = (async () => {
-    while (sent < total && !cancelled.has(h)) {
+    while (!stopping && keys.length < max && !cancelled.has(h)) {
       const tickStarted = Date.now();
-      const batch = keys.slice(sent, sent + perTick);
+      const batch = Array.from(
+        { length: perTick },
+        (_, i) => `${label}-${String(keys.length + i).padStart(5, '0')}`,
+      );
       const byTopic = new Map<string, { key: string; value: string }[]>();
       batch.forEach((key, i) => {
-        const topic = topics.dispatch(h.tenants[(sent + i) % h.tenants.length] as string);
+        const topic = topics.dispatch(h.tenants[(keys.length + i) % h.tenants.length] as string);
         byTopic.set(topic, [...(byTopic.get(topic) ?? []), { key, value: h.dispatchValue(key) }]);
       });
       // The producer retries through a leader election; a batch that still fails is sent again (at least once
@@ -103,19 +121,46 @@ export function streamDispatches(h: Harness, label: string, total: number, perSe
               topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
             })
             .then(() => true),
-        { timeoutMs: 120_000, intervalMs: 500, what: `batch at ${sent} of ${label} published` },
+        { timeoutMs: 180_000, intervalMs: 500, what: `batch at ${keys.length} of ${label} published` },
       );
-      sent += batch.length;
+      batch.forEach((k) => {
+        keys.push(k);
+        all.add(k);
+      });
       const rest = 100 - (Date.now() - tickStarted);
       if (rest > 0) await new Promise((r) => setTimeout(r, rest));
     }
   })();
-  return { keys, done, published: () => sent };
+  // Kept for stop(): an error surfaces there, never as an unhandled rejection.
+  done.catch(() => undefined);
+  return {
+    keys,
+    published: () => keys.length,
+    running: () => !stopping && keys.length < max,
+    async stop() {
+      stopping = true;
+      await done;
+      return [...keys];
+    },
+  };
 }
 
 /** Resolves once `n` more dispatches have been published: faults land mid-stream, by progress, not by clock. */
 export async function afterPublished(stream: Stream, n: number): Promise<void> {
-  await waitFor(() => stream.published() >= n, { timeoutMs: 120_000, what: `${n} dispatches published` });
+  await waitFor(() => stream.published() >= n, { timeoutMs: 300_000, what: `${n} dispatches published` });
+}
+
+/** Injects a fault while the stream runs: asserts the stream is still going, so the fault is mid-stream. */
+export async function midStream(stream: Stream, fault: () => Promise<unknown>): Promise<void> {
+  expect(stream.running()).toBe(true);
+  await fault();
+  expect(stream.running()).toBe(true);
+}
+
+/** Every node up again, in start order (PostgreSQL before Temporal): a failed test leaves none down. */
+export async function restoreCluster(stack: ClusterStack): Promise<void> {
+  await stack.startServices(['postgres', ...KAFKA_NODES]);
+  await stack.startService('temporal');
 }
 
 /**
@@ -179,9 +224,15 @@ export async function partitionLeader(
   const admin = h.kafka.admin();
   await admin.connect();
   try {
-    const { topics: md } = await admin.fetchTopicMetadata({ topics: [topics[which](tenant)] });
-    const leader = md[0]?.partitions.find((p) => p.partitionId === partition)?.leader;
-    return `kafka-${leader}` as KafkaNode;
+    // During an election the leader is -1: ask until a node leads.
+    return await waitFor(
+      async () => {
+        const { topics: md } = await admin.fetchTopicMetadata({ topics: [topics[which](tenant)] });
+        const leader = `kafka-${md[0]?.partitions.find((p) => p.partitionId === partition)?.leader}`;
+        return (KAFKA_NODES as readonly string[]).includes(leader) && (leader as KafkaNode);
+      },
+      { timeoutMs: 60_000, intervalMs: 500, what: `a leader of ${topics[which](tenant)}/${partition}` },
+    );
   } finally {
     await admin.disconnect();
   }
