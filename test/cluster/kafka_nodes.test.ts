@@ -100,8 +100,8 @@ test('dead letters written with acks=-1 survive the death of their partition lea
   const dlqLeader = await partitionLeader(t.h, t.h.tenants[0]!, 0, 'dlq');
   await midStream(s, () => stack.stopService(dlqLeader, 'SIGKILL'));
   await afterPublished(s, s.published() + 80);
-  await stack.startService(dlqLeader);
   const keys = await s.stop();
+  await stack.startService(dlqLeader);
   await waitFullIsr(t.h);
   const before = await readAllDlq(t.h, keys.length);
   // Then another node dies: every dead letter is still there to read (two copies were acknowledged each).

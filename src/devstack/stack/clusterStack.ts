@@ -4,25 +4,19 @@
  * and min ISR 2 by default. Production's shape on one machine, for correctness under node failures and for the
  * per-dispatch costs of each part; slower than the dev profile on a small machine.
  */
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import type { StackConfig } from '../../config';
 import { StackError } from '../../errors';
 import { poll } from '../../poll';
-import { PACKAGE_ROOT } from '../../version';
 import { clusterPaths, clusterPorts } from './clusterPaths';
 import { postgresService } from './postgresService';
 import { type Progress, silentProgress } from './progress';
-import { kafkaLibsDir } from './provision';
 import { type ClusterBinaries, provisionCluster } from './provisionCluster';
-import { type Service, kafkaClusterId, kafkaNodeService } from './services';
+import { type Service, isRunning, kafkaClusterId, kafkaNodeService } from './services';
 import { StackBase, type ServiceStatus } from './stack';
 import { type TemporalServerService, temporalServerService } from './temporalServerService';
 import { uiService } from './uiService';
-
-const execFileAsync = promisify(execFile);
 
 export const KAFKA_NODES = ['kafka-1', 'kafka-2', 'kafka-3'] as const;
 export type ClusterServiceName = 'postgres' | 'temporal' | 'ui' | (typeof KAFKA_NODES)[number];
@@ -128,45 +122,39 @@ export class ClusterStack extends StackBase {
   }
 
   /**
-   * The service name of the KRaft quorum's active controller (kafkajs has no DescribeQuorum, and under KRaft a
-   * broker's metadata answer names a random broker as "controller"), asked through Kafka's own admin client.
+   * The service name of the KRaft quorum's active controller. kafkajs has no DescribeQuorum, and under KRaft a
+   * broker's metadata answer names a random broker as "controller"; each voter records the leader it knows, with
+   * the election's epoch, in its `__cluster_metadata-0/quorum-state` file: the newest epoch among the running
+   * nodes names it.
    */
   async activeController(): Promise<(typeof KAFKA_NODES)[number]> {
-    const controllers = clusterPorts(this.cfg)
-      .brokers.map((b) => `127.0.0.1:${b.controllerPort}`)
-      .join(',');
-    const ask = async () => {
-      const res = await execFileAsync(
-        'java',
-        [
-          '-cp',
-          path.join(kafkaLibsDir(this.cfg), '*'),
-          `-Dlog4j2.configurationFile=${path.join(PACKAGE_ROOT, 'stack', 'kafka', 'log4j2.yaml')}`,
-          path.join(PACKAGE_ROOT, 'stack', 'kafka', 'QuorumLeader.java'),
-          controllers,
-        ],
-        { encoding: 'utf8', timeout: 120_000 },
-      ).catch((err: { stderr?: string; message: string }) => {
-        throw new StackError(
-          `QuorumLeader failed: ${(err.stderr ?? err.message).trim().split('\n').slice(-3).join(' ')}`,
-        );
-      });
-      const id = Number(res.stdout.trim().split('\n').pop());
-      return (KAFKA_NODES as readonly string[]).includes(`kafka-${id}`) && `kafka-${id}`;
+    const p = clusterPaths(this.cfg);
+    const read = () => {
+      let best: { epoch: number; leader: number } | undefined;
+      for (const [i, name] of KAFKA_NODES.entries()) {
+        if (!isRunning(this.service(name))) continue;
+        const file = path.join(p.kafkaDir(i + 1), 'data', '__cluster_metadata-0', 'quorum-state');
+        try {
+          const q = JSON.parse(fs.readFileSync(file, 'utf8')) as { leaderId?: number; leaderEpoch?: number };
+          if ((q.leaderId ?? -1) > 0 && (best === undefined || (q.leaderEpoch ?? -1) > best.epoch)) {
+            best = { epoch: q.leaderEpoch ?? -1, leader: q.leaderId as number };
+          }
+        } catch {
+          // not written yet, or being rewritten
+        }
+      }
+      const name = best && `kafka-${best.leader}`;
+      return name !== undefined &&
+        (KAFKA_NODES as readonly string[]).includes(name) &&
+        isRunning(this.service(name))
+        ? (name as (typeof KAFKA_NODES)[number])
+        : undefined;
     };
-    // Right after an election the quorum may have no leader yet, or a JVM on a busy machine times out: ask again.
-    const polled = await poll(ask, {
-      timeoutMs: this.cfg.startTimeoutMs,
-      intervalMs: 1000,
-      retryErrors: true,
-    });
-    if (!polled.done) {
-      throw new StackError(
-        `no active KRaft controller found within ${this.cfg.startTimeoutMs} ms${polled.lastError instanceof Error ? `: ${polled.lastError.message}` : ''}`,
-      );
-    }
-    const name = polled.value;
-    return name as (typeof KAFKA_NODES)[number];
+    // Right after an election the files may not name a running leader yet.
+    const polled = await poll(read, { timeoutMs: this.cfg.startTimeoutMs, intervalMs: 500 });
+    if (!polled.done)
+      throw new StackError(`no active KRaft controller found within ${this.cfg.startTimeoutMs} ms`);
+    return polled.value;
   }
 
   protected override async afterReady(name: string): Promise<void> {

@@ -92,7 +92,7 @@ export interface Stream {
   stop(): Promise<string[]>;
 }
 
-export function streamDispatches(h: Harness, label: string, perSecond = 40, max = 20_000): Stream {
+export function streamDispatches(h: Harness, label: string, perSecond = 20, max = 4000): Stream {
   const keys: string[] = [];
   const all = publishedKeys.get(h) ?? new Set<string>();
   publishedKeys.set(h, all);
