@@ -6,7 +6,7 @@
 import path from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { loadStackConfig } from '../src/config';
-import { devServerPids } from '../tools/bench/cpu';
+import { stackServerPids } from '../src/devstack/stack/profiles';
 import { outage } from '../tools/bench/outage';
 import { type BenchTarget, baseline, ceiling, relayDrain } from '../tools/bench/phases';
 import { REPO_ROOT } from './support/cli';
@@ -20,13 +20,13 @@ const target: BenchTarget = {
   logsDir: path.join(REPO_ROOT, 'test-artifacts', 'logs'),
   kafka: new Kafka({ clientId: 'it-bench-smoke', brokers: s.kafkaBrokers, logLevel: logLevel.NOTHING }),
   // The servers' pids are known only when the run started the project's own stack.
-  ...(s.mode === 'local' ? { serverPids: () => devServerPids(loadStackConfig()) } : {}),
+  ...(s.mode === 'local' ? { serverPids: () => stackServerPids(loadStackConfig(), 'dev') } : {}),
 };
 
 test('bench smoke: ceiling, relay and baseline phases each deliver every dispatch exactly once', async () => {
   const c = await ceiling(target, 200, 32, 1);
   expect(c.per_s).toBeGreaterThan(0);
-  const r = await relayDrain(target, 300, { workers: 1, partitions: 2 });
+  const r = await relayDrain(target, 300, { workers: 1, partitions: 2, idleTailS: 2 });
   expect(r.amplification).toBe(1);
   expect(r.committed_at_log_end).toBe(true);
   expect(r.per_s).toBeGreaterThan(0);
@@ -42,6 +42,11 @@ test('bench smoke: ceiling, relay and baseline phases each deliver every dispatc
     expect(r.cpu_ms_per_dispatch.kafka).toBeGreaterThan(0);
   }
   expect(r.cpu_ms_per_dispatch.postgres).toBeNull();
+  // The same processes watched for a while after the drain: their idle rate, what the capacity model subtracts.
+  expect(r.idle_window_s).toBe(2);
+  expect(r.idle_cpu_ms_per_s?.ingester).toBeGreaterThanOrEqual(0);
+  expect(r.idle_cpu_ms_per_s?.worker).toBeGreaterThanOrEqual(0);
+  expect(r.idle_cpu_ms_per_s?.postgres).toBeNull();
   const b = await baseline(target, 300, 2);
   expect(b.per_s).toBeGreaterThan(0);
 });

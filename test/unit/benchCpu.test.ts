@@ -13,12 +13,14 @@ import {
   cpuMsPerDispatch,
   cpuRow,
   cpuWindow,
-  devServerPids,
   parseProcStat,
   readProcStats,
   roleTicks,
+  cpuAboveIdle,
+  perSecond,
   treeTicks,
 } from '../../tools/bench/cpu';
+import { stackServerPids } from '../../src/devstack/stack/profiles';
 
 /** A stat line as the kernel writes it (52 fields); only pid, comm, ppid and the four times vary here. */
 function statLine(pid: number, comm: string, ppid: number, [ut, st, cut, cst]: number[]): string {
@@ -172,25 +174,98 @@ describe('reading /proc', () => {
   });
 });
 
-describe('devServerPids', () => {
+describe('stackServerPids, the servers the bench measures', () => {
+  // The marker must be on the process's command line: this process's own executable is.
+  const marker = fs.readFileSync('/proc/self/cmdline', 'utf8').split('\0')[0]!;
+  const rec = (pid: number) => JSON.stringify({ pid, marker, startedAt: new Date().toISOString() });
+
   test("the dev profile's Temporal and Kafka from the stack's pid files; no PostgreSQL; a stale file is no pid", () => {
     const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fake-state-'));
     try {
       const cfg = loadStackConfig({ POIMEN_STATE_DIR: stateDir });
       const runDir = path.join(stateDir, 'run');
       fs.mkdirSync(runDir);
-      // The marker must be on the process's command line: this process's own executable is.
-      const marker = fs.readFileSync('/proc/self/cmdline', 'utf8').split('\0')[0]!;
-      const rec = (pid: number) => JSON.stringify({ pid, marker, startedAt: new Date().toISOString() });
       fs.writeFileSync(path.join(runDir, 'temporal.pid'), rec(process.pid));
-      expect(devServerPids(cfg)).toEqual({ temporal: [process.pid], postgres: [], kafka: [] });
+      expect(stackServerPids(cfg, 'dev')).toEqual({ temporal: [process.pid], postgres: [], kafka: [] });
       fs.writeFileSync(
         path.join(runDir, 'kafka.pid'),
         JSON.stringify({ pid: process.pid, marker: `${stateDir}-x` }),
       );
-      expect(devServerPids(cfg).kafka).toEqual([]);
+      expect(stackServerPids(cfg, 'dev').kafka).toEqual([]);
     } finally {
       fs.rmSync(stateDir, { recursive: true, force: true });
     }
+  });
+
+  test("the cluster profile's Temporal server, postmaster and three brokers from its own run folder", () => {
+    const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fake-state-'));
+    try {
+      const cfg = loadStackConfig({ POIMEN_STATE_DIR: stateDir });
+      const runDir = path.join(stateDir, 'cluster', 'run');
+      fs.mkdirSync(runDir, { recursive: true });
+      for (const name of ['temporal', 'postgres', 'kafka-1', 'kafka-2', 'kafka-3']) {
+        fs.writeFileSync(path.join(runDir, `${name}.pid`), rec(process.pid));
+      }
+      const me = process.pid;
+      expect(stackServerPids(cfg, 'cluster')).toEqual({
+        temporal: [me],
+        postgres: [me],
+        kafka: [me, me, me],
+      });
+      // The dev profile's run folder is another one: nothing of the cluster counts there.
+      expect(stackServerPids(cfg, 'dev')).toEqual({ temporal: [], postgres: [], kafka: [] });
+    } finally {
+      fs.rmSync(stateDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('cpuAboveIdle', () => {
+  const f = (temporal: number | null, postgres: number | null, kafka: number | null) => ({
+    ingester: 700,
+    worker: 1200,
+    temporal,
+    postgres,
+    kafka,
+  });
+
+  test("takes each process's idle rate over each drain's window out, summed over drains, per dispatch", () => {
+    const idle = { ...f(50, 10, 100), ingester: 20, worker: 10 };
+    const drains = [
+      { cpu_ms: f(3000, 1000, 500), cpu_dispatches: 100, cpu_window_s: 10, idle_cpu_ms_per_s: idle },
+      { cpu_ms: f(5000, 1500, 700), cpu_dispatches: 100, cpu_window_s: 20, idle_cpu_ms_per_s: idle },
+    ];
+    // ingester: (700 - 200 + 700 - 400) / 200 = 4; worker: (1200 - 100 + 1200 - 200) / 200 = 10.5;
+    // temporal: (3000 - 500 + 5000 - 1000) / 200 = 32.5; postgres: (1000 - 100 + 1500 - 200) / 200 = 11;
+    // kafka's idle exceeds what it used: never below 0.
+    expect(cpuAboveIdle(drains)).toEqual({
+      ingester: 4,
+      worker: 10.5,
+      temporal: 32.5,
+      postgres: 11,
+      kafka: 0,
+    });
+  });
+
+  test('null for a role without processes (PostgreSQL on the dev profile) or without an idle figure', () => {
+    const drains = [
+      {
+        cpu_ms: f(3000, null, 500),
+        cpu_dispatches: 100,
+        cpu_window_s: 10,
+        idle_cpu_ms_per_s: { ...f(null, null, 10), ingester: 0, worker: 0 },
+      },
+    ];
+    expect(cpuAboveIdle(drains)).toEqual({
+      ingester: 7,
+      worker: 12,
+      temporal: null,
+      postgres: null,
+      kafka: 4,
+    });
+  });
+
+  test('perSecond turns a window into a rate', () => {
+    expect(perSecond(f(300, null, 55), 10)).toEqual({ ...f(30, null, 5.5), ingester: 70, worker: 120 });
   });
 });

@@ -6,9 +6,6 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { StackConfig } from '../../src/config';
-import { livePid } from '../../src/devstack/stack/processes';
-import { stackPaths } from '../../src/devstack/stack/services';
 import { round } from './measure';
 
 export const CPU_ROLES = ['ingester', 'worker', 'temporal', 'postgres', 'kafka'] as const;
@@ -176,15 +173,43 @@ export function cpuWindow(
   return { end: () => cpuMsBetween(start, roleTicks(read(), pids), hz) };
 }
 
+/** CPU ms per second of each role over a window of the given length. */
+export function perSecond(ms: RoleFigures, windowS: number): RoleFigures {
+  const out = {} as RoleFigures;
+  for (const role of CPU_ROLES) {
+    const v = ms[role];
+    out[role] = v === null ? null : round(v / windowS, 1);
+  }
+  return out;
+}
+
 /**
- * The dev profile's server processes, from the pid files the stack writes (a recorded pid counts only while that
- * process is alive and still ours). The dev profile has no PostgreSQL: the dev server keeps its state in SQLite.
+ * CPU per dispatch over drains with each process's idle rate over each drain's window taken out (never below 0).
+ * Idle is what a process spends with no dispatches to do — kafkajs heartbeats and metadata refreshes, the
+ * worker's long polls, Temporal's shard and queue loops, PostgreSQL's checkpointer, the brokers' replica fetchers
+ * — and it is in every drain's figure, spread over its dispatches, so a slow drain looks costly. Taken out, what
+ * is left is what a dispatch adds; a capacity model multiplies that by the rate and adds the idle once per process.
  */
-export function devServerPids(cfg: StackConfig): ServerPids {
-  const { runDir } = stackPaths(cfg);
-  const pid = (name: string) => {
-    const p = livePid(path.join(runDir, `${name}.pid`));
-    return p === undefined ? [] : [p];
-  };
-  return { temporal: pid('temporal'), postgres: [], kafka: pid('kafka') };
+export function cpuAboveIdle(
+  drains: {
+    cpu_ms: RoleFigures;
+    cpu_dispatches: number;
+    cpu_window_s: number;
+    idle_cpu_ms_per_s: RoleFigures;
+  }[],
+): RoleFigures {
+  const dispatches = drains.reduce((a, d) => a + d.cpu_dispatches, 0);
+  const out = {} as RoleFigures;
+  for (const role of CPU_ROLES) {
+    const net = drains.map((d) => {
+      const used = d.cpu_ms[role];
+      const idle = d.idle_cpu_ms_per_s[role];
+      return used === null || idle === null ? null : used - idle * d.cpu_window_s;
+    });
+    out[role] =
+      dispatches === 0 || net.includes(null)
+        ? null
+        : round(Math.max(0, net.reduce<number>((a, b) => a + (b ?? 0), 0) / dispatches), 3);
+  }
+  return out;
 }

@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [-- --phases a,b] [-- --profile dev]`: the relay against the bare-Temporal ceiling and a plain
+ * `npm run bench [-- --quick] [-- --phases a,b] [-- --profile dev|cluster]`: the relay against the bare-Temporal ceiling and a plain
  * Kafka→HTTP consumer, side by side, and what a runs-API outage costs, in one run on one machine, same Kafka,
  * same Temporal, same minimal runs API. Prints one table and writes tools/results/<date>[-quick][-<phases>].json.
  * Figures are measured, never assumed.
@@ -9,17 +9,27 @@ import os from 'node:os';
 import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { Kafka, logLevel } from 'kafkajs';
-import { loadRelayConfig, loadStackConfig } from '../../src/config';
+import { type StackConfig, loadRelayConfig, loadStackConfig } from '../../src/config';
 import { freePort } from '../../src/devstack/ports';
 import { consoleProgress } from '../../src/devstack/stack/progress';
 import { PACKAGE_ROOT } from '../../src/version';
+import { clusterPaths } from '../../src/devstack/stack/clusterPaths';
+import {
+  STACK_PROFILES,
+  type StackProfile,
+  openStack,
+  stackEndpoints,
+  stackServerPids,
+} from '../../src/devstack/stack/profiles';
+import { postgresBinDir } from '../../src/devstack/stack/provisionCluster';
+import { stackPaths } from '../../src/devstack/stack/services';
 import { LocalStack } from '../../src/devstack/stack/stack';
 import { codecDecodeBench, codecTable } from './codecs';
-import { devServerPids } from './cpu';
 import { round } from './measure';
 import { outage } from './outage';
 import type { BenchTarget } from './phases';
-import { type Phase, PHASES, type Report, RELAY_WORKERS, SIZES, runSuite } from './suite';
+import { BENCH_RELAY_SETTINGS } from './rig';
+import { type Phase, PHASES, type Report, RELAY_WORKERS, SIZES, type SideTargets, runSuite } from './suite';
 
 /** The outage phase's probe interval: the product default, set explicitly so the result records it. */
 const OUTAGE_PROBE_INTERVAL_MS = 2_000;
@@ -41,12 +51,25 @@ function parsePhases(list: string | undefined): Set<Phase> {
   return set;
 }
 
-/** The dev stack profile the bench measures (the lead's StackProfile of src/devstack/stack/profiles.ts). */
-type BenchProfile = 'dev' | 'cluster';
-const profileOption = (v: string): BenchProfile => {
-  if (v === 'dev' || v === 'cluster') return v;
-  throw new InvalidArgumentError('must be dev or cluster');
+const profileOption = (v: string): StackProfile => {
+  if ((STACK_PROFILES as readonly string[]).includes(v)) return v as StackProfile;
+  throw new InvalidArgumentError(`must be one of ${STACK_PROFILES.join(', ')}`);
 };
+
+/** What the result says the Temporal and Kafka of the profile were. */
+function stackSettings(cfg: StackConfig, profile: StackProfile) {
+  if (profile === 'dev') {
+    return {
+      temporal: `dev server (CLI ${cfg.temporalCliVersion}, server 1.29.1), SQLite WAL synchronous=OFF unless noted`,
+      kafka: `${cfg.kafkaVersion} KRaft single node`,
+    };
+  }
+  const pg = path.basename(path.dirname(postgresBinDir() ?? 'unknown/bin'));
+  return {
+    temporal: `Temporal server ${cfg.cluster.temporalServerVersion}, all services in one process, ${cfg.cluster.historyShards} history shards, persistence and SQL visibility on PostgreSQL ${pg}`,
+    kafka: `${cfg.kafkaVersion} KRaft, 3 combined broker/controller nodes, RF 3, min.insync.replicas 2`,
+  };
+}
 
 const positive = (v: string) => {
   const n = Number(v);
@@ -59,6 +82,8 @@ async function main(): Promise<void> {
     .option('--quick', 'the ≤ 3-minute subset')
     .option('--codecs', 'only the decode cost of each Kafka codec (seconds; no stack)')
     .option('--phases <list>', `comma-separated subset of: ${PHASES.join(', ')} (default: all)`)
+    .option('--n <n>', 'dispatches per ceiling, relay and baseline run (default 3000; quick 600)', positive)
+    .option('--rounds <r>', 'ceiling/relay rounds (default 2; quick 1)', positive)
     .option('--outage-n <n>', 'dispatches in the outage phase (default 2000; quick 300)', positive)
     .option('--outage-s <s>', 'length of the outage in seconds (default 60; quick 15)', positive)
     .option('--profile <name>', 'the stack profile to measure: dev or cluster', profileOption, 'dev')
@@ -67,44 +92,45 @@ async function main(): Promise<void> {
       quick?: boolean;
       codecs?: boolean;
       phases?: string;
+      n?: number;
+      rounds?: number;
       outageN?: number;
       outageS?: number;
-      profile: BenchProfile;
+      profile: StackProfile;
     }>();
   if (opts.codecs) {
     process.stdout.write(`\nKafka codec decode cost\n${codecTable(await codecDecodeBench())}`);
     return;
   }
-  if (opts.profile === 'cluster') {
-    // To wire: the stack of the profile, its endpoints (stackEndpoints) for the BenchTarget below and its server
-    // pids (stackServerPids) for the CPU figures.
-    process.stderr.write('bench: the cluster profile is not wired yet\n');
-    process.exitCode = 1;
-    return;
-  }
   const phases = parsePhases(opts.phases);
   const mode = opts.quick ? 'quick' : 'full';
-  const size = SIZES[mode];
+  // A slower stack (the cluster on a small, shared machine) may need fewer dispatches to fit a session.
+  const size = { ...SIZES[mode], n: opts.n ?? SIZES[mode].n, rounds: opts.rounds ?? SIZES[mode].rounds };
+  const resized = size.n !== SIZES[mode].n || size.rounds !== SIZES[mode].rounds;
   const progress = consoleProgress('bench');
   const cfg = loadStackConfig();
-  const stack = new LocalStack(cfg, progress);
-  await stack.up();
+  const profile = opts.profile;
+  await openStack(cfg, profile, progress).up();
+  const endpoints = stackEndpoints(cfg, profile);
   const kafka = new Kafka({
     clientId: 'poimen-bench',
-    brokers: [stack.services.kafka.address],
+    brokers: endpoints.kafka.brokers,
     logLevel: logLevel.ERROR,
   });
-  const sqlite: BenchTarget = {
-    kafkaBrokers: stack.services.kafka.address,
-    temporalAddress: stack.services.temporal.address,
-    namespace: cfg.namespace,
-    logsDir: path.join(cfg.stateDir, 'logs'),
+  const target: BenchTarget = {
+    kafkaBrokers: endpoints.kafka.bootstrap,
+    temporalAddress: endpoints.temporal.address,
+    namespace: endpoints.temporal.namespace,
+    logsDir: profile === 'cluster' ? clusterPaths(cfg).logsDir : stackPaths(cfg).logsDir,
     kafka,
-    serverPids: () => devServerPids(cfg),
+    serverPids: () => stackServerPids(cfg, profile),
+    topicReplicas: endpoints.kafka.brokers.length >= 3 ? 3 : 1,
   };
 
-  // A second, throwaway Temporal dev server without a database file, for the persistence comparison and for
-  // phases that leave executions behind; only started when such a phase runs.
+  // Dev profile: a second, throwaway Temporal dev server without a database file, for the persistence comparison
+  // and for the backlog phase, which leaves executions behind; only started when such a phase runs. The cluster
+  // has no in-memory counterpart (its persistence is PostgreSQL), so there the backlog phase runs on the cluster
+  // itself (it starts only what the ingester gets through in its window) and the comparison is skipped.
   const memCfg = {
     ...cfg,
     stateDir: fs.mkdtempSync(path.join(os.tmpdir(), 'poimen-bench-mem-')),
@@ -114,15 +140,22 @@ async function main(): Promise<void> {
     temporalInMemory: true,
   };
   const memStack = new LocalStack(memCfg, progress);
-  const needsMemory = phases.has('memory') || phases.has('scaling');
+  const needsMemory = profile === 'dev' && (phases.has('memory') || phases.has('scaling'));
   if (needsMemory) await memStack.startService('temporal');
   const memory: BenchTarget | undefined = needsMemory
     ? {
-        ...sqlite,
+        ...target,
         temporalAddress: memStack.services.temporal.address,
-        serverPids: () => ({ ...devServerPids(cfg), temporal: devServerPids(memCfg).temporal }),
+        serverPids: () => ({
+          ...stackServerPids(cfg, 'dev'),
+          temporal: stackServerPids(memCfg, 'dev').temporal,
+        }),
       }
     : undefined;
+  const side: SideTargets =
+    profile === 'dev'
+      ? { memory, persistence: memory }
+      : { memory: target, persistenceSkipped: 'dev-only phase (in-memory dev server vs SQLite)' };
   // An interrupted benchmark must not leave its throwaway server running.
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => void memStack.stopService('temporal').finally(() => process.exit(130)));
@@ -130,7 +163,7 @@ async function main(): Promise<void> {
 
   const started = Date.now();
   try {
-    const report: Report = await runSuite(phases, size, sqlite, memory, progress);
+    const report: Report = await runSuite(phases, size, target, side, progress);
     const { fields, rows, atLogEnd } = report;
 
     const outageN = opts.outageN ?? size.outageN;
@@ -138,7 +171,7 @@ async function main(): Promise<void> {
     let outageSettings: Record<string, unknown> | undefined;
     if (phases.has('outage')) {
       progress(`outage: ${outageN} dispatches, the runs API answers 503 for ${outageS} s in the middle`);
-      const { settings, ...figures } = await outage(sqlite, {
+      const { settings, ...figures } = await outage(target, {
         n: outageN,
         outageS,
         workers: RELAY_WORKERS,
@@ -186,12 +219,12 @@ async function main(): Promise<void> {
       codecDecode = await codecDecodeBench();
     }
 
-    const relayCfg = loadRelayConfig('ingester', {});
+    const relayCfg = loadRelayConfig('ingester', BENCH_RELAY_SETTINGS);
     const all = phases.size === PHASES.length;
     const result = {
       date: new Date().toISOString(),
       mode,
-      profile: opts.profile,
+      profile,
       ...(all ? {} : { phases: [...phases] }),
       duration_s: round((Date.now() - started) / 1000),
       ...fields,
@@ -205,13 +238,14 @@ async function main(): Promise<void> {
       },
       settings: {
         ...(phases.has('relay') || phases.has('baseline') ? { n: size.n } : {}),
+        ...(phases.has('relay') ? { rounds: size.rounds } : {}),
         partitions: 4,
         ingest: relayCfg.ingest,
         worker: relayCfg.worker,
         retry: relayCfg.retry,
         ...(outageSettings ? { outage: outageSettings } : {}),
-        temporal: 'dev server (CLI v1.5.1, server 1.29.1), SQLite WAL synchronous=OFF unless noted',
-        kafka: `${cfg.kafkaVersion} KRaft single node`,
+        ...stackSettings(cfg, profile),
+        topic_replication_factor: target.topicReplicas,
       },
     };
     if (atLogEnd.length > 0) {
@@ -221,15 +255,15 @@ async function main(): Promise<void> {
       ]);
     }
     process.stdout.write(
-      `\npoimen-relay benchmark (${mode}, ${opts.profile} profile${all ? '' : `, ${[...phases].join(', ')}`}, ${result.machine.cores} cores, ${result.duration_s} s)\n`,
+      `\npoimen-relay benchmark (${mode}, ${profile} profile${all ? '' : `, ${[...phases].join(', ')}`}, ${result.machine.cores} cores, ${result.duration_s} s)\n`,
     );
     for (const [k, v] of rows) process.stdout.write(`  ${k.padEnd(44)} ${v}\n`);
     if (codecDecode) process.stdout.write(`\nKafka codec decode cost\n${codecTable(codecDecode)}`);
     const dir = path.join(PACKAGE_ROOT, 'tools', 'results');
     fs.mkdirSync(dir, { recursive: true });
-    const suffix = `${mode === 'quick' ? '-quick' : ''}${all ? '' : `-${[...phases].join('-')}`}`;
+    const suffix = `${mode === 'quick' ? '-quick' : ''}${resized ? `-n${size.n}x${size.rounds}` : ''}${all ? '' : `-${[...phases].join('-')}`}`;
     // The issue names a cluster run's file cluster-<date>.json; the dev profile's names stay as they were.
-    const prefix = opts.profile === 'dev' ? '' : `${opts.profile}-`;
+    const prefix = profile === 'dev' ? '' : `${profile}-`;
     const file = path.join(dir, `${prefix}${result.date.slice(0, 10)}${suffix}.json`);
     fs.writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
     process.stdout.write(`\nwritten to ${path.relative(process.cwd(), file)}\n`);

@@ -15,7 +15,7 @@ import { RunsApiDouble } from '../../test/support/runsApiDouble';
 import { waitUntil } from '../../src/poll';
 import { PACKAGE_ROOT } from '../../src/version';
 import { DEFAULT_DISPATCH_POLICY, type DispatchInput } from '../../src/workflows/types';
-import { cpuMsPerDispatch, cpuWindow } from './cpu';
+import { type RoleFigures, cpuMsPerDispatch, cpuWindow, perSecond } from './cpu';
 import { committedAtLogEnd } from './groupOffsets';
 import { mapLimit, peakRssMiB, percentile, round } from './measure';
 import { type BenchTarget, dispatchValue, drained, newTenant, preload, relayEnv, startWorkers } from './rig';
@@ -35,6 +35,8 @@ export async function ceiling(t: BenchTarget, n: number, concurrency: number, wo
   const connection = await Connection.connect({ address: t.temporalAddress });
   const client = new Client({ connection, namespace: t.namespace });
   const run = crypto.randomBytes(4).toString('hex');
+  // Each start's round trip: the L of the ingester's in-flight model (docs/operations.md, partitions per topic).
+  const startMs: number[] = [];
   try {
     const t0 = Date.now();
     await mapLimit(
@@ -59,11 +61,24 @@ export async function ceiling(t: BenchTarget, n: number, concurrency: number, wo
           policy: DEFAULT_DISPATCH_POLICY,
         };
         // Exactly what the ingester starts: same id, policies, search attributes and memo.
+        const s0 = performance.now();
         await client.workflow.start(WORKFLOW_TYPE, dispatchStartOptions(taskQueue, input));
+        startMs.push(performance.now() - s0);
       },
     );
     const t1 = await drained(api, n, 20 * 60_000);
-    return { per_s: round(n / ((t1 - t0) / 1000)), n, concurrency, workers: workerCount };
+    startMs.sort((a, b) => a - b);
+    return {
+      per_s: round(n / ((t1 - t0) / 1000)),
+      n,
+      concurrency,
+      workers: workerCount,
+      start_ms: {
+        p50: round(percentile(startMs, 50)),
+        p95: round(percentile(startMs, 95)),
+        p99: round(percentile(startMs, 99)),
+      },
+    };
   } finally {
     await Promise.all(workers.map((w) => w.stop()));
     await connection.close();
@@ -78,7 +93,13 @@ export async function ceiling(t: BenchTarget, n: number, concurrency: number, wo
 export async function relayDrain(
   t: BenchTarget,
   n: number,
-  opts: { workers: number; partitions: number; env?: Record<string, string> },
+  opts: {
+    workers: number;
+    partitions: number;
+    env?: Record<string, string>;
+    /** Seconds to watch every process after the drain, with nothing left to do: their idle CPU. 0: not measured. */
+    idleTailS?: number;
+  },
 ) {
   const api = await RunsApiDouble.start({ record: false });
   const tenant = await newTenant(t, opts.partitions);
@@ -101,12 +122,12 @@ export async function relayDrain(
     });
     // The CPU window opens once the ingester is ready (its start-up is a one-off, not a cost per dispatch) and
     // closes when the last run arrived; it counts the dispatches the API received in between.
-    const server = t.serverPids?.() ?? { temporal: [], postgres: [], kafka: [] };
-    const cpu = cpuWindow({
+    const pids = {
       ingester: [ingester.child.pid!],
       worker: workers.map((w) => w.child.pid!),
-      ...server,
-    });
+      ...(t.serverPids?.() ?? { temporal: [], postgres: [], kafka: [] }),
+    };
+    const cpu = cpuWindow(pids);
     const runsBefore = api.runs.size;
     const cpuFrom = Date.now();
     const t1 = await drained(api, n, 30 * 60_000);
@@ -115,6 +136,12 @@ export async function relayDrain(
     const cpuDispatches = api.runs.size - runsBefore;
     // Measured after the rate's end mark, so the check costs the figure nothing.
     const atLogEnd = await committedAtLogEnd(t.kafka, `bench-relay-${tenant}`, [topics.dispatch(tenant)]);
+    let idleCpuMsPerS: RoleFigures | undefined;
+    if (opts.idleTailS) {
+      const idle = cpuWindow(pids);
+      await new Promise((r) => setTimeout(r, opts.idleTailS! * 1000));
+      idleCpuMsPerS = perSecond(idle.end(), opts.idleTailS);
+    }
     return {
       per_s: round(n / ((t1 - t0) / 1000)),
       n,
@@ -127,6 +154,7 @@ export async function relayDrain(
       cpu_window_s: cpuWindowS,
       cpu_ms: cpuMs,
       cpu_ms_per_dispatch: cpuMsPerDispatch([{ cpu_ms: cpuMs, dispatches: cpuDispatches }]),
+      ...(idleCpuMsPerS ? { idle_cpu_ms_per_s: idleCpuMsPerS, idle_window_s: opts.idleTailS } : {}),
     };
   } finally {
     await ingester?.stop();

@@ -25,6 +25,8 @@ export interface BenchTarget {
    * stackServerPids(cfg, profile) fits). Without it only the relay's own processes are measured.
    */
   serverPids?: () => ServerPids;
+  /** Replicas of the phases' tenant topics: 1 on the dev profile's single broker, 3 on the cluster. */
+  topicReplicas?: number;
 }
 
 export const dispatchValue = (key: string, sentAtMs = Date.now()) =>
@@ -34,6 +36,9 @@ export const dispatchValue = (key: string, sentAtMs = Date.now()) =>
     goal_id: null,
     dispatch_key: key,
   });
+
+/** What the bench sets on every relay process beside the endpoints; the result's settings are read with it. */
+export const BENCH_RELAY_SETTINGS = { LOG_LEVEL: 'warn', POIMEN_TOPIC_REFRESH_MS: '2000' };
 
 export function relayEnv(
   t: BenchTarget,
@@ -45,8 +50,7 @@ export function relayEnv(
     TEMPORAL_ADDRESS: t.temporalAddress,
     TEMPORAL_NAMESPACE: t.namespace,
     RUNS_API_URL: api.url,
-    LOG_LEVEL: 'warn',
-    POIMEN_TOPIC_REFRESH_MS: '2000',
+    ...BENCH_RELAY_SETTINGS,
     ...extra,
   });
 }
@@ -72,11 +76,29 @@ export async function startWorkers(
   return workers;
 }
 
+/**
+ * The tenant's topics as production runs them (docs/operations.md): with three replicas or more, writes need two
+ * in sync, so the cluster's figures include what acks=-1 costs there. Added only where the specs lack it, so this
+ * stays right once tenantTopicSpecs sets it itself.
+ */
+export function benchTopicSpecs(tenant: string, partitions: number, replicationFactor: number) {
+  const specs = tenantTopicSpecs(tenant, { partitions, replicationFactor });
+  if (replicationFactor < 3) return specs;
+  return specs.map((spec) =>
+    spec.configEntries?.some((e) => e.name === 'min.insync.replicas')
+      ? spec
+      : {
+          ...spec,
+          configEntries: [...(spec.configEntries ?? []), { name: 'min.insync.replicas', value: '2' }],
+        },
+  );
+}
+
 export async function newTenant(t: BenchTarget, partitions: number): Promise<string> {
   const tenant = `bench${crypto.randomBytes(5).toString('hex')}`;
   const admin = t.kafka.admin();
   await admin.connect();
-  await ensureTopics(admin, tenantTopicSpecs(tenant, { partitions }));
+  await ensureTopics(admin, benchTopicSpecs(tenant, partitions, t.topicReplicas ?? 1));
   await admin.disconnect();
   return tenant;
 }

@@ -3,7 +3,7 @@
  * outage phase and the codecs): each selected phase adds its figures to one flat record and its lines to the
  * printed table, under the same keys whether the whole bench runs or a subset.
  */
-import { cpuMsPerDispatch, cpuRow } from './cpu';
+import { CPU_ROLES, type RoleFigures, cpuAboveIdle, cpuMsPerDispatch, cpuRow } from './cpu';
 import { round } from './measure';
 import { type BenchTarget, baseline, ceiling, ingesterMemory, latency, relayDrain } from './phases';
 
@@ -45,11 +45,44 @@ export interface Report {
   atLogEnd: boolean[];
 }
 
+/** Seconds every process is watched after each relay drain, with nothing left to do: its idle CPU. */
+const IDLE_TAIL_S = 10;
+/** Starts one at a time before the ceiling: the round trip of a start on a lightly loaded server. */
+const LIGHT_START_N = 100;
+
+const nullFigures: RoleFigures = {
+  ingester: null,
+  worker: null,
+  temporal: null,
+  postgres: null,
+  kafka: null,
+};
+
+/** Each role's mean over several readings; null where any reading lacks it. */
+function meanFigures(xs: RoleFigures[]): RoleFigures {
+  const out = { ...nullFigures };
+  for (const role of CPU_ROLES) {
+    const vs = xs.map((x) => x[role]);
+    if (xs.length > 0 && !vs.includes(null))
+      out[role] = round(vs.reduce<number>((a, b) => a + (b ?? 0), 0) / xs.length);
+  }
+  return out;
+}
+
+export interface SideTargets {
+  /** Where the memory phase runs (dev: a throwaway in-memory dev server, so the backlog phase leaves nothing). */
+  memory?: BenchTarget;
+  /** The in-memory dev server that the scaling phase compares persistence with; none on the cluster. */
+  persistence?: BenchTarget;
+  /** Why persistence is absent, recorded in the result instead of the comparison. */
+  persistenceSkipped?: string;
+}
+
 export async function runSuite(
   phases: Set<Phase>,
   size: (typeof SIZES)['full'],
-  sqlite: BenchTarget,
-  memory: BenchTarget | undefined,
+  main: BenchTarget,
+  side: SideTargets,
   progress: (line: string) => void,
 ): Promise<Report> {
   const fields: Record<string, unknown> = {};
@@ -63,15 +96,19 @@ export async function runSuite(
     // Ceiling and relay alternate: the SQLite database grows with every phase and the machine's load drifts,
     // so measuring one after the other would hand the earlier phase an advantage. Each figure is the mean of
     // its rounds; the runs are kept in the result.
-    const ceilings = [];
+    progress(`start latency: ${LIGHT_START_N} dispatch workflows started one at a time`);
+    const light = await ceiling(main, LIGHT_START_N, 1, 1);
+    const ceilings: Awaited<ReturnType<typeof ceiling>>[] = [];
     const relays = [];
     for (let r = 1; r <= size.rounds; r++) {
       progress(
         `ceiling ${r}/${size.rounds}: ${size.n} dispatch workflows started directly (concurrency ${CEILING_CONCURRENCY})`,
       );
-      ceilings.push(await ceiling(sqlite, size.n, CEILING_CONCURRENCY, 1));
+      ceilings.push(await ceiling(main, size.n, CEILING_CONCURRENCY, 1));
       progress(`relay ${r}/${size.rounds}: draining ${size.n} pre-loaded records (1 ingester, 1 worker)`);
-      relays.push(await relayDrain(sqlite, size.n, { workers: RELAY_WORKERS, partitions: 4 }));
+      relays.push(
+        await relayDrain(main, size.n, { workers: RELAY_WORKERS, partitions: 4, idleTailS: IDLE_TAIL_S }),
+      );
     }
     const ceilingPerS = mean(ceilings.map((c) => c.per_s));
     relayPerS = mean(relays.map((x) => x.per_s));
@@ -80,12 +117,27 @@ export async function runSuite(
     const cpuPerDispatch = cpuMsPerDispatch(
       relays.map((x) => ({ cpu_ms: x.cpu_ms, dispatches: x.cpu_dispatches })),
     );
+    const loaded = (p: 'p50' | 'p95' | 'p99') => mean(ceilings.map((c) => c.start_ms[p]));
+    const aboveIdle = cpuAboveIdle(
+      relays.map((x) => ({ ...x, idle_cpu_ms_per_s: x.idle_cpu_ms_per_s ?? nullFigures })),
+    );
+    const idle = meanFigures(relays.map((x) => x.idle_cpu_ms_per_s ?? nullFigures));
     Object.assign(fields, {
       ceiling_per_s: ceilingPerS,
       relay_per_s: relayPerS,
       relay_over_ceiling: round(relayPerS / ceilingPerS, 3),
       amplification: Math.max(...relays.map((x) => x.amplification)),
       cpu_ms_per_dispatch: cpuPerDispatch,
+      idle_cpu_ms_per_s: idle,
+      cpu_ms_per_dispatch_above_idle: aboveIdle,
+      start_latency_ms: {
+        one_at_a_time: light.start_ms,
+        [`concurrency_${CEILING_CONCURRENCY}`]: {
+          p50: loaded('p50'),
+          p95: loaded('p95'),
+          p99: loaded('p99'),
+        },
+      },
       ingester_rss_during_drain_mib: Math.max(...relays.map((x) => x.ingester_rss_mib ?? 0)),
       ceiling_runs: ceilings,
       relay_runs: relays,
@@ -101,12 +153,18 @@ export async function runSuite(
       ],
       ['amplification (POSTs per dispatch)', String(fields.amplification)],
       ['CPU per dispatch over the relay drain', cpuRow(cpuPerDispatch)],
+      [`idle after the drain, CPU ms/s (${IDLE_TAIL_S} s)`, cpuRow(idle).replace(/ ms$/, ' ms/s')],
+      ['CPU per dispatch above idle', cpuRow(aboveIdle)],
+      [
+        'start round trip p50 / p99',
+        `${light.start_ms.p50} / ${light.start_ms.p99} ms one at a time, ${loaded('p50')} / ${loaded('p99')} ms at ${CEILING_CONCURRENCY}`,
+      ],
     );
   }
 
   if (phases.has('baseline')) {
     progress(`baseline: plain kafkajs → undici consumer, ${size.n} records`);
-    const base = await baseline(sqlite, size.n, 4);
+    const base = await baseline(main, size.n, 4);
     fields.baseline_per_s = base.per_s;
     fields.baseline_rss_mib = base.rss_mib;
     const vs = relayPerS === undefined ? '' : `; relay = ${round(relayPerS / base.per_s, 3)} × baseline`;
@@ -117,7 +175,7 @@ export async function runSuite(
   if (phases.has('latency') && relayPerS !== undefined) {
     const rate = Math.max(1, Math.round(relayPerS / 2));
     progress(`latency: ${rate}/s offered for ${size.latencyS} s`);
-    const lat = await latency(sqlite, rate, size.latencyS, 1);
+    const lat = await latency(main, rate, size.latencyS, 1);
     Object.assign(fields, {
       latency_offered_per_s: lat.offered_per_s,
       latency_p50_ms: lat.p50_ms,
@@ -130,11 +188,9 @@ export async function runSuite(
     ]);
   }
 
-  if (phases.has('memory') && memory) {
-    progress(
-      `memory: ingester with a ${size.memBacklog}-record backlog (${size.memWindowS} s window, in-memory Temporal)`,
-    );
-    const mem = await ingesterMemory(memory, size.memBacklog, size.memWindowS);
+  if (phases.has('memory') && side.memory) {
+    progress(`memory: ingester with a ${size.memBacklog}-record backlog (${size.memWindowS} s window)`);
+    const mem = await ingesterMemory(side.memory, size.memBacklog, size.memWindowS);
     workerRss.push(mem.worker_rss_mib ?? 0);
     fields.ingester_rss_mib = mem.ingester_rss_mib;
     fields.memory_backlog = mem;
@@ -145,30 +201,33 @@ export async function runSuite(
     rows.push(['worker peak RSS', `${String(fields.worker_rss_mib)} MiB`]);
   }
 
-  if (phases.has('scaling') && memory) {
-    const scaling: Record<string, number> = {};
+  if (phases.has('scaling')) {
+    const scaling: Record<string, number | string> = {};
     for (const w of [1, 2, 4]) {
       progress(`scaling: ${w} worker(s), ${size.scaleN} records`);
-      const drain = await relayDrain(sqlite, size.scaleN, { workers: w, partitions: 4 });
+      const drain = await relayDrain(main, size.scaleN, { workers: w, partitions: 4 });
       scaling[`workers_${w}_per_s`] = drain.per_s;
       atLogEnd.push(drain.committed_at_log_end);
     }
-    progress(`persistence: in-memory Temporal, ${size.scaleN} records`);
-    const memDrain = await relayDrain(memory, size.scaleN, { workers: 1, partitions: 4 });
-    scaling.memory_persistence_per_s = memDrain.per_s;
-    atLogEnd.push(memDrain.committed_at_log_end);
-    scaling.sqlite_wal_persistence_per_s = scaling.workers_1_per_s!;
-    fields.scaling = scaling;
-    rows.push(
-      [
-        'scaling 1 / 2 / 4 workers',
-        `${scaling.workers_1_per_s} / ${scaling.workers_2_per_s} / ${scaling.workers_4_per_s} /s`,
-      ],
-      [
+    rows.push([
+      'scaling 1 / 2 / 4 workers',
+      `${scaling.workers_1_per_s} / ${scaling.workers_2_per_s} / ${scaling.workers_4_per_s} /s`,
+    ]);
+    if (side.persistence) {
+      progress(`persistence: in-memory Temporal, ${size.scaleN} records`);
+      const memDrain = await relayDrain(side.persistence, size.scaleN, { workers: 1, partitions: 4 });
+      scaling.memory_persistence_per_s = memDrain.per_s;
+      atLogEnd.push(memDrain.committed_at_log_end);
+      scaling.sqlite_wal_persistence_per_s = scaling.workers_1_per_s!;
+      rows.push([
         'Temporal in memory vs SQLite WAL',
         `${scaling.memory_persistence_per_s} vs ${scaling.sqlite_wal_persistence_per_s} /s`,
-      ],
-    );
+      ]);
+    } else if (side.persistenceSkipped) {
+      scaling.persistence_comparison = `skipped: ${side.persistenceSkipped}`;
+      rows.push(['Temporal persistence comparison', `skipped: ${side.persistenceSkipped}`]);
+    }
+    fields.scaling = scaling;
   }
   return { fields, rows, atLogEnd };
 }
