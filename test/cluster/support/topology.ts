@@ -105,23 +105,23 @@ export function streamDispatches(h: Harness, label: string, perSecond = 20, max 
         { length: perTick },
         (_, i) => `${label}-${String(keys.length + i).padStart(5, '0')}`,
       );
-      const byTopic = new Map<string, { key: string; value: string }[]>();
-      batch.forEach((key, i) => {
-        const topic = topics.dispatch(h.tenants[(keys.length + i) % h.tenants.length] as string);
-        byTopic.set(topic, [...(byTopic.get(topic) ?? []), { key, value: h.dispatchValue(key) }]);
-      });
-      // The producer retries through a leader election; a batch that still fails is sent again (at least once
-      // is the publisher's promise; the relay must absorb the duplicate).
-      await waitFor(
-        () =>
-          cancelled.has(h) ||
-          h.producer
-            .sendBatch({
-              acks: -1,
-              topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
-            })
-            .then(() => true),
-        { timeoutMs: 180_000, intervalMs: 500, what: `batch at ${keys.length} of ${label} published` },
+      // One record per send, only failed ones sent again: kafkajs can resolve a send spanning several brokers
+      // without the partition whose leader just moved (kafkajs #1303), which would read as a lost dispatch.
+      await Promise.all(
+        batch.map((key, i) =>
+          waitFor(
+            () =>
+              cancelled.has(h) ||
+              h.producer
+                .send({
+                  topic: topics.dispatch(h.tenants[(keys.length + i) % h.tenants.length] as string),
+                  acks: -1,
+                  messages: [{ key, value: h.dispatchValue(key) }],
+                })
+                .then(() => true),
+            { timeoutMs: 180_000, intervalMs: 500, what: `${key} published` },
+          ),
+        ),
       );
       batch.forEach((k) => {
         keys.push(k);
