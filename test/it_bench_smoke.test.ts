@@ -26,7 +26,7 @@ const target: BenchTarget = {
 test('bench smoke: ceiling, relay and baseline phases each deliver every dispatch exactly once', async () => {
   const c = await ceiling(target, 200, 32, 1);
   expect(c.per_s).toBeGreaterThan(0);
-  const r = await relayDrain(target, 300, { workers: 1, partitions: 2, idleTailS: 2 });
+  const r = await relayDrain(target, 300, { workers: 1, partitions: 2, idleTailS: 1 });
   expect(r.amplification).toBe(1);
   expect(r.committed_at_log_end).toBe(true);
   expect(r.per_s).toBeGreaterThan(0);
@@ -43,7 +43,7 @@ test('bench smoke: ceiling, relay and baseline phases each deliver every dispatc
   }
   expect(r.cpu_ms_per_dispatch.postgres).toBeNull();
   // The same processes watched for a while after the drain: their idle rate, what the capacity model subtracts.
-  expect(r.idle_window_s).toBe(2);
+  expect(r.idle_window_s).toBe(1);
   expect(r.idle_cpu_ms_per_s?.ingester).toBeGreaterThanOrEqual(0);
   expect(r.idle_cpu_ms_per_s?.worker).toBeGreaterThanOrEqual(0);
   expect(r.idle_cpu_ms_per_s?.postgres).toBeNull();
