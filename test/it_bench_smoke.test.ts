@@ -49,7 +49,8 @@ test('bench smoke: ceiling, relay and baseline phases each deliver every dispatc
   expect(r.idle_cpu_ms_per_s?.postgres).toBeNull();
   const b = await baseline(target, 300, 2);
   expect(b.per_s).toBeGreaterThan(0);
-});
+  // Three phases and their idle windows in one test: more than the default 180 s on a loaded machine.
+}, 300_000);
 
 test('bench smoke: the outage phase takes the API down mid-drain and reports the outage figures, no dead letters', async () => {
   const n = 200;

@@ -77,8 +77,10 @@ export function loadStackConfig(env: Env = process.env): StackConfig {
     ),
     cluster: {
       temporalServerVersion: 'v1.29.1',
-      kafkaBasePort: read(env, 'POIMEN_CLUSTER_KAFKA_PORT', intIn(1024, 65500), 29092),
-      temporalPort: read(env, 'POIMEN_CLUSTER_TEMPORAL_PORT', intIn(1024, 64000), 27233),
+      kafkaBasePort: read(env, 'POIMEN_CLUSTER_KAFKA_PORT', intIn(1024, 32755), 29092),
+      // Temporal's membership table stores ports as smallint: the highest, this port + 103, must stay ≤ 32767
+      // (below Linux's ephemeral range too, where an outgoing connection can hold a port at any time).
+      temporalPort: read(env, 'POIMEN_CLUSTER_TEMPORAL_PORT', intIn(1024, 32664), 27233),
       postgresPort: read(env, 'POIMEN_CLUSTER_POSTGRES_PORT', port, 25432),
       historyShards: 8,
       startTimeoutMs: read(env, 'POIMEN_CLUSTER_START_TIMEOUT_MS', intIn(1000, 1_800_000), 180_000),
