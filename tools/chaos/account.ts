@@ -9,7 +9,7 @@
 export interface FaultWindow {
   fromMs: number;
   toMs: number;
-  cause: 'worker_kill' | 'temporal_outage';
+  cause: 'worker_kill' | 'temporal_outage' | 'postgres_outage';
 }
 
 export interface ApiCall {
@@ -22,7 +22,7 @@ export interface DedupAccount {
   dedup_409: number;
   /** Answers dropped after the run was admitted: the relay never saw them, its retry must get 409. */
   dropped_after_admit: number;
-  /** 201/409 answers inside a worker-kill or Temporal-outage window: the activity's result may be lost. */
+  /** 201/409 answers inside a worker-kill or Temporal/PostgreSQL-outage window: the activity's result may be lost. */
   answered_in_fault_windows: number;
   /** Every fault that can make one 409: the two above. */
   bound: number;

@@ -1,6 +1,6 @@
 /**
- * The fault controller: SIGKILLs and restarts the ingesters, the workers, the Kafka broker and the Temporal
- * server in seeded rounds, scripts the runs API's 503s and dropped sockets, and notes for the verdict which
+ * The fault controller: SIGKILLs and restarts the ingesters, the workers, the Kafka broker(s), the Temporal
+ * server and on the cluster profile PostgreSQL (servers.ts) in seeded rounds, scripts the runs API's 503s and dropped sockets, and notes for the verdict which
  * faults may explain a 409 (fault windows) or a repeated dead letter (rewinds).
  */
 import path from 'node:path';
@@ -9,7 +9,8 @@ import { freePort } from '../../src/devstack/ports';
 import { type RelayProcess, startRelayProcess } from '../../src/devstack/relayProcess';
 import type { Fault, RunsApiDouble } from '../../test/support/runsApiDouble';
 import type { FaultWindow, RewindWindow } from './account';
-import type { SoakOptions, SoakResult, SoakRun, Victim } from './types';
+import { serverFaults } from './servers';
+import type { ClusterFaults, Kills, SoakOptions, SoakRun, Victim } from './types';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /**
@@ -41,14 +42,18 @@ export function scriptApiFaults(
   return droppedAfterAdmit;
 }
 
-/** The relay's processes, started and restarted by name (`worker-a`, `worker-b`, `ingester-N`). */
+/** The relay's processes, started and restarted by name (`worker-a`, `worker-b`, …, `ingester-N`). */
 export function relayFleet(
-  opts: Pick<SoakOptions, 'logsDir' | 'ingesters'>,
+  opts: Pick<SoakOptions, 'logsDir' | 'ingesters' | 'workers'>,
   run: string,
   env: NodeJS.ProcessEnv,
 ) {
   const logFile = (name: string) => path.join(opts.logsDir, `chaos-${run}-${name}.log`);
   const ingesterNames = Array.from({ length: opts.ingesters ?? 2 }, (_, i) => `ingester-${i + 1}`);
+  const workerNames = Array.from(
+    { length: opts.workers ?? 2 },
+    (_, i) => `worker-${String.fromCharCode(97 + (i % 26))}${i >= 26 ? Math.floor(i / 26) : ''}`,
+  );
   const relay: Record<string, RelayProcess | undefined> = {};
   const startRelay = async (name: string) => {
     relay[name] = await startRelayProcess({
@@ -59,13 +64,15 @@ export function relayFleet(
       readyTimeoutMs: 120_000,
     });
   };
-  return { ingesterNames, relay, startRelay };
+  return { ingesterNames, workerNames, relay, startRelay };
 }
 
 export type RelayFleet = ReturnType<typeof relayFleet>;
 
 export interface FaultLog {
-  kills: SoakResult['kills'];
+  kills: Kills;
+  /** Cluster profile only: which broker roles were hit, how long the servers took to come back. */
+  cluster?: ClusterFaults;
   faultWindows: FaultWindow[];
   /** One per ingester or broker kill; each resolves once the group has settled after it. */
   pendingRewinds: Promise<RewindWindow[]>[];
@@ -86,10 +93,13 @@ export async function runFaults(
 ): Promise<FaultLog> {
   const say = opts.progress ?? (() => undefined);
   const { kafka, tenant, groupId } = soak;
-  const { ingesterNames, relay, startRelay } = fleet;
-  const kills: SoakResult['kills'] = { ingester: 0, worker: 0, kafka: 0, temporal: 0, total: 0 };
+  const { ingesterNames, workerNames, relay, startRelay } = fleet;
+  const servers = serverFaults(opts, kafka, topics.dispatch(tenant), rnd);
+  const kills: Kills = servers.victims.includes('postgres')
+    ? { ingester: 0, worker: 0, kafka: 0, temporal: 0, postgres: 0, total: 0 }
+    : { ingester: 0, worker: 0, kafka: 0, temporal: 0, total: 0 };
   let lastFaultEndMs = faultStart;
-  const victims: Victim[] = ['ingester', 'worker', 'kafka', 'temporal'];
+  const victims: Victim[] = ['ingester', 'worker', ...servers.victims];
   const faultWindows: FaultWindow[] = [];
   const pendingRewinds: Promise<RewindWindow[]>[] = [];
   // The group's committed offsets now (a partition never committed counts from 0); retried through a restart.
@@ -141,22 +151,20 @@ export async function runFaults(
     const round = [...victims].sort(() => rnd() - 0.5);
     for (const victim of round) {
       await sleep(between(rnd, gap));
+      const server = victim === 'ingester' || victim === 'worker' ? undefined : victim;
+      // The dev soak draws a worker with one number (< 0.5: the first of two), so its seeds replay as before.
       const which =
         victim === 'worker'
-          ? rnd() < 0.5
-            ? 'worker-a'
-            : 'worker-b'
+          ? workerNames[Math.floor(rnd() * workerNames.length)]!
           : victim === 'ingester'
             ? ingesterNames[Math.floor(rnd() * ingesterNames.length)]!
             : victim;
-      say(`kill -9 ${which}`);
+      if (!server) say(`kill -9 ${which}`);
       const rewinds = victim === 'ingester' || victim === 'kafka';
       const committedBefore = rewinds ? await committedNow() : undefined;
       const killedAtMs = Date.now();
-      if (which === 'kafka' || which === 'temporal') {
-        await opts.services.kill(which);
-        await sleep(between(rnd, down));
-        await opts.services.start(which);
+      if (server) {
+        await servers.hit(server, between(rnd, down));
       } else {
         await relay[which]?.kill();
         await sleep(between(rnd, down));
@@ -168,18 +176,20 @@ export async function runFaults(
           toMs: killedAtMs,
           cause: 'worker_kill',
         });
-      } else if (victim === 'temporal') {
+      } else if (victim === 'temporal' || victim === 'postgres') {
+        // Without its database the Temporal server cannot record an activity's result either.
         faultWindows.push({
           fromMs: killedAtMs - ANSWER_TO_COMPLETION_MS,
           toMs: Date.now() + ANSWER_TO_COMPLETION_MS,
-          cause: 'temporal_outage',
+          cause: victim === 'temporal' ? 'temporal_outage' : 'postgres_outage',
         });
       }
       if (committedBefore) pendingRewinds.push(rewindAfterSettle(committedBefore));
-      kills[victim]++;
+      kills[victim] = (kills[victim] ?? 0) + 1;
       kills.total++;
       lastFaultEndMs = Date.now();
     }
   }
-  return { kills, faultWindows, pendingRewinds, lastFaultEndMs, gap, down };
+  const cluster = servers.summary();
+  return { kills, ...(cluster ? { cluster } : {}), faultWindows, pendingRewinds, lastFaultEndMs, gap, down };
 }

@@ -1,18 +1,30 @@
 /**
- * `npm run chaos [-- --quick] [--dispatches N] [--seed S]`: the kill -9 soak on the local stack (Temporal
- * persisted in SQLite). Prints a summary table and writes tools/results/chaos-<date>[-quick].json; exits 1
- * when anything was lost, doubled, left running or left unconsumed.
+ * `npm run chaos [-- --quick] [--profile dev|cluster] [--ingesters N] [--workers N] [--dispatches N] [--seconds S]
+ * [--seed S]`:
+ * the kill -9 soak on the local stack: the dev profile (one broker, Temporal persisted in SQLite) or the cluster
+ * profile (three brokers, the Temporal server on PostgreSQL; PostgreSQL is killed too). Prints a summary table and
+ * writes tools/results/chaos[-cluster]-<date>[-quick].json; exits 1 when anything was lost, doubled, left running
+ * or left unconsumed.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { loadStackConfig } from '../../src/config';
+import { ClusterStack, KAFKA_NODES } from '../../src/devstack/stack/clusterStack';
+import { clusterPaths } from '../../src/devstack/stack/clusterPaths';
+import {
+  STACK_PROFILES,
+  type StackProfile,
+  openStack,
+  stackEndpoints,
+} from '../../src/devstack/stack/profiles';
 import { consoleProgress } from '../../src/devstack/stack/progress';
 import { PACKAGE_ROOT } from '../../src/version';
-import { LocalStack } from '../../src/devstack/stack/stack';
+import { activeControllerFromQuorumState } from './servers';
 import { SOAK_SIZES, soakVerdict } from './sizes';
-import { runSoak } from './soak';
+import { type SoakResult, runSoak } from './soak';
+import type { SoakTarget } from './types';
 
 const intAtLeast =
   (min: number) =>
@@ -25,29 +37,76 @@ const intAtLeast =
 async function main(): Promise<void> {
   const opts = new Command('chaos')
     .option('--quick', 'the small soak that npm test also runs')
+    .addOption(
+      new Option(
+        '--profile <profile>',
+        'the stack to soak: dev, or cluster (3 brokers, Temporal on PostgreSQL)',
+      )
+        .choices(STACK_PROFILES)
+        .default('dev'),
+    )
+    .option('--ingesters <n>', 'ingesters in the consumer group (default 2)', intAtLeast(1))
+    .option('--workers <n>', 'workers on the task queue (default 2)', intAtLeast(1))
     .option('--dispatches <n>', 'records to publish (overrides the size)', intAtLeast(1))
+    .option(
+      '--seconds <n>',
+      'publish over, and keep killing for, this long (overrides the size)',
+      intAtLeast(10),
+    )
     .option('--seed <n>', 'schedule seed, to re-run a soak', intAtLeast(0))
     .parse(process.argv)
-    .opts<{ quick?: boolean; dispatches?: number; seed?: number }>();
+    .opts<{
+      quick?: boolean;
+      profile: StackProfile;
+      ingesters?: number;
+      workers?: number;
+      dispatches?: number;
+      seconds?: number;
+      seed?: number;
+    }>();
   const mode = opts.quick ? 'quick' : 'full';
+  const { profile } = opts;
   const size = SOAK_SIZES[mode];
   const progress = consoleProgress('chaos');
-  const cfg = loadStackConfig();
-  if (cfg.temporalInMemory) throw new Error('the soak kills Temporal: run it with SQLite persistence');
-  const stack = new LocalStack(cfg, progress);
+  const loaded = loadStackConfig();
+  // A JVM broker that must catch up, or the Temporal server re-acquiring its shards, can take minutes on a busy
+  // 2-core machine: a slow restart is not a finding, so the cluster waits up to 3 minutes for a service.
+  const cfg =
+    profile === 'cluster' ? { ...loaded, startTimeoutMs: Math.max(loaded.startTimeoutMs, 180_000) } : loaded;
+  if (profile === 'dev' && cfg.temporalInMemory) {
+    throw new Error('the soak kills Temporal: run it with SQLite persistence');
+  }
+  const stack = openStack(cfg, profile, progress);
   await stack.up();
+  const endpoints = stackEndpoints(cfg, profile);
+  const target: SoakTarget =
+    stack instanceof ClusterStack
+      ? {
+          cluster: {
+            kill: async (name) => void (await stack.stopService(name, 'SIGKILL')),
+            start: (name) => stack.startService(name),
+            activeController: async () =>
+              activeControllerFromQuorumState(KAFKA_NODES.map((_, i) => clusterPaths(cfg).kafkaDir(i + 1))),
+          },
+        }
+      : {
+          services: {
+            kill: async (name) => void (await stack.stopService(name, 'SIGKILL')),
+            start: (name) => stack.startService(name),
+          },
+        };
   const started = Date.now();
   const result = await runSoak({
-    kafkaBrokers: stack.services.kafka.address,
-    temporalAddress: stack.services.temporal.address,
-    namespace: cfg.namespace,
-    logsDir: path.join(cfg.stateDir, 'logs'),
-    services: {
-      kill: async (name) => void (await stack.stopService(name, 'SIGKILL')),
-      start: (name) => stack.startService(name),
-    },
+    kafkaBrokers: endpoints.kafka.bootstrap,
+    temporalAddress: endpoints.temporal.address,
+    namespace: endpoints.temporal.namespace,
+    logsDir: profile === 'cluster' ? clusterPaths(cfg).logsDir : path.join(cfg.stateDir, 'logs'),
+    ...target,
     ...size,
+    ...(opts.ingesters ? { ingesters: opts.ingesters } : {}),
+    ...(opts.workers ? { workers: opts.workers } : {}),
     ...(opts.dispatches ? { dispatches: opts.dispatches } : {}),
+    ...(opts.seconds ? { publishSeconds: opts.seconds, faultSeconds: opts.seconds } : {}),
     ...(opts.seed !== undefined ? { seed: opts.seed } : {}),
     progress,
   });
@@ -82,11 +141,15 @@ async function main(): Promise<void> {
       'DLQ records',
       `${out.dlq}, ${out.dlq_distinct_ids} distinct ids (${out.dlq_malformed_matched}/${out.malformed} malformed matched, ${out.dlq_unexpected} for valid dispatches, ${out.dlq_without_reason} without the right reason)`,
     ],
-    ['left Running / group lag', `${out.executions_running} / ${out.consumer_group_lag}`],
+    [
+      'left Running / group lag / group members',
+      `${out.executions_running} / ${out.consumer_group_lag} / ${out.group_members} of ${out.ingesters} ingesters`,
+    ],
     [
       'kills (kill -9)',
-      `${out.kills.total}: ingester ${out.kills.ingester} (of ${String(out.settings.ingesters)}), worker ${out.kills.worker}, kafka ${out.kills.kafka}, temporal ${out.kills.temporal}`,
+      `${out.kills.total}: ingester ${out.kills.ingester} (of ${out.ingesters}), worker ${out.kills.worker} (of ${out.workers}), kafka ${out.kills.kafka}, temporal ${out.kills.temporal}${out.kills.postgres !== undefined ? `, postgres ${out.kills.postgres}` : ''}`,
     ],
+    ...clusterRows(out.cluster_faults),
     [
       'runs API faults',
       `${out.api.unavailable_503} × 503, ${out.api.dropped} dropped sockets, ${out.api.dedup_409} × 409 dedup of ${out.api.requests} calls`,
@@ -94,11 +157,16 @@ async function main(): Promise<void> {
     ['POSTs per valid dispatch', String(out.posts_per_valid_dispatch)],
     ['fault window / drain after last fault', `${out.fault_window_s} s / ${out.drain_after_last_fault_s} s`],
   ];
-  process.stdout.write(`\npoimen-relay chaos soak (${mode}, seed ${out.seed}, ${out.duration_s} s)\n`);
+  process.stdout.write(
+    `\npoimen-relay chaos soak (${profile} profile, ${mode}, seed ${out.seed}, ${out.duration_s} s)\n`,
+  );
   for (const [k, v] of rows) process.stdout.write(`  ${k.padEnd(40)} ${v}\n`);
   const dir = path.join(PACKAGE_ROOT, 'tools', 'results');
   fs.mkdirSync(dir, { recursive: true });
-  const file = path.join(dir, `chaos-${out.date.slice(0, 10)}${mode === 'quick' ? '-quick' : ''}.json`);
+  const file = path.join(
+    dir,
+    `chaos-${profile === 'cluster' ? 'cluster-' : ''}${out.date.slice(0, 10)}${mode === 'quick' ? '-quick' : ''}.json`,
+  );
   fs.writeFileSync(file, `${JSON.stringify(out, null, 2)}\n`);
   process.stdout.write(`\nwritten to ${path.relative(process.cwd(), file)}\n`);
   const problems = soakVerdict(result);
@@ -106,6 +174,22 @@ async function main(): Promise<void> {
     process.stderr.write(`chaos: FAILED: ${problems.join('; ')}\n`);
     process.exit(1);
   }
+}
+
+function clusterRows(c: SoakResult['cluster_faults']): [string, string][] {
+  if (!c) return [];
+  const r = c.restart_s;
+  const fmt = (x: { count: number; mean: number; max: number }) => `mean ${x.mean} s, max ${x.max} s`;
+  return [
+    [
+      'Kafka nodes killed as',
+      `dispatch partition leader ${c.kafka_targets.partition_leader}, active controller ${c.kafka_targets.controller}`,
+    ],
+    [
+      'kill to ready again',
+      `kafka (back in every ISR) ${fmt(r.kafka)}; temporal ${fmt(r.temporal)}; postgres ${fmt(r.postgres)}`,
+    ],
+  ];
 }
 
 main().catch((err: unknown) => {

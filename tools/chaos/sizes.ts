@@ -71,5 +71,13 @@ export function soakVerdict(r: SoakResult): string[] {
   for (const v of ['ingester', 'worker', 'kafka', 'temporal'] as const) {
     expect(r.kills[v] > 0, `no ${v} was killed`);
   }
+  if (r.profile === 'cluster') {
+    expect((r.kills.postgres ?? 0) > 0, 'no postgres was killed');
+    // An ingester that lost track of its group (a stale coordinator) keeps running, ready, and commits nothing.
+    expect(
+      r.group_members === r.ingesters,
+      `${r.group_members} of ${r.ingesters} ingesters in the consumer group after the drain`,
+    );
+  }
   return problems;
 }

@@ -1,7 +1,8 @@
 /**
  * The chaos soak (issue 6): dispatches with duplicates and malformed records are published while a
- * controller SIGKILLs and restarts the ingester, the two workers, the Kafka broker and the Temporal server,
- * and the runs API answers a share of 503s and drops sockets. Afterwards it checks the promise the relay
+ * controller SIGKILLs and restarts the ingesters, the workers, the Kafka broker and the Temporal server (on the
+ * cluster profile: one of three brokers at a time, the Temporal server and its PostgreSQL; issue 13), and the
+ * runs API answers a share of 503s and drops sockets. Afterwards it checks the promise the relay
  * sells — nothing lost, nothing doubled — against the wire (the API double's requests), Kafka (DLQ records,
  * group lag) and Temporal (executions), never against the relay's own account of itself.
  *
@@ -14,14 +15,22 @@ import crypto from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { Kafka, logLevel, type Producer } from 'kafkajs';
 import { childEnv } from '../../src/config';
+import type { RelayProcess } from '../../src/devstack/relayProcess';
 import { RunsApiDouble } from '../../test/support/runsApiDouble';
-import { ensureTopics, tenantTopicSpecs } from '../../src/kafka/topics';
+import { ensureTopics } from '../../src/kafka/topics';
 import { ANSWER_TO_COMPLETION_MS, relayFleet, runFaults, scriptApiFaults } from './faults';
-import { planTraffic, prng, publish } from './traffic';
+import { planTraffic, prng, publish, soakTopicSpecs } from './traffic';
 import type { SoakOptions, SoakResult, SoakRun } from './types';
-import { account, awaitDrain } from './verdict';
+import { account, awaitDrain, groupMembersOf } from './verdict';
 
-export type { ServiceControl, SoakOptions, SoakResult, Victim } from './types';
+export type { ClusterControl, ServiceControl, SoakOptions, SoakResult, Victim } from './types';
+
+async function stopWithin(p: RelayProcess, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((r) => (timer = setTimeout(() => r('late'), ms)));
+  if ((await Promise.race([p.stop(), late])) === 'late') await p.kill();
+  clearTimeout(timer);
+}
 
 export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
   const say = opts.progress ?? (() => undefined);
@@ -32,15 +41,17 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
   const taskQueue = `chaos-${run}`;
   const groupId = `chaos-${run}`;
   const partitions = opts.partitions ?? 4;
+  const profile = 'cluster' in opts ? 'cluster' : 'dev';
+  const workers = opts.workers ?? 2;
   const kafka = new Kafka({
     clientId: 'poimen-chaos',
-    brokers: [opts.kafkaBrokers],
+    brokers: opts.kafkaBrokers.split(','),
     logLevel: logLevel.NOTHING,
   });
 
   const admin = kafka.admin();
   await admin.connect();
-  await ensureTopics(admin, tenantTopicSpecs(tenant, { partitions }));
+  await ensureTopics(admin, soakTopicSpecs(tenant, partitions, profile === 'cluster'));
   await admin.disconnect();
 
   const unavailable = opts.apiUnavailableShare ?? 0.2;
@@ -69,8 +80,12 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
   const { records, uniqueValid, bad } = expected;
 
   const faultStart = Date.now();
+  // On the cluster the publisher is not idempotent: leaders move with every broker kill, and kafkajs 2.2.4's
+  // idempotent producer then either stops for good (OUT_OF_ORDER_SEQUENCE_NUMBER) or, having rolled a sequence
+  // number back, gets a record acked as a duplicate without writing it (src/kafka/dlqPublisher.ts) — a loss the
+  // verdict would blame on the relay. Without it a lost answer only writes its own batch twice.
   const producer: Producer = kafka.producer({
-    idempotent: true,
+    idempotent: profile === 'dev',
     maxInFlightRequests: 1,
     retry: { retries: 8, initialRetryTime: 200, maxRetryTime: 3000 },
   });
@@ -79,12 +94,14 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
     say(
       `tenant ${tenant}, ${records.length} records (${uniqueValid.length} unique valid, ${bad.length} malformed), seed ${seed}`,
     );
-    await startRelay('worker-a');
-    await startRelay('worker-b');
+    for (const name of fleet.workerNames) await startRelay(name);
     for (const name of ingesterNames) await startRelay(name);
     await producer.connect();
 
-    const publisher = publish(producer, tenant, records, opts);
+    const publisher = publish(producer, tenant, records, {
+      publishSeconds: opts.publishSeconds,
+      onePerSend: profile === 'cluster',
+    });
     const faults = await runFaults(opts, soak, env, rnd, publisher, fleet, faultStart);
     const publishS = await publisher;
     say(`faults over after ${faults.kills.total} kills; waiting for the drain`);
@@ -95,9 +112,15 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
     const { drained, drainedAtMs } = drain;
     const { lastFaultEndMs, gap, down } = faults;
     const verdict = await account(soak, client, api, expected, droppedAfterAdmit, faults, drain);
+    const groupMembers = await groupMembersOf(soak, ingesterNames.length);
 
     return {
+      profile,
+      ingesters: ingesterNames.length,
+      workers,
       ...verdict,
+      group_members: groupMembers,
+      ...(faults.cluster ? { cluster_faults: faults.cluster } : {}),
       publish_s: Math.round(publishS * 10) / 10,
       fault_window_s: Math.round((lastFaultEndMs - faultStart) / 100) / 10,
       drain_after_last_fault_s: Math.round((drainedAtMs - lastFaultEndMs) / 100) / 10,
@@ -105,7 +128,8 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
       seed,
       settings: {
         partitions,
-        workers: 2,
+        ...(profile === 'cluster' ? { replication_factor: 3, min_insync_replicas: 2 } : {}),
+        workers,
         ingesters: ingesterNames.length,
         answer_to_completion_ms: ANSWER_TO_COMPLETION_MS,
         api_unavailable_share: unavailable,
@@ -119,7 +143,9 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
   } finally {
     await connection?.close().catch(() => undefined);
     await producer.disconnect().catch(() => undefined);
-    await Promise.all(Object.values(relay).map((p) => p?.stop()));
+    // A relay drains on SIGTERM until its in-flight starts are done, which never happens while Temporal is away:
+    // after a soak that failed that way, kill what is left rather than hang.
+    await Promise.all(Object.values(relay).map((p) => p && stopWithin(p, 60_000)));
     await api.close();
   }
 }

@@ -2,8 +2,9 @@
  * The soak's traffic: a seeded plan of unique dispatches, duplicates of earlier ones and malformed records,
  * spread evenly over `publishSeconds` so that the kills land in the middle of the traffic.
  */
-import type { Producer } from 'kafkajs';
+import type { ITopicConfig, Producer } from 'kafkajs';
 import { topics } from '../../src/contract';
+import { tenantTopicSpecs } from '../../src/kafka/topics';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -120,38 +121,66 @@ export function planTraffic(
   return { records, uniqueValid, validKeys, bad };
 }
 
-/** Publishes the plan over `publishSeconds`; resolves with the seconds it really took. */
+/**
+ * Publishes the plan over `publishSeconds`; resolves with the seconds it really took. With `onePerSend` (the
+ * cluster) each record goes in a send of its own and only failed sends are repeated: kafkajs 2.2.4 remembers
+ * per send which brokers answered, so when a killed leader's partition moves to a broker that already took
+ * another partition of the same send, its records are never sent and the send still resolves (kafkajs #1303) —
+ * a loss that is the publisher's, not the relay's.
+ */
 export async function publish(
   producer: Producer,
   tenant: string,
   records: Planned[],
-  opts: { publishSeconds: number },
+  opts: { publishSeconds: number; onePerSend?: boolean },
 ): Promise<number> {
   let published = 0;
   const t0 = Date.now();
   const perMs = records.length / (opts.publishSeconds * 1000);
+  const send = (batch: Planned[]) =>
+    producer.send({
+      topic: topics.dispatch(tenant),
+      acks: -1,
+      messages: batch.map((r) => ({ key: r.key, value: r.value })),
+    });
+  // What must be sent again after one try, with the first error.
+  const attempt = async (batch: Planned[]): Promise<{ again: Planned[]; err?: unknown }> => {
+    if (!opts.onePerSend)
+      return send(batch).then(
+        () => ({ again: [] }),
+        (err: unknown) => ({ again: batch, err }),
+      );
+    const sent = await Promise.allSettled(batch.map((r) => send([r])));
+    const rejected = sent.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []));
+    return { again: batch.filter((_, i) => sent[i]!.status === 'rejected'), err: rejected[0] };
+  };
   while (published < records.length) {
     const due = Math.min(records.length, Math.ceil((Date.now() - t0) * perMs) + 1);
-    const batch = records.slice(published, due);
-    if (batch.length > 0) {
-      // Kafka may be down for a while: the publisher keeps trying (bounded), as a real producer would.
-      const deadline = Date.now() + 180_000;
-      for (;;) {
-        try {
-          await producer.send({
-            topic: topics.dispatch(tenant),
-            acks: -1,
-            messages: batch.map((r) => ({ key: r.key, value: r.value })),
-          });
-          break;
-        } catch (err) {
-          if (Date.now() > deadline) throw err;
-          await sleep(500);
-        }
-      }
-      published = due;
+    let pending = records.slice(published, due);
+    // Kafka may be down for a while: the publisher keeps trying (bounded), as a real producer would.
+    const deadline = Date.now() + 180_000;
+    while (pending.length > 0) {
+      const { again, err } = await attempt(pending);
+      if (again.length > 0 && Date.now() > deadline) throw err;
+      if (again.length > 0) await sleep(500);
+      pending = again;
     }
+    published = due;
     await sleep(100);
   }
   return (Date.now() - t0) / 1000;
+}
+
+/**
+ * The soak tenant's topics: on the cluster replicated three times with min.insync.replicas=2, so an acked record
+ * survives the one broker a fault takes down (kept when tenantTopicSpecs already sets it).
+ */
+export function soakTopicSpecs(tenant: string, partitions: number, replicated: boolean): ITopicConfig[] {
+  if (!replicated) return tenantTopicSpecs(tenant, { partitions });
+  return tenantTopicSpecs(tenant, { partitions, replicationFactor: 3 }).map((spec) => {
+    const entries = spec.configEntries ?? [];
+    return entries.some((e) => e.name === 'min.insync.replicas')
+      ? spec
+      : { ...spec, configEntries: [...entries, { name: 'min.insync.replicas', value: '2' }] };
+  });
 }

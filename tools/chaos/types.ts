@@ -3,6 +3,8 @@
  * result without importing the orchestration that calls it.
  */
 import type { Kafka } from 'kafkajs';
+import type { ClusterServiceName } from '../../src/devstack/stack/clusterStack';
+import type { StackProfile } from '../../src/devstack/stack/profiles';
 import type { ServiceName } from '../../src/devstack/stack/services';
 import type { DedupAccount, DlqAccount } from './account';
 
@@ -13,11 +15,28 @@ export interface ServiceControl {
   start(name: ServiceName): Promise<void>;
 }
 
-export interface SoakOptions {
+/**
+ * The cluster profile's services: three Kafka nodes (one killed at a time, a partition leader or the active
+ * controller), the Temporal server and the PostgreSQL under it.
+ */
+export interface ClusterControl {
+  kill(name: ClusterServiceName): Promise<void>;
+  /** Starts the service and resolves once its real client says it is ready. */
+  start(name: ClusterServiceName): Promise<void>;
+  /** The node id of the active KRaft controller, undefined while no node knows it. */
+  activeController(): Promise<number | undefined>;
+}
+
+/** The dev stack (one broker, the Temporal dev server) or the cluster profile. */
+export type SoakTarget = { services: ServiceControl } | { cluster: ClusterControl };
+
+export type SoakOptions = SoakCommon & SoakTarget;
+
+interface SoakCommon {
+  /** Comma-separated, as KAFKA_BROKERS takes them. */
   kafkaBrokers: string;
   temporalAddress: string;
   namespace: string;
-  services: ServiceControl;
   logsDir: string;
   /** Records published in all: unique valid ones, ~10 % duplicates, ~2 % malformed. */
   dispatches: number;
@@ -41,12 +60,29 @@ export interface SoakOptions {
   env?: Record<string, string>;
   /** Ingesters in the one consumer group (default 2); a kill takes one of them. */
   ingesters?: number;
+  /** Workers on the task queue (default 2); a kill takes one of them. */
+  workers?: number;
   progress?: (message: string) => void;
 }
 
-export type Victim = 'ingester' | 'worker' | 'kafka' | 'temporal';
+/** What a fault kills: PostgreSQL only on the cluster profile (the dev server keeps its state in SQLite). */
+export type Victim = 'ingester' | 'worker' | 'kafka' | 'temporal' | 'postgres';
+export type Kills = Record<Exclude<Victim, 'postgres'>, number> & { postgres?: number; total: number };
+
+/** The cluster's server faults in detail: which broker role each Kafka kill hit, and how long restarts took. */
+export interface ClusterFaults {
+  /** Kafka kills by the roles the killed node had (one kill can count in both): leader of a dispatch partition, active KRaft controller. */
+  kafka_targets: { partition_leader: number; controller: number };
+  /** Restarts that failed at once and were tried again (the killed process not yet gone). */
+  start_retries: number;
+  /** Seconds from kill -9 to ready again (Kafka: and back in every dispatch partition's ISR), per service. */
+  restart_s: Record<'kafka' | 'temporal' | 'postgres', { count: number; mean: number; max: number }>;
+}
 
 export interface SoakResult {
+  profile: StackProfile;
+  ingesters: number;
+  workers: number;
   /** Records published to `.dispatch`, duplicates and malformed ones included. */
   dispatches: number;
   unique_valid: number;
@@ -80,9 +116,13 @@ export interface SoakResult {
   dlq_account: DlqAccount;
   executions_running: number;
   consumer_group_lag: number;
+  /** Members of the relay's group after the drain; every running ingester should be one. */
+  group_members: number;
   /** The group's committed offsets equal the log end on every dispatch partition after the drain. */
   committed_at_log_end: boolean;
-  kills: Record<Victim, number> & { total: number };
+  kills: Kills;
+  /** Cluster profile only. */
+  cluster_faults?: ClusterFaults;
   api: { requests: number; unavailable_503: number; dropped: number; dedup_409: number };
   posts_per_valid_dispatch: number;
   publish_s: number;

@@ -5,6 +5,7 @@
 import type { Client } from '@temporalio/client';
 import { topics, workflowId } from '../../src/contract';
 import { readDeadLetters } from '../../src/kafka/dlqReader';
+import { poll } from '../../src/poll';
 import type { RunsApiDouble } from '../../test/support/runsApiDouble';
 import { committedAtLogEnd } from '../bench/groupOffsets';
 import { dedupAccount, dlqAccount } from './account';
@@ -82,6 +83,33 @@ export async function lagOf({ kafka, tenant, groupId }: SoakRun): Promise<number
   }
 }
 
+/**
+ * Members of the relay's group once the soak is over, waiting up to `graceMs` for `expected` (a restarted ingester
+ * takes a moment to join). A running ingester that is not a member consumes nothing it may commit.
+ */
+export async function groupMembersOf(
+  { kafka, groupId }: SoakRun,
+  expected: number,
+  graceMs = 60_000,
+): Promise<number> {
+  const members = async () => {
+    const a = kafka.admin();
+    try {
+      await a.connect();
+      const { groups } = await a.describeGroups([groupId]);
+      return groups[0]?.members.length ?? 0;
+    } finally {
+      await a.disconnect().catch(() => undefined);
+    }
+  };
+  const got = await poll(async () => (await members()) === expected, {
+    timeoutMs: graceMs,
+    intervalMs: 1000,
+    retryErrors: true,
+  });
+  return got.done ? expected : await members().catch(() => -1);
+}
+
 /** Malformed records with a dead letter that carries their marker. */
 function matched(dlqSeen: SeenDlq[], bad: Planned[]): number {
   const payloads = dlqSeen.map((d) => `${d.key}\u0000${d.payload}`);
@@ -150,7 +178,17 @@ async function duplicateExecutionsOf(client: Client, { tenant, taskQueue }: Soak
 
 export type Verdict = Omit<
   SoakResult,
-  'publish_s' | 'fault_window_s' | 'drain_after_last_fault_s' | 'drained' | 'seed' | 'settings'
+  | 'profile'
+  | 'ingesters'
+  | 'workers'
+  | 'group_members'
+  | 'cluster_faults'
+  | 'publish_s'
+  | 'fault_window_s'
+  | 'drain_after_last_fault_s'
+  | 'drained'
+  | 'seed'
+  | 'settings'
 >;
 
 /** The final account, from the API's wire, Kafka and Temporal. */

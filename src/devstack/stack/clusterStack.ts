@@ -10,6 +10,7 @@ import type { StackConfig } from '../../config';
 import { StackError } from '../../errors';
 import { poll } from '../../poll';
 import { clusterPaths, clusterPorts } from './clusterPaths';
+import { activeControllerFromQuorumState } from './quorumState';
 import { postgresService } from './postgresService';
 import { type Progress, silentProgress } from './progress';
 import { type ClusterBinaries, provisionCluster } from './provisionCluster';
@@ -130,25 +131,11 @@ export class ClusterStack extends StackBase {
   async activeController(): Promise<(typeof KAFKA_NODES)[number]> {
     const p = clusterPaths(this.cfg);
     const read = () => {
-      let best: { epoch: number; leader: number } | undefined;
-      for (const [i, name] of KAFKA_NODES.entries()) {
-        if (!isRunning(this.service(name))) continue;
-        const file = path.join(p.kafkaDir(i + 1), 'data', '__cluster_metadata-0', 'quorum-state');
-        try {
-          const q = JSON.parse(fs.readFileSync(file, 'utf8')) as { leaderId?: number; leaderEpoch?: number };
-          if ((q.leaderId ?? -1) > 0 && (best === undefined || (q.leaderEpoch ?? -1) > best.epoch)) {
-            best = { epoch: q.leaderEpoch ?? -1, leader: q.leaderId as number };
-          }
-        } catch {
-          // not written yet, or being rewritten
-        }
-      }
-      const name = best && `kafka-${best.leader}`;
-      return name !== undefined &&
-        (KAFKA_NODES as readonly string[]).includes(name) &&
-        isRunning(this.service(name))
-        ? (name as (typeof KAFKA_NODES)[number])
-        : undefined;
+      const running = KAFKA_NODES.map((name, i) => ({ name, dir: p.kafkaDir(i + 1) })).filter((n) =>
+        isRunning(this.service(n.name)),
+      );
+      const name = `kafka-${activeControllerFromQuorumState(running.map((n) => n.dir))}`;
+      return running.some((n) => n.name === name) ? (name as (typeof KAFKA_NODES)[number]) : undefined;
     };
     // Right after an election the files may not name a running leader yet.
     const polled = await poll(read, { timeoutMs: this.cfg.startTimeoutMs, intervalMs: 500 });
