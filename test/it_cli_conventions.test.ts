@@ -299,8 +299,12 @@ describe('topics apply and the cluster default replication factor', () => {
     } finally {
       await admin.disconnect();
     }
-    // The text output warns the same way.
-    const again = await cli(['topics', 'apply', '--tenant', tenant, '--partitions', '1'], env);
+    // The text output warns the same way. (Without --replication-factor the declaration leaves it to the broker's
+    // default, and there is nothing to warn about.)
+    const again = await cli(
+      ['topics', 'apply', '--tenant', tenant, '--partitions', '1', '--replication-factor', '1'],
+      env,
+    );
     expect(again.code).toBe(0);
     expect(again.stderr.trim().split('\n')).toEqual([lines[0]]);
   });
