@@ -299,19 +299,22 @@ export function temporalService(cfg: StackConfig): Service {
         marker: p.root,
       });
     },
-    async isReady() {
-      let connection: Connection | undefined;
-      try {
-        connection = await Connection.connect({ address, connectTimeout: 1000 });
-        await connection.workflowService.describeNamespace({ namespace: cfg.namespace });
-        return true;
-      } catch {
-        return false;
-      } finally {
-        await connection?.close().catch(() => undefined);
-      }
-    },
+    isReady: () => temporalAnswers(address, cfg.namespace),
   };
+}
+
+/** Temporal at `address` is ready when its frontend serves `namespace` (the relay's, or the system's). */
+export async function temporalAnswers(address: string, namespace: string): Promise<boolean> {
+  let connection: Connection | undefined;
+  try {
+    connection = await Connection.connect({ address, connectTimeout: 1000 });
+    await connection.workflowService.describeNamespace({ namespace });
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await connection?.close().catch(() => undefined);
+  }
 }
 
 export function isRunning(service: Service): boolean {

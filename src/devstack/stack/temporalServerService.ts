@@ -20,7 +20,7 @@ import { startDaemon } from './processes';
 import type { Progress } from './progress';
 import { ensureDir } from './provision';
 import { clusterBinaryPaths, requirePostgres } from './provisionCluster';
-import type { Service } from './services';
+import { type Service, temporalAnswers } from './services';
 
 const GRPC_NOT_FOUND = 5;
 const GRPC_ALREADY_EXISTS = 6;
@@ -215,19 +215,8 @@ export function temporalServerService(cfg: StackConfig): TemporalServerService {
         marker: p.temporalDir,
       });
     },
-    async isReady() {
-      let connection: Connection | undefined;
-      try {
-        connection = await Connection.connect({ address, connectTimeout: 1000 });
-        await connection.workflowService.getSystemInfo({});
-        await connection.workflowService.describeNamespace({ namespace: 'temporal-system' });
-        return true;
-      } catch {
-        return false;
-      } finally {
-        await connection?.close().catch(() => undefined);
-      }
-    },
+    // The system namespace: the relay's is registered after this (afterReady).
+    isReady: () => temporalAnswers(address, 'temporal-system'),
     async afterReady(progress) {
       const connection = await Connection.connect({ address });
       try {
