@@ -3,7 +3,13 @@
  * start deadline, commits racing the records they cover. Real Kafka, real Temporal, the relay's processes.
  */
 import fs from 'node:fs';
-import { AclOperationTypes, AclPermissionTypes, AclResourceTypes, ResourcePatternTypes } from 'kafkajs';
+import {
+  AclOperationTypes,
+  AssignerProtocol,
+  AclPermissionTypes,
+  AclResourceTypes,
+  ResourcePatternTypes,
+} from 'kafkajs';
 import { topics } from '../src/contract';
 import { startService, stopService } from './support/faults';
 import { metricValue, type RelayProcess } from './support/relay';
@@ -236,6 +242,74 @@ describe('several ingesters in one group', () => {
       expect(executions.size).toBe(perTenant);
       expect([...executions.values()].every((n) => n === 1)).toBe(true);
     }
+  });
+});
+
+/** The group's state and, per member, how many partitions it is assigned (kafkajs's own assignment format). */
+async function groupShape(h: Harness): Promise<{ state: string; assigned: number[] }> {
+  const admin = h.kafka.admin();
+  await admin.connect();
+  try {
+    const { groups } = await admin.describeGroups([h.groupId]);
+    const g = groups[0]!;
+    const assigned = g.members.map((m) => {
+      const decoded = AssignerProtocol.MemberAssignment.decode(m.memberAssignment);
+      return Object.values(decoded?.assignment ?? {}).reduce((n, parts) => n + parts.length, 0);
+    });
+    return { state: g.state, assigned };
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+describe('a rebalance while an ingester is deep in a batch', () => {
+  test('a second ingester joining while the first works through a fetched backlog gets partitions before that backlog is done: the first ends its batch and rejoins instead of finishing it outside the new generation', async () => {
+    // One start at a time: the fetched backlog takes the first ingester many heartbeats to work through.
+    h = await createHarness({
+      partitions: 2,
+      env: { POIMEN_INGEST_MAX_IN_FLIGHT: '1', POIMEN_KAFKA_SESSION_TIMEOUT_MS: '6000' },
+    });
+    const total = 3000;
+    const keys = Array.from({ length: total }, (_, i) => `deep-${i}`);
+    for (let i = 0; i < total; i += 200) {
+      await h.producer.send({
+        topic: topics.dispatch(h.tenant),
+        acks: -1,
+        messages: keys.slice(i, i + 200).map((k) => ({ key: k, value: h.dispatchValue(k) })),
+      });
+    }
+    const started = async () => (await h.client.workflow.count(`TaskQueue="${h.taskQueue}"`)).count;
+    await h.startIngester('ingest-a');
+    await waitFor(async () => (await started()) >= 50, {
+      timeoutMs: 120_000,
+      what: '50 starts by the first ingester',
+    });
+    const second = await h.startIngester('ingest-b');
+    // The group settles with both members holding a partition; the backlog is not through yet when it does.
+    const settled = await waitFor(
+      async () => {
+        const shape = await groupShape(h);
+        const ok =
+          shape.state === 'Stable' && shape.assigned.length === 2 && shape.assigned.every((n) => n > 0);
+        return ok ? { shape, startedThen: await started() } : undefined;
+      },
+      { timeoutMs: 180_000, intervalMs: 250, what: 'the group stable with two members holding partitions' },
+    );
+    expect(settled.startedThen).toBeLessThan(total);
+    await waitFor(async () => (await started()) === total, {
+      timeoutMs: 240_000,
+      what: `${total} executions`,
+    });
+    await h.expectCommittedAtLogEnd(60_000);
+    // The joining member did part of the backlog, and no dispatch has two executions.
+    const byB = Number(
+      metricValue(await second.metrics(), 'poimen_dispatch_records_total', { outcome: 'started' }) ?? 0,
+    );
+    expect(byB).toBeGreaterThan(0);
+    const ids = new Set<string>();
+    for await (const wf of h.client.workflow.list({ query: `TaskQueue="${h.taskQueue}"` }))
+      ids.add(wf.workflowId);
+    expect(ids.size).toBe(total);
   });
 });
 

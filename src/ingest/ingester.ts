@@ -10,6 +10,9 @@
  *   record unresolved; after a backoff the partition is resumed and the record fetched again
  *   (pausedPartitions.ts). No handler waits out an outage, so no partition holds up the others of its broker's
  *   fetch; no error escapes the handler, so kafkajs never restarts the consumer into a crash loop.
+ * - A heartbeat or commit answered "your group generation is over" (a rebalance, a coordinator that moved) ends
+ *   every batch of that generation and goes back to kafkajs, which rejoins (generation.ts); until it has, the
+ *   process is not ready.
  * - A consumer that crashes for good (kafkajs gives up on a non-retriable error, e.g. a revoked ACL) is
  *   restarted here with backoff; until it runs again the process is not ready and says why. After a batch that
  *   cannot be decoded, its partition is held (undecodable.ts) and the others consumed again.
@@ -21,11 +24,12 @@ import type { ConsumedBatch, KafkaClient, KafkaConsumer, KafkaRecord } from '../
 import type { RelayConfig } from '../config';
 import { tenantFromTopic } from '../contract';
 import { ConfigError } from '../errors';
-import { kafkaAccessProblem } from '../kafka/errors';
+import { groupGenerationOver, kafkaAccessProblem } from '../kafka/errors';
 import { codecErrorIn } from '../kafka/codecs';
 import type { Logger } from '../logger';
 import type { RelayMetrics } from '../metrics';
 import { dispatchTopics } from './dispatchTopics';
+import { GroupGeneration } from './generation';
 import { IngestMonitor } from './monitor';
 import { PausedPartitions } from './pausedPartitions';
 import { Semaphore } from './semaphore';
@@ -54,6 +58,8 @@ export class Ingester {
   private stopping = false;
   private closed = false;
   private joined = false;
+  /** The consumer's current group generation; a new one at every join (generation.ts). */
+  private generation = new GroupGeneration();
   /** Why the ingester cannot consume at all yet (Kafka unreachable at start, consumer crashed). */
   private problem: string | undefined;
   private readonly paused: PausedPartitions;
@@ -122,6 +128,7 @@ export class Ingester {
       !this.stopping &&
       this.problem === undefined &&
       this.paused.size === 0 &&
+      !this.generation.endedByError &&
       (this.joined || this.subscribed.length === 0)
     );
   }
@@ -129,6 +136,7 @@ export class Ingester {
   readinessDetail(): string {
     if (this.stopping) return 'stopping';
     if (this.problem) return this.problem;
+    if (this.generation.endedByError) return 'rejoining consumer group (its generation ended)';
     return this.paused.summary() ?? (this.joined ? 'ok' : 'joining consumer group');
   }
 
@@ -163,6 +171,7 @@ export class Ingester {
       retry: { retries: 10 },
     });
     consumer.on(consumer.events.GROUP_JOIN, (e) => {
+      this.generation = new GroupGeneration();
       this.joined = true;
       this.crashRestarts = 0;
       // Before the first fetch: a held partition must not be fetched with the others.
@@ -181,6 +190,7 @@ export class Ingester {
       }
     });
     this.consumer = consumer;
+    this.generation = new GroupGeneration();
     await consumer.connect();
     await consumer.subscribe({ topics, fromBeginning: true });
     await consumer.run({
@@ -251,35 +261,65 @@ export class Ingester {
     const tenant = tenantFromTopic(batch.topic);
     if (tenant === undefined || batch.messages.length === 0) return;
     const log = this.logger.child({ topic: batch.topic, partition: batch.partition });
+    const generation = this.generation;
+    /** True when `err` ended this batch's generation (the batch then stops and hands it back to kafkajs). */
+    const ends = (err: unknown): boolean => {
+      const over = groupGenerationOver(err);
+      if (!over) return false;
+      if (generation.end(over) && consumer === this.consumer) {
+        this.joined = false;
+        log.warn(
+          { err: over },
+          'the consumer group moved on without this member; ending its batches to rejoin',
+        );
+      }
+      return true;
+    };
 
     const done = new Array<boolean>(batch.messages.length).fill(false);
     let committedIdx = -1; // index of the last message whose offset is committed
+    let attemptedIdx = -1; // index the last commit attempt covered: a failed one is not repeated at every record
     let contiguous = -1; // index of the last message of the completed prefix
+    let committing: Promise<void> | undefined; // one commit at a time, so a later one never lands before an earlier
     const commit = async () => {
       // The prefix keeps growing while the commit is in flight: only what this commit covers counts as committed.
       const upTo = contiguous;
-      if (upTo <= committedIdx || isStale()) return;
+      if (upTo <= committedIdx || isStale() || generation.endedByError) return;
+      attemptedIdx = upTo;
       const next = (BigInt(batch.messages[upTo]!.offset) + 1n).toString();
       try {
         await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: next }]);
         committedIdx = Math.max(committedIdx, upTo);
       } catch (err) {
+        if (ends(err)) return;
         // Commits are cumulative: a failed one is covered by the next; at worst records are redelivered,
         // which Temporal absorbs. Letting it escape would restart the consumer for nothing.
         log.warn({ err, offset: next }, 'offset commit failed; will commit with the next one');
       }
     };
-    const beat = setInterval(() => void heartbeat().catch(() => undefined), 3000);
+    const commitInBackground = () => {
+      committing ??= commit().finally(() => (committing = undefined));
+    };
+    /** Waits for the commit in flight, unless the generation ends first (then the commit can only fail). */
+    const settleCommit = () => Promise.race([committing, generation.ended]);
+    const beat = setInterval(() => void heartbeat().catch((err: unknown) => ends(err)), 3000);
     const tasks: Promise<void>[] = [];
     // A failed record ends the batch: what follows it is fetched again once the partition is resumed.
     let failed = false;
+    const goOn = () =>
+      isRunning() &&
+      !isStale() &&
+      !this.stopping &&
+      consumer === this.consumer &&
+      !failed &&
+      !generation.endedByError;
     try {
       for (let i = 0; i < batch.messages.length; i++) {
-        if (!isRunning() || isStale() || this.stopping || consumer !== this.consumer || failed) break;
+        if (!goOn()) break;
         const message = batch.messages[i]!;
         const weight = await this.semaphore.acquire(message.value?.length ?? 0);
         // Waiting for room may have outlasted the batch's turn: a failure, a stop, a replaced consumer.
-        if (failed || this.stopping || consumer !== this.consumer) {
+        if (!goOn()) {
           this.semaphore.release(weight);
           break;
         }
@@ -298,10 +338,18 @@ export class Ingester {
             })
             .finally(() => this.semaphore.release(weight)),
         );
-        if (contiguous - committedIdx >= this.opts.commitEveryRecords) await commit();
+        if (contiguous - Math.max(committedIdx, attemptedIdx) >= this.opts.commitEveryRecords) {
+          commitInBackground();
+        }
       }
+      // The records in flight finish either way: their starts are durable, a redelivery of them is absorbed.
       await Promise.all(tasks);
-      await commit();
+      await settleCommit();
+      // The batch's last commit covers the end of its completed prefix.
+      commitInBackground();
+      await settleCommit();
+      // kafkajs rejoins when a batch handler throws one of these (its runner's rebalance path, not a crash).
+      if (generation.endedByError) throw generation.endedByError;
     } finally {
       clearInterval(beat);
     }

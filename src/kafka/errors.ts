@@ -105,3 +105,26 @@ export function classifyKafkaError(err: unknown, cfg: KafkaConfig): unknown {
     return new UnreachableError(`${kafkaWhere(cfg)} is unreachable (${innermost(err)})`);
   return err;
 }
+
+/**
+ * Group-coordinator answers that mean this member's generation is over: the coordinator moved to another broker
+ * (NOT_COORDINATOR), the group is rebalancing, or it has already moved on without this member. kafkajs's own
+ * answer to each is to rejoin the group, which its consumer does only when the error reaches it from a fetch,
+ * a heartbeat or a batch handler; a handler that swallowed it would go on with a generation nobody honours.
+ */
+const GROUP_GENERATION_OVER = new Set([
+  'NOT_COORDINATOR_FOR_GROUP',
+  'REBALANCE_IN_PROGRESS',
+  'ILLEGAL_GENERATION',
+  'UNKNOWN_MEMBER_ID',
+]);
+
+/**
+ * The link of the error's chain that says the member's group generation is over (kafkajs wraps a commit's
+ * last answer in KafkaJSNumberOfRetriesExceeded), as the error to hand back to kafkajs so that it rejoins;
+ * undefined for anything else.
+ */
+export function groupGenerationOver(err: unknown): Error | undefined {
+  const link = errorChain(err).find((e) => GROUP_GENERATION_OVER.has(String(e['type'])));
+  return link instanceof Error ? link : undefined;
+}

@@ -4,6 +4,7 @@
  * force. The consumer is a recording stub; `handleRecord` (the Temporal start) is replaced by deferreds the test
  * resolves one by one. Real Kafka and Temporal are exercised by it_ingest_production.
  */
+import { KafkaJSNumberOfRetriesExceeded, KafkaJSProtocolError } from 'kafkajs';
 import type { EachBatchPayload, KafkaMessage } from 'kafkajs';
 import { loadRelayConfig } from '../../src/config';
 import { Ingester } from '../../src/ingest/ingester';
@@ -185,4 +186,88 @@ test('stopping the consumer lets the batch in progress commit what it started be
   await stopping;
   await running;
   expect(events).toEqual(['commit 3', 'disconnect']);
+});
+
+test('a commit answered "not the coordinator" (after kafkajs’s retries) ends the generation: no further record is taken, no commit repeated, and the answer goes back to kafkajs so that it rejoins', async () => {
+  // The group's coordinator moved to another broker. Every commit to the old one fails the same way, and
+  // kafkajs sends them there until its consumer rejoins, which it does when a batch handler throws this.
+  const notCoordinator = new KafkaJSProtocolError({
+    message: 'This is not the correct coordinator for this group',
+    type: 'NOT_COORDINATOR_FOR_GROUP',
+    code: 16,
+    retriable: true,
+  } as unknown as Error);
+  handle.mockImplementation(async () => 'started');
+  const { ing } = ingester({ maxInFlight: 1, commitEveryRecords: 1 });
+  const consumer = stubConsumer();
+  consumer.commitOffsets.mockImplementation(async () => {
+    throw new KafkaJSNumberOfRetriesExceeded(notCoordinator, { retryCount: 10, retryTime: 30_000 });
+  });
+  const internals = ing as unknown as {
+    consumer: unknown;
+    joined: boolean;
+    eachBatch(c: unknown, p: EachBatchPayload): Promise<void>;
+  };
+  internals.consumer = consumer;
+  internals.joined = true;
+  const offsets = Array.from({ length: 50 }, (_, i) => i);
+  const { payload } = batchPayload('poimen.acme.dispatch', 0, offsets);
+
+  const thrown = await internals.eachBatch(consumer, payload).then(
+    () => undefined,
+    (e: unknown) => e as { type?: string },
+  );
+  expect(thrown?.type).toBe('NOT_COORDINATOR_FOR_GROUP');
+  // The batch stopped within a few records of the answer instead of working through all fifty outside the group.
+  expect(handle.mock.calls.length).toBeLessThan(10);
+  expect(consumer.commitOffsets).toHaveBeenCalledTimes(1);
+  expect(ing.ready()).toBe(false);
+  expect(ing.readinessDetail()).toMatch(/rejoining consumer group/);
+});
+
+test('a heartbeat answered "rebalancing" ends the batch the same way: the group is not held up until the batch is through', async () => {
+  jest.useFakeTimers({ doNotFake: ['setImmediate', 'nextTick'] });
+  try {
+    const rebalancing = new KafkaJSProtocolError({
+      message: 'The group is rebalancing, so a rejoin is needed',
+      type: 'REBALANCE_IN_PROGRESS',
+      code: 27,
+      retriable: false,
+    } as unknown as Error);
+    const starts: Deferred<'started'>[] = [];
+    handle.mockImplementation(() => {
+      const d = deferred<'started'>();
+      starts.push(d);
+      return d.promise;
+    });
+    const { ing } = ingester({ maxInFlight: 1, commitEveryRecords: 1000 });
+    const consumer = stubConsumer();
+    consumer.hold = false;
+    (ing as unknown as { consumer: unknown }).consumer = consumer;
+    const { payload } = batchPayload('poimen.acme.dispatch', 0, [0, 1, 2, 3, 4, 5]);
+    (payload as { heartbeat: () => Promise<void> }).heartbeat = async () => {
+      throw rebalancing;
+    };
+    const run = (ing as unknown as { eachBatch(c: unknown, p: EachBatchPayload): Promise<void> })
+      .eachBatch(consumer, payload)
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+    await tick();
+    starts[0]!.resolve('started');
+    await tick();
+    await tick();
+    expect(starts).toHaveLength(2);
+    // The in-batch heartbeat (every 3 s) hears that the group is rebalancing while record 1 is in flight.
+    await jest.advanceTimersByTimeAsync(3000);
+    starts[1]!.resolve('started');
+    expect(await run).toBe(rebalancing);
+    // Nothing after record 1 was started. No commit is sent either: one from a generation that is over can only
+    // fail, and the partition's next owner gets records 0 and 1 again, which Temporal absorbs.
+    expect(starts).toHaveLength(2);
+    expect(consumer.commitOffsets).not.toHaveBeenCalled();
+  } finally {
+    jest.useRealTimers();
+  }
 });
