@@ -11,6 +11,7 @@ import {
   afterPublished,
   clusterStack,
   expectExactlyOnce,
+  groupCoordinator,
   midStream,
   partitionLeader,
   readAllDlq,
@@ -19,6 +20,7 @@ import {
   streamDispatches,
   waitFullIsr,
 } from './support/topology';
+import { waitFor } from '../support/wait';
 
 const stack = clusterStack();
 let t: Topology;
@@ -90,6 +92,44 @@ test('kill -9 the partition leader mid-stream, later the active controller: noth
   );
   // A 409 is a call repeated after its answer was lost (an attempt timed out on a busy machine): the API's
   // dedup absorbs it, and it is reported, not failed.
+});
+
+test('the group coordinator moves to another broker while the old one stays up: every ingester rejoins, nothing lost, nothing doubled, offsets at the log end', async () => {
+  // What a preferred-leader election does after a broker rejoins: the old coordinator lives on and answers
+  // NOT_COORDINATOR. Here the move is forced by taking that broker out of the offsets partition's replicas.
+  const s = streamDispatches(t.h, 'coordinator-move');
+  await afterPublished(s, 150);
+  const before = await groupCoordinator(t.h);
+  const rest = before.replicas.filter((r) => r !== before.leader);
+  const admin = t.h.kafka.admin();
+  await admin.connect();
+  const assign = (replicas: number[]) =>
+    admin.alterPartitionReassignments({
+      topics: [
+        { topic: '__consumer_offsets', partitionAssignment: [{ partition: before.partition, replicas }] },
+      ],
+    });
+  try {
+    await midStream(s, () => assign(rest));
+    await waitFor(async () => rest.includes((await groupCoordinator(t.h)).leader), {
+      timeoutMs: 60_000,
+      intervalMs: 500,
+      what: `the coordinator of ${t.h.groupId} to leave node ${before.leader}`,
+    });
+    await afterPublished(s, s.published() + 150);
+  } finally {
+    // The old node back as the last replica: the new coordinator stays the preferred one.
+    await assign([...rest, before.leader]);
+    await admin.disconnect();
+  }
+  await afterPublished(s, s.published() + 100);
+  const keys = await s.stop();
+  const account = await expectExactlyOnce(t, keys);
+  const after = await groupCoordinator(t.h);
+  expect(after.leader).not.toBe(before.leader);
+  process.stderr.write(
+    `[cluster] coordinator moved from node ${before.leader} to node ${after.leader}: ${keys.length} runs, ${account.conflicts} 409s\n`,
+  );
 });
 
 test('dead letters written with acks=-1 survive the death of their partition leader', async () => {

@@ -11,7 +11,7 @@ import { type StackConfig, childEnv } from '../../config';
 import { StackError } from '../../errors';
 import { ensureDir } from './provision';
 import { requirePostgres } from './provisionCluster';
-import { startDaemon } from './processes';
+import { clearLeftovers, startDaemon } from './processes';
 import type { Service } from './services';
 import { clusterPaths } from './clusterPaths';
 
@@ -98,6 +98,8 @@ export function postgresService(cfg: StackConfig): Service {
         if (res.status !== 0) throw new StackError(`postgres: initdb failed (see ${logFile})`);
         fs.writeFileSync(initialised(), new Date().toISOString());
       }
+      // After a kill -9, the old backends first (processes.ts clearLeftovers).
+      await clearLeftovers(data);
       startDaemon({
         cmd: path.join(bin, 'postgres'),
         args: [

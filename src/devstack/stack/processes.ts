@@ -55,6 +55,42 @@ function groupMembers(pgid: number): number {
   return n;
 }
 
+/** Live processes whose working folder is `dir`. */
+function workingIn(dir: string): number[] {
+  const pids: number[] = [];
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (fs.readlinkSync(`/proc/${entry}/cwd`) === dir && !isZombie(Number(entry))) pids.push(Number(entry));
+    } catch {
+      // gone meanwhile, or not ours to look at
+    }
+  }
+  return pids;
+}
+
+/**
+ * Waits until no process works in `dir` any more, and kills what is left after `graceMs`. PostgreSQL's backends
+ * each leave the postmaster's process group (setsid), so a kill -9 of the group leaves them running until they
+ * notice their postmaster is gone; a new postmaster started before then finds its data folder's shared memory
+ * still attached and exits at once. Every one of them works in the data folder, which only this stack uses.
+ */
+export async function clearLeftovers(dir: string, graceMs = 15_000): Promise<number> {
+  const found = workingIn(dir).length;
+  if (found === 0) return 0;
+  if (!(await waitUntil(() => workingIn(dir).length === 0, graceMs))) {
+    for (const pid of workingIn(dir)) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        /* already gone */
+      }
+    }
+    await waitUntil(() => workingIn(dir).length === 0, 10_000);
+  }
+  return found;
+}
+
 /** The pid recorded in pidFile, if that process is alive and still the one we started. */
 export function livePid(pidFile: string): number | undefined {
   const rec = readPid(pidFile);

@@ -190,7 +190,56 @@ export async function expectExactlyOnce(
   });
   const executions = await count();
   expect(executions).toBe(expected);
+  await expectWholeGroup(t);
   return { conflicts, executions };
+}
+
+/**
+ * Every running ingester is a member of the group and says it is ready: a member that fell out of its group
+ * while its partitions went to the others loses nothing, so only this check sees it.
+ */
+export async function expectWholeGroup(t: Topology, timeoutMs = 120_000): Promise<void> {
+  const admin = t.h.kafka.admin();
+  await admin.connect();
+  try {
+    await waitFor(
+      async () => {
+        const { groups } = await admin.describeGroups([t.h.groupId]);
+        return groups[0]?.state === 'Stable' && groups[0].members.length === t.ingesters.length;
+      },
+      { timeoutMs, intervalMs: 500, what: `the group stable with ${t.ingesters.length} members` },
+    );
+  } finally {
+    await admin.disconnect();
+  }
+  for (const ingester of t.ingesters) {
+    await waitFor(
+      async () => (await fetch(`http://127.0.0.1:${ingester.metricsPort}/readyz`)).status === 200,
+      { timeoutMs, intervalMs: 500, what: `${ingester.logFile}: /readyz 200` },
+    );
+  }
+}
+
+/**
+ * The broker coordinating the group: the leader of its `__consumer_offsets` partition, which Kafka picks as
+ * `abs(groupId.hashCode()) % partitions` (Java's String.hashCode).
+ */
+export async function groupCoordinator(
+  h: Harness,
+): Promise<{ partition: number; leader: number; replicas: number[] }> {
+  const admin = h.kafka.admin();
+  await admin.connect();
+  try {
+    const { topics: md } = await admin.fetchTopicMetadata({ topics: ['__consumer_offsets'] });
+    const parts = md[0]!.partitions;
+    let hash = 0;
+    for (const ch of h.groupId) hash = (Math.imul(hash, 31) + ch.charCodeAt(0)) | 0;
+    const partition = (hash & 0x7fffffff) % parts.length;
+    const p = parts.find((x) => x.partitionId === partition)!;
+    return { partition, leader: p.leader, replicas: p.replicas };
+  } finally {
+    await admin.disconnect();
+  }
 }
 
 /**
