@@ -46,7 +46,8 @@ test('kill -9 the Temporal server mid-stream and restart it: nothing lost, nothi
 test('kill -9 PostgreSQL mid-stream and restart it: nothing lost, nothing doubled, offsets at the log end', async () => {
   const s = streamDispatches(t.h, 'postgres-kill');
   await afterPublished(s, 150);
-  // The whole process group: the postmaster and every backend, as an OOM kill of the database host would.
+  // The postmaster's process group. Its backends left that group (setsid) and exit once they see the postmaster
+  // gone; the restart waits for any still working in the data folder (processes.ts clearLeftovers).
   await midStream(s, () => stack.stopService('postgres', 'SIGKILL'));
   await afterPublished(s, s.published() + 150);
   await stack.startService('postgres');

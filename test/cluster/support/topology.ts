@@ -314,8 +314,8 @@ export async function readAllDlq(
   h: Harness,
   expected: number,
   timeoutMs = 120_000,
-): Promise<{ tenant: string; key: string }[]> {
-  const out: { tenant: string; key: string }[] = [];
+): Promise<{ tenant: string; key: string; at: string }[]> {
+  const out: { tenant: string; key: string; at: string }[] = [];
   const next = new Map<string, number>();
   const consumer = h.kafka.consumer({
     groupId: `cluster-dlq-${Date.now()}-${Math.random().toString(36).slice(2)}`,
@@ -327,7 +327,13 @@ export async function readAllDlq(
       eachMessage: async ({ topic, partition, message }) => {
         next.set(`${topic}/${partition}`, Number(message.offset) + 1);
         const record = parseDlqRecord(message.value);
-        if (record) out.push({ tenant: record.tenant_id, key: record.dispatch_key ?? '' });
+        if (record) {
+          out.push({
+            tenant: record.tenant_id,
+            key: record.dispatch_key ?? '',
+            at: `${topic}/${partition}@${message.offset}`,
+          });
+        }
       },
     });
     await waitFor(() => out.length >= expected, {
