@@ -13,7 +13,10 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { runCli } from './support/cli';
+import { Connection } from '@temporalio/client';
+import Long from 'long';
+import { cliEnv, runCli } from './support/cli';
+import { uniqueName } from './support/names';
 import { type GrpcProxy, type SeenCall, startGrpcProxy, startTlsFront } from './support/grpcProxy';
 import { type RelayProcess, startRelayProcess } from './support/relay';
 import { type Harness, createHarness } from './support/relayHarness';
@@ -197,4 +200,89 @@ test('TEMPORAL_TLS_SERVER_NAME: the server’s certificate is checked against th
   );
   // Exit 5, access refused (docs/operations.md#exit-codes), as for any TLS setting the server does not accept.
   expect([noName.code, wrongName.code]).toEqual([5, 5]);
+});
+
+describe('credentials Temporal refuses in part or in full (a server that checks permissions per call)', () => {
+  const gates: GrpcProxy[] = [];
+  const harnesses: Harness[] = [];
+  afterAll(async () => {
+    await Promise.all(harnesses.map((x) => x.cleanup()));
+    await Promise.all(gates.map((g) => g.close()));
+  });
+  const gate = async (refuse: Record<string, number>) => {
+    const g = await startGrpcProxy(testServices().temporalAddress, refuse);
+    gates.push(g);
+    return g;
+  };
+  const PERMISSION_DENIED = 7;
+  const UNAUTHENTICATED = 16;
+
+  test('allowed to start workflows but not to list search attributes (a namespace-scoped API key): the ingester checks them with a visibility query instead, and relays', async () => {
+    const g = await createHarness();
+    harnesses.push(g);
+    const front = await gate({ ListSearchAttributes: PERMISSION_DENIED });
+    processes.push(await startRelayProcess('worker', g.env, `${g.tenant}-gate-worker`));
+    const ingester = await startRelayProcess(
+      'ingest',
+      { ...g.env, TEMPORAL_ADDRESS: front.address },
+      `${g.tenant}-gate-ingest`,
+    );
+    processes.push(ingester);
+    await g.publish(g.dispatchValue('through-the-gate'));
+    await g.api.waitFor((a) => a.requestsFor('through-the-gate').length >= 1, 60_000, 'the dispatch');
+    const methods = front.calls.map((c) => c.method);
+    expect(methods).toContain('ListSearchAttributes');
+    expect(methods).toContain('CountWorkflowExecutions');
+    expect(methods).toContain('StartWorkflowExecution');
+  });
+
+  test('the same credential on a namespace without the attributes: the ingester refuses to start, with one line', async () => {
+    const namespace = uniqueName('it-ns-gated');
+    const connection = await Connection.connect({ address: testServices().temporalAddress });
+    try {
+      await connection.workflowService.registerNamespace({
+        namespace,
+        workflowExecutionRetentionPeriod: { seconds: Long.fromNumber(86400) },
+      });
+      await waitFor(() => connection.workflowService.describeNamespace({ namespace }).then(() => true), {
+        what: 'namespace',
+      });
+    } finally {
+      await connection.close();
+    }
+    const front = await gate({ ListSearchAttributes: PERMISSION_DENIED });
+    const refused = await runCli(
+      ['ingest'],
+      cliEnv({
+        TEMPORAL_ADDRESS: front.address,
+        TEMPORAL_NAMESPACE: namespace,
+        METRICS_PORT: '0',
+        DISPATCH_TOPIC_PATTERN: '^poimen\\.nothing-here\\.dispatch$',
+      }),
+      60_000,
+    );
+    expect(refused.code).toBe(2);
+    expect(refused.stderr.trim().split('\n')).toEqual([
+      `poimen-relay: search attributes TenantId, DispatchKey, WorkflowRef, GoalId are not all registered on namespace ${namespace} (a query naming them was refused as invalid); run: poimen-relay temporal setup`,
+    ]);
+  });
+
+  test('a credential Temporal refuses outright (UNAUTHENTICATED on every call): one line naming the settings, not a wait', async () => {
+    const front = await gate({ '*': UNAUTHENTICATED });
+    const refused = await runCli(
+      ['ingest'],
+      cliEnv({
+        TEMPORAL_ADDRESS: front.address,
+        METRICS_PORT: '0',
+        DISPATCH_TOPIC_PATTERN: '^poimen\\.nothing-here\\.dispatch$',
+      }),
+      60_000,
+    );
+    expect(refused.code).toBe(2);
+    expect(refused.stderr.trim().split('\n')).toEqual([
+      expect.stringMatching(
+        /^poimen-relay: invalid configuration: TEMPORAL_API_KEY\/TEMPORAL_TLS_CERT are refused by Temporal on namespace \S+ \(UNAUTHENTICATED: Request unauthorized \(ListSearchAttributes refused by the test\)\)$/,
+      ),
+    ]);
+  });
 });

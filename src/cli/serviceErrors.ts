@@ -3,30 +3,8 @@
  * each one line naming the service and its address. Decided by gRPC status code, never by message text;
  * anything else is left as it is (a bug, printed with its stack). Kafka's are classified in src/kafka/errors.ts.
  */
-import { isGrpcServiceError } from '@temporalio/client';
-import {
-  AccessRefusedError,
-  NotFoundError,
-  UnreachableError,
-  errorChain,
-  isUserFacingError,
-} from '../errors';
-
-/** gRPC status codes (fixed by the gRPC spec), the ones the CLI tells apart. */
-const GRPC = {
-  DEADLINE_EXCEEDED: 4,
-  NOT_FOUND: 5,
-  PERMISSION_DENIED: 7,
-  UNAVAILABLE: 14,
-  UNAUTHENTICATED: 16,
-} as const;
-const GRPC_NAME = Object.fromEntries(Object.entries(GRPC).map(([k, v]) => [v, k]));
-
-/** The gRPC status somewhere in the chain (the SDK wraps the call's ServiceError). */
-function grpcStatus(err: unknown): { code: number; details: string } | undefined {
-  const e = errorChain(err).find((x) => isGrpcServiceError(x));
-  return e && isGrpcServiceError(e) ? { code: e.code, details: e.details } : undefined;
-}
+import { AccessRefusedError, NotFoundError, UnreachableError, isUserFacingError } from '../errors';
+import { GRPC, GRPC_NAME, grpcStatus } from '../temporal/grpcStatus';
 
 export function classifyTemporalError(err: unknown, address: string, namespace: string): unknown {
   if (isUserFacingError(err)) return err;

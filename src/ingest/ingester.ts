@@ -29,6 +29,7 @@ import { codecErrorIn } from '../kafka/codecs';
 import type { Logger } from '../logger';
 import type { RelayMetrics } from '../metrics';
 import { dispatchTopics } from './dispatchTopics';
+import { BatchCommits } from './batchCommits';
 import { GroupGeneration } from './generation';
 import { IngestMonitor } from './monitor';
 import { PausedPartitions } from './pausedPartitions';
@@ -49,6 +50,9 @@ export type IngesterOptions = Pick<
   | 'fetchMaxBytesPerPartition'
   | 'sessionTimeoutMs'
 >;
+
+/** How long a batch's last offset commit keeps trying (a coordinator moving after a broker's death). */
+const LAST_COMMIT_BUDGET_MS = 30_000;
 
 export class Ingester {
   private consumer: KafkaConsumer | undefined;
@@ -171,6 +175,8 @@ export class Ingester {
       retry: { retries: 10 },
     });
     consumer.on(consumer.events.GROUP_JOIN, (e) => {
+      // A consumer being stopped or replaced may still join on its way out: its join says nothing of ours.
+      if (consumer !== this.consumer) return;
       this.generation = new GroupGeneration();
       this.joined = true;
       this.crashRestarts = 0;
@@ -254,19 +260,21 @@ export class Ingester {
     // on drops every commitOffsets, so a batch left to finish inside disconnect() would exit uncommitted.
     await Promise.allSettled([...this.batches]);
     await consumer?.disconnect();
+    this.generation = new GroupGeneration();
   }
 
   private async eachBatch(consumer: KafkaConsumer, payload: ConsumedBatch): Promise<void> {
-    const { batch, heartbeat, isRunning, isStale, resolveOffset } = payload;
+    const { batch, heartbeat, isRunning, isStale } = payload;
     const tenant = tenantFromTopic(batch.topic);
     if (tenant === undefined || batch.messages.length === 0) return;
     const log = this.logger.child({ topic: batch.topic, partition: batch.partition });
     const generation = this.generation;
+    const current = () => consumer === this.consumer && !this.stopping;
     /** True when `err` ended this batch's generation (the batch then stops and hands it back to kafkajs). */
     const ends = (err: unknown): boolean => {
       const over = groupGenerationOver(err);
       if (!over) return false;
-      if (generation.end(over) && consumer === this.consumer) {
+      if (generation.end(over) && generation === this.generation && current()) {
         this.joined = false;
         log.warn(
           { err: over },
@@ -275,44 +283,26 @@ export class Ingester {
       }
       return true;
     };
-
-    const done = new Array<boolean>(batch.messages.length).fill(false);
-    let committedIdx = -1; // index of the last message whose offset is committed
-    let attemptedIdx = -1; // index the last commit attempt covered: a failed one is not repeated at every record
-    let contiguous = -1; // index of the last message of the completed prefix
-    let committing: Promise<void> | undefined; // one commit at a time, so a later one never lands before an earlier
-    const commit = async () => {
-      // The prefix keeps growing while the commit is in flight: only what this commit covers counts as committed.
-      const upTo = contiguous;
-      if (upTo <= committedIdx || isStale() || generation.endedByError) return;
-      attemptedIdx = upTo;
-      const next = (BigInt(batch.messages[upTo]!.offset) + 1n).toString();
-      try {
-        await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: next }]);
-        committedIdx = Math.max(committedIdx, upTo);
-      } catch (err) {
-        if (ends(err)) return;
-        // Commits are cumulative: a failed one is covered by the next; at worst records are redelivered,
-        // which Temporal absorbs. Letting it escape would restart the consumer for nothing.
-        log.warn({ err, offset: next }, 'offset commit failed; will commit with the next one');
-      }
-    };
-    const commitInBackground = () => {
-      committing ??= commit().finally(() => (committing = undefined));
-    };
-    /** Waits for the commit in flight, unless the generation ends first (then the commit can only fail). */
-    const settleCommit = () => Promise.race([committing, generation.ended]);
+    const commits = new BatchCommits({
+      offsets: batch.messages.map((m) => m.offset),
+      send: (offset) =>
+        payload.commitOffsetsIfNecessary({
+          topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset }] }],
+        }),
+      resolve: (offset) => payload.resolveOffset(offset),
+      // A batch whose consumer is being stopped or replaced still commits what it finished (stopConsumer waits).
+      live: () => !isStale() && !generation.endedByError,
+      ends,
+      generation,
+      every: this.opts.commitEveryRecords,
+      lastCommitBudgetMs: LAST_COMMIT_BUDGET_MS,
+      log,
+    });
     const beat = setInterval(() => void heartbeat().catch((err: unknown) => ends(err)), 3000);
     const tasks: Promise<void>[] = [];
     // A failed record ends the batch: what follows it is fetched again once the partition is resumed.
     let failed = false;
-    const goOn = () =>
-      isRunning() &&
-      !isStale() &&
-      !this.stopping &&
-      consumer === this.consumer &&
-      !failed &&
-      !generation.endedByError;
+    const goOn = () => isRunning() && !isStale() && current() && !failed && !generation.endedByError;
     try {
       for (let i = 0; i < batch.messages.length; i++) {
         if (!goOn()) break;
@@ -325,31 +315,16 @@ export class Ingester {
         }
         tasks.push(
           this.process(consumer, tenant, batch.topic, batch.partition, message, log)
-            .then((ok) => {
-              if (!ok) {
-                failed = true;
-                return;
-              }
-              done[i] = true;
-              const before = contiguous;
-              while (contiguous + 1 < done.length && done[contiguous + 1]) contiguous++;
-              // kafkajs fetches the next batch from the last resolved offset, so resolve as the prefix grows.
-              if (contiguous > before) resolveOffset(batch.messages[contiguous]!.offset);
-            })
+            .then((ok) => (ok ? commits.finished(i) : void (failed = true)))
             .finally(() => this.semaphore.release(weight)),
         );
-        if (contiguous - Math.max(committedIdx, attemptedIdx) >= this.opts.commitEveryRecords) {
-          commitInBackground();
-        }
       }
       // The records in flight finish either way: their starts are durable, a redelivery of them is absorbed.
       await Promise.all(tasks);
-      await settleCommit();
-      // The batch's last commit covers the end of its completed prefix.
-      commitInBackground();
-      await settleCommit();
-      // kafkajs rejoins when a batch handler throws one of these (its runner's rebalance path, not a crash).
-      if (generation.endedByError) throw generation.endedByError;
+      await commits.finish();
+      // kafkajs rejoins when a batch handler throws one of these (its runner's rebalance path, not a crash). Not
+      // while this consumer is being stopped or replaced: a rejoin then would only delay its leaving.
+      if (generation.endedByError && current()) throw generation.endedByError;
     } finally {
       clearInterval(beat);
     }

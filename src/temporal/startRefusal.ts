@@ -6,7 +6,7 @@
  * DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, and the credential and namespace errors operators fix) is an outage the
  * ingester waits out.
  */
-const PER_RECORD_CODES: Record<number, string> = { 3: 'INVALID_ARGUMENT' };
+import { GRPC, grpcStatus } from './grpcStatus';
 
 export interface StartRefusal {
   code: string;
@@ -14,19 +14,8 @@ export interface StartRefusal {
 }
 
 export function startRefusal(err: unknown): StartRefusal | undefined {
-  const seen = new Set<unknown>();
-  for (
-    let e: unknown = err;
-    e && typeof e === 'object' && !seen.has(e);
-    e = (e as { cause?: unknown }).cause
-  ) {
-    seen.add(e);
-    const { code, details } = e as { code?: unknown; details?: unknown };
-    // A gRPC status error: a numeric code with the server's text in `details`.
-    if (typeof code === 'number' && typeof details === 'string') {
-      const name = PER_RECORD_CODES[code];
-      return name === undefined ? undefined : { code: name, details };
-    }
-  }
-  return undefined;
+  const status = grpcStatus(err);
+  return status?.code === GRPC.INVALID_ARGUMENT
+    ? { code: 'INVALID_ARGUMENT', details: status.details }
+    : undefined;
 }

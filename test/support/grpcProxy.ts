@@ -32,7 +32,14 @@ function forwardable(headers: http2.IncomingHttpHeaders, keep: string[]): http2.
   return out;
 }
 
-export async function startGrpcProxy(upstream: string): Promise<GrpcProxy> {
+/**
+ * `refuse` answers the named methods (`*`: every one) itself with that gRPC status (7 PERMISSION_DENIED, 16 UNAUTHENTICATED), as a
+ * server checking each call's permissions does (Temporal Cloud's per-namespace API keys); the rest goes through.
+ */
+export async function startGrpcProxy(
+  upstream: string,
+  refuse: Record<string, number> = {},
+): Promise<GrpcProxy> {
   const calls: SeenCall[] = [];
   const session = http2.connect(`http://${upstream}`);
   session.on('error', () => undefined);
@@ -43,7 +50,23 @@ export async function startGrpcProxy(upstream: string): Promise<GrpcProxy> {
     s.on('close', () => sessions.delete(s));
   });
   server.on('stream', (down, headers) => {
-    calls.push({ method: String(headers[':path']).split('/').pop() ?? '', headers });
+    const method = String(headers[':path']).split('/').pop() ?? '';
+    calls.push({ method, headers });
+    const refusal = refuse[method] ?? refuse['*'];
+    if (refusal !== undefined) {
+      // A trailers-only answer: the status in the headers, no message.
+      down.on('error', () => undefined);
+      down.respond(
+        {
+          ':status': 200,
+          'content-type': 'application/grpc',
+          'grpc-status': String(refusal),
+          'grpc-message': encodeURIComponent(`Request unauthorized (${method} refused by the test)`),
+        },
+        { endStream: true },
+      );
+      return;
+    }
     const up = session.request(forwardable(headers, [':method', ':path']));
     let trailers: http2.IncomingHttpHeaders = {};
     up.on('trailers', (t) => (trailers = t));

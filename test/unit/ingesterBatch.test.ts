@@ -66,9 +66,17 @@ function ingester(overrides: Partial<Record<string, number>> = {}) {
   return { ing, metrics };
 }
 
-function batchPayload(topic: string, partition: number, offsets: number[]) {
+/** A batch as kafkajs hands it over; its one-attempt commit goes to the stub consumer's recorder. */
+function batchPayload(
+  topic: string,
+  partition: number,
+  offsets: number[],
+  consumer: { commitOffsets(o: { offset: string }[]): Promise<void> },
+) {
   const resolved: string[] = [];
   const payload = {
+    commitOffsetsIfNecessary: (o: { topics: { partitions: { offset: string }[] }[] }) =>
+      consumer.commitOffsets([{ offset: o.topics[0]!.partitions[0]!.offset }]),
     batch: {
       topic,
       partition,
@@ -92,7 +100,7 @@ test('records that complete while a commit is in flight are committed by the bat
   const { ing } = ingester();
   const consumer = stubConsumer();
   (ing as unknown as { consumer: unknown }).consumer = consumer;
-  const { payload } = batchPayload('poimen.acme.dispatch', 0, [10, 11, 12]);
+  const { payload } = batchPayload('poimen.acme.dispatch', 0, [10, 11, 12], consumer);
   const run = (ing as unknown as { eachBatch(c: unknown, p: EachBatchPayload): Promise<void> }).eachBatch(
     consumer,
     payload,
@@ -129,8 +137,8 @@ test('a failure pauses only its own partition, ends its batch at once, and its r
   const gauge = async () =>
     (await metrics.pausedPartitions.get()).values.find((v) => v.labels.topic === 'poimen.a.dispatch')?.value;
 
-  const a = batchPayload('poimen.a.dispatch', 0, [0, 1]);
-  const b = batchPayload('poimen.b.dispatch', 3, [0]);
+  const a = batchPayload('poimen.a.dispatch', 0, [0, 1], consumer);
+  const b = batchPayload('poimen.b.dispatch', 3, [0], consumer);
   // The failing batch returns instead of waiting out the outage, so it holds up no other partition's fetch.
   await Promise.all([each(consumer, a.payload), each(consumer, b.payload)]);
   expect(a.resolved).toEqual([]);
@@ -150,14 +158,15 @@ test('a failure pauses only its own partition, ends its batch at once, and its r
   });
   expect(await gauge()).toBe(1);
   failA = false;
-  await each(consumer, batchPayload('poimen.a.dispatch', 0, [0, 1]).payload);
+  await each(consumer, batchPayload('poimen.a.dispatch', 0, [0, 1], consumer).payload);
   expect(await gauge()).toBe(0);
   expect(ing.ready()).toBe(true);
-  expect(consumer.commits.map((c) => c.offset)).toEqual(['1', '2']);
+  // b's record, then a's two as each finished (a commit per record here: commitEveryRecords 1).
+  expect(consumer.commits.map((c) => c.offset)).toEqual(['1', '1', '2']);
 });
 
 test('stopping the consumer lets the batch in progress commit what it started before it disconnects', async () => {
-  // kafkajs drops every commitOffsets once disconnect() has begun: a commit after it is a commit lost.
+  // A commit sent once disconnect() has begun is a commit lost (kafkajs closes the coordinator's connection).
   const start = deferred<'started'>();
   handle.mockImplementation(() => start.promise);
   const { ing } = ingester({ maxInFlight: 8 });
@@ -176,7 +185,7 @@ test('stopping the consumer lets the batch in progress commit what it started be
   internals.consumer = Object.assign(consumer, {
     disconnect: async () => void events.push('disconnect'),
   });
-  const batch = batchPayload('poimen.acme.dispatch', 0, [0, 1, 2]);
+  const batch = batchPayload('poimen.acme.dispatch', 0, [0, 1, 2], consumer);
   const running = internals.eachBatch(consumer, batch.payload);
   // As the consumer's eachBatch wrapper does.
   internals.batches?.add(running);
@@ -185,10 +194,13 @@ test('stopping the consumer lets the batch in progress commit what it started be
   start.resolve('started');
   await stopping;
   await running;
-  expect(events).toEqual(['commit 3', 'disconnect']);
+  // Every commit before the disconnect, the last covering the batch's end (a commit per record here).
+  expect(events.at(-1)).toBe('disconnect');
+  expect(events.filter((e) => e !== 'disconnect').at(-1)).toBe('commit 3');
+  expect(events.indexOf('disconnect')).toBe(events.length - 1);
 });
 
-test('a commit answered "not the coordinator" (after kafkajs’s retries) ends the generation: no further record is taken, no commit repeated, and the answer goes back to kafkajs so that it rejoins', async () => {
+test('a commit answered "not the coordinator" ends the generation: no further record is taken, no commit repeated, and the answer goes back to kafkajs so that it rejoins', async () => {
   // The group's coordinator moved to another broker. Every commit to the old one fails the same way, and
   // kafkajs sends them there until its consumer rejoins, which it does when a batch handler throws this.
   const notCoordinator = new KafkaJSProtocolError({
@@ -211,7 +223,7 @@ test('a commit answered "not the coordinator" (after kafkajs’s retries) ends t
   internals.consumer = consumer;
   internals.joined = true;
   const offsets = Array.from({ length: 50 }, (_, i) => i);
-  const { payload } = batchPayload('poimen.acme.dispatch', 0, offsets);
+  const { payload } = batchPayload('poimen.acme.dispatch', 0, offsets, consumer);
 
   const thrown = await internals.eachBatch(consumer, payload).then(
     () => undefined,
@@ -219,7 +231,7 @@ test('a commit answered "not the coordinator" (after kafkajs’s retries) ends t
   );
   expect(thrown?.type).toBe('NOT_COORDINATOR_FOR_GROUP');
   // The batch stopped within a few records of the answer instead of working through all fifty outside the group.
-  expect(handle.mock.calls.length).toBeLessThan(10);
+  expect(handle.mock.calls.length).toBeLessThanOrEqual(3);
   expect(consumer.commitOffsets).toHaveBeenCalledTimes(1);
   expect(ing.ready()).toBe(false);
   expect(ing.readinessDetail()).toMatch(/rejoining consumer group/);
@@ -244,7 +256,7 @@ test('a heartbeat answered "rebalancing" ends the batch the same way: the group 
     const consumer = stubConsumer();
     consumer.hold = false;
     (ing as unknown as { consumer: unknown }).consumer = consumer;
-    const { payload } = batchPayload('poimen.acme.dispatch', 0, [0, 1, 2, 3, 4, 5]);
+    const { payload } = batchPayload('poimen.acme.dispatch', 0, [0, 1, 2, 3, 4, 5], consumer);
     (payload as { heartbeat: () => Promise<void> }).heartbeat = async () => {
       throw rebalancing;
     };
@@ -267,6 +279,66 @@ test('a heartbeat answered "rebalancing" ends the batch the same way: the group 
     // fail, and the partition's next owner gets records 0 and 1 again, which Temporal absorbs.
     expect(starts).toHaveLength(2);
     expect(consumer.commitOffsets).not.toHaveBeenCalled();
+  } finally {
+    jest.useRealTimers();
+  }
+});
+
+test('a failed commit is not repeated at every record: the next one goes some records on, and covers it', async () => {
+  handle.mockImplementation(async () => 'started');
+  const { ing } = ingester({ maxInFlight: 1, commitEveryRecords: 3 });
+  const consumer = stubConsumer();
+  let calls = 0;
+  consumer.commitOffsets.mockImplementation(async (o: { offset: string }[]) => {
+    consumer.commits.push({ offset: o[0]!.offset, done: deferred<void>() });
+    // The coordinator is away for the first three: connection refused, not an answer about the group.
+    if (++calls <= 3)
+      throw Object.assign(new Error('Connection error: connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+  });
+  (ing as unknown as { consumer: unknown }).consumer = consumer;
+  const offsets = Array.from({ length: 12 }, (_, i) => i);
+  const { payload } = batchPayload('poimen.acme.dispatch', 0, offsets, consumer);
+  await (ing as unknown as { eachBatch(c: unknown, p: EachBatchPayload): Promise<void> }).eachBatch(
+    consumer,
+    payload,
+  );
+  expect(consumer.commits.map((c) => c.offset)).toEqual(['3', '6', '9', '12']);
+});
+
+test('the batch’s last commit is retried while its generation lasts, and never once it has ended', async () => {
+  jest.useFakeTimers({ doNotFake: ['setImmediate', 'nextTick'] });
+  try {
+    const rebalancing = new KafkaJSProtocolError({
+      message: 'The group is rebalancing, so a rejoin is needed',
+      type: 'REBALANCE_IN_PROGRESS',
+      code: 27,
+      retriable: false,
+    } as unknown as Error);
+    handle.mockImplementation(async () => 'started');
+    const { ing } = ingester({ maxInFlight: 1, commitEveryRecords: 1000 });
+    const consumer = stubConsumer();
+    const sentAt: number[] = [];
+    consumer.commitOffsets.mockImplementation(async () => {
+      sentAt.push(Date.now());
+      throw Object.assign(new Error('Connection error: connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+    });
+    (ing as unknown as { consumer: unknown }).consumer = consumer;
+    const { payload } = batchPayload('poimen.acme.dispatch', 0, [0, 1], consumer);
+    // The in-batch heartbeat (every 3 s) learns that the group is rebalancing.
+    (payload as { heartbeat: () => Promise<void> }).heartbeat = async () => {
+      throw rebalancing;
+    };
+    const t0 = Date.now();
+    const run = (ing as unknown as { eachBatch(c: unknown, p: EachBatchPayload): Promise<void> })
+      .eachBatch(consumer, payload)
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+    await jest.advanceTimersByTimeAsync(60_000);
+    expect(await run).toBe(rebalancing);
+    // Attempts at 0, 0.3, 0.9 and 2.1 s; the generation ended at 3 s, before the next (4.5 s) was due.
+    expect(sentAt.map((t) => t - t0)).toEqual([0, 300, 900, 2100]);
   } finally {
     jest.useRealTimers();
   }

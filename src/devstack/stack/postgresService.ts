@@ -11,7 +11,7 @@ import { type StackConfig, childEnv } from '../../config';
 import { StackError } from '../../errors';
 import { ensureDir } from './provision';
 import { requirePostgres } from './provisionCluster';
-import { clearLeftovers, startDaemon } from './processes';
+import { clearLeftovers, livePostmaster, startDaemon } from './processes';
 import type { Service } from './services';
 import { clusterPaths } from './clusterPaths';
 
@@ -97,6 +97,14 @@ export function postgresService(cfg: StackConfig): Service {
         );
         if (res.status !== 0) throw new StackError(`postgres: initdb failed (see ${logFile})`);
         fs.writeFileSync(initialised(), new Date().toISOString());
+      }
+      // A postmaster of this data folder that the pid file does not know (another `stack up`, a lost pid file):
+      // not ours to kill, and PostgreSQL would refuse a second one anyway.
+      const running = livePostmaster(data);
+      if (running !== undefined) {
+        throw new StackError(
+          `postgres: another PostgreSQL (pid ${running}) already serves ${data}; stop it or run: poimen-relay stack down --profile cluster`,
+        );
       }
       // After a kill -9, the old backends first (processes.ts clearLeftovers).
       await clearLeftovers(data);

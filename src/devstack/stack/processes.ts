@@ -55,13 +55,24 @@ function groupMembers(pgid: number): number {
   return n;
 }
 
-/** Live processes whose working folder is `dir`. */
-function workingIn(dir: string): number[] {
+/**
+ * Live PostgreSQL processes working in `dir`, compared by device and inode: readlink of /proc/<pid>/cwd gives the
+ * resolved path, which a state folder reached through a symlink would not equal.
+ */
+function postgresWorkingIn(dir: string): number[] {
+  let target: fs.Stats;
+  try {
+    target = fs.statSync(dir);
+  } catch {
+    return [];
+  }
   const pids: number[] = [];
   for (const entry of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      if (fs.readlinkSync(`/proc/${entry}/cwd`) === dir && !isZombie(Number(entry))) pids.push(Number(entry));
+      const cwd = fs.statSync(`/proc/${entry}/cwd`);
+      if (cwd.dev !== target.dev || cwd.ino !== target.ino || isZombie(Number(entry))) continue;
+      if (/^\S*postgres/.test(cmdline(Number(entry)) ?? '')) pids.push(Number(entry));
     } catch {
       // gone meanwhile, or not ours to look at
     }
@@ -70,25 +81,37 @@ function workingIn(dir: string): number[] {
 }
 
 /**
- * Waits until no process works in `dir` any more, and kills what is left after `graceMs`. PostgreSQL's backends
- * each leave the postmaster's process group (setsid), so a kill -9 of the group leaves them running until they
- * notice their postmaster is gone; a new postmaster started before then finds its data folder's shared memory
- * still attached and exits at once. Every one of them works in the data folder, which only this stack uses.
+ * Waits until no PostgreSQL process works in the data folder `dir` any more, and kills what is left after
+ * `graceMs`. Its backends each leave the postmaster's process group (setsid), so a kill -9 of the group leaves them
+ * running until they notice their postmaster is gone; a new postmaster started before then finds the folder's
+ * shared memory still attached and exits at once. Call it only when no postmaster of `dir` is alive (the caller
+ * checks postmaster.pid): what is left then are orphans of a killed one.
  */
 export async function clearLeftovers(dir: string, graceMs = 15_000): Promise<number> {
-  const found = workingIn(dir).length;
+  const found = postgresWorkingIn(dir).length;
   if (found === 0) return 0;
-  if (!(await waitUntil(() => workingIn(dir).length === 0, graceMs))) {
-    for (const pid of workingIn(dir)) {
+  if (!(await waitUntil(() => postgresWorkingIn(dir).length === 0, graceMs))) {
+    for (const pid of postgresWorkingIn(dir)) {
       try {
         process.kill(pid, 'SIGKILL');
       } catch {
         /* already gone */
       }
     }
-    await waitUntil(() => workingIn(dir).length === 0, 10_000);
+    await waitUntil(() => postgresWorkingIn(dir).length === 0, 10_000);
   }
   return found;
+}
+
+/** The pid of the postmaster recorded in `dataDir`'s postmaster.pid, when that process is alive and serves it. */
+export function livePostmaster(dataDir: string): number | undefined {
+  try {
+    const pid = Number(fs.readFileSync(`${dataDir}/postmaster.pid`, 'utf8').split('\n')[0]);
+    if (!Number.isInteger(pid) || pid <= 0 || isZombie(pid)) return undefined;
+    return (cmdline(pid) ?? '').includes(dataDir) ? pid : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The pid recorded in pidFile, if that process is alive and still the one we started. */

@@ -222,7 +222,7 @@ export async function expectWholeGroup(t: Topology, timeoutMs = 120_000): Promis
 
 /**
  * The broker coordinating the group: the leader of its `__consumer_offsets` partition, which Kafka picks as
- * `abs(groupId.hashCode()) % partitions` (Java's String.hashCode).
+ * `Utils.abs(groupId.hashCode()) % partitions` (Java's String.hashCode).
  */
 export async function groupCoordinator(
   h: Harness,
@@ -234,7 +234,8 @@ export async function groupCoordinator(
     const parts = md[0]!.partitions;
     let hash = 0;
     for (const ch of h.groupId) hash = (Math.imul(hash, 31) + ch.charCodeAt(0)) | 0;
-    const partition = (hash & 0x7fffffff) % parts.length;
+    // Kafka's Utils.abs: Math.abs, with Integer.MIN_VALUE taken as 0 (not a mask of the sign bit).
+    const partition = (hash === -2147483648 ? 0 : Math.abs(hash)) % parts.length;
     const p = parts.find((x) => x.partitionId === partition)!;
     return { partition, leader: p.leader, replicas: p.replicas };
   } finally {

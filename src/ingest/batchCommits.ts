@@ -1,0 +1,97 @@
+/**
+ * The offsets one batch commits. The committed offset is always the end of the contiguous prefix of finished
+ * records, so nothing is skipped and nothing committed early; it is resolved to kafkajs as it grows (the next
+ * fetch starts there) and committed every `every` records in the background, one commit at a time, so a later
+ * commit never lands before an earlier one. A failed commit is not repeated at every record: the next one, some
+ * records on, covers it. The batch's last commit covers its whole prefix and is retried for a while.
+ *
+ * Each commit is one attempt (the batch payload's commitOffsetsIfNecessary), never kafkajs's retrying
+ * consumer.commitOffsets: a retry loop left running by a generation that ended would send the old offset again
+ * once kafkajs had rejoined, under the new generation, and move the group's offset back.
+ */
+import type { Logger } from '../logger';
+import type { GroupGeneration } from './generation';
+
+const RETRY_FIRST_MS = 300;
+const RETRY_MAX_MS = 5_000;
+
+export interface BatchCommitsOptions {
+  /** The batch's record offsets, in order. */
+  offsets: string[];
+  /** One commit attempt of `next` (the offset after the last committed record). */
+  send(next: string): Promise<void>;
+  /** Tells kafkajs where the next fetch of this partition starts. */
+  resolve(offset: string): void;
+  /** False once a commit would be wrong or pointless: the batch stale, its consumer replaced, its generation over. */
+  live(): boolean;
+  /** True when `err` ended the generation (it then stops this batch); see generation.ts. */
+  ends(err: unknown): boolean;
+  generation: GroupGeneration;
+  every: number;
+  /** How long the batch's last commit keeps trying. */
+  lastCommitBudgetMs: number;
+  log: Logger;
+}
+
+export class BatchCommits {
+  private readonly done: boolean[];
+  private contiguous = -1; // index of the last record of the finished prefix
+  private committed = -1; // index of the last record whose offset is committed
+  private attempted = -1; // index the last commit attempt covered
+  private committing: Promise<void> | undefined;
+
+  constructor(private readonly o: BatchCommitsOptions) {
+    this.done = new Array<boolean>(o.offsets.length).fill(false);
+  }
+
+  /** Record `i` is durable (started or dead-lettered). */
+  finished(i: number): void {
+    this.done[i] = true;
+    const before = this.contiguous;
+    while (this.contiguous + 1 < this.done.length && this.done[this.contiguous + 1]) this.contiguous++;
+    if (this.contiguous === before) return;
+    this.o.resolve(this.o.offsets[this.contiguous]!);
+    if (this.contiguous - Math.max(this.committed, this.attempted) >= this.o.every) this.inBackground(0);
+  }
+
+  /** The batch's last commit, after its records are all settled; returns early if the generation ends. */
+  async finish(): Promise<void> {
+    await this.settle();
+    this.inBackground(this.o.lastCommitBudgetMs);
+    await this.settle();
+  }
+
+  private inBackground(budgetMs: number): void {
+    this.committing ??= this.commit(budgetMs).finally(() => (this.committing = undefined));
+  }
+
+  /** Waits for the commit in flight, unless the generation ends first (then it can only fail). */
+  private settle(): Promise<void> {
+    return Promise.race([this.committing, this.o.generation.ended]);
+  }
+
+  private async commit(budgetMs: number): Promise<void> {
+    const started = Date.now();
+    for (let delayMs = RETRY_FIRST_MS; ; delayMs = Math.min(delayMs * 2, RETRY_MAX_MS)) {
+      // The prefix keeps growing while a commit is in flight: only what this one covers counts as committed.
+      const upTo = this.contiguous;
+      if (upTo <= this.committed || !this.o.live()) return;
+      this.attempted = upTo;
+      const next = (BigInt(this.o.offsets[upTo]!) + 1n).toString();
+      try {
+        await this.o.send(next);
+        this.committed = Math.max(this.committed, upTo);
+        return;
+      } catch (err) {
+        if (this.o.ends(err)) return;
+        if (Date.now() - started + delayMs > budgetMs) {
+          // Commits are cumulative: a failed one is covered by the next; at worst records are redelivered,
+          // which Temporal absorbs.
+          this.o.log.warn({ err, offset: next }, 'offset commit failed; will commit with the next one');
+          return;
+        }
+        await Promise.race([new Promise((r) => setTimeout(r, delayMs)), this.o.generation.ended]);
+      }
+    }
+  }
+}
