@@ -3,7 +3,11 @@
  * records, so nothing is skipped and nothing committed early; it is resolved to kafkajs as it grows (the next
  * fetch starts there) and committed every `every` records in the background, one commit at a time, so a later
  * commit never lands before an earlier one. A failed commit is not repeated at every record: the next one, some
- * records on, covers it. The batch's last commit covers its whole prefix and is retried for a while.
+ * records on, covers it. The batch's last commit covers its whole prefix and is retried for a while; if it still
+ * fails, the batch hands its uncommitted records back to kafkajs (resolves the offset back to the last one
+ * committed), which fetches them again: with no further record arriving, nothing else would ever commit that tail,
+ * and the group's lag would stay above zero until some later rebalance. Their second pass is absorbed (their
+ * workflows exist) and commits them.
  *
  * Each commit is one attempt (the batch payload's commitOffsetsIfNecessary), never kafkajs's retrying
  * consumer.commitOffsets: a retry loop left running by a generation that ended would send the old offset again
@@ -22,8 +26,10 @@ export interface BatchCommitsOptions {
   send(next: string): Promise<void>;
   /** Tells kafkajs where the next fetch of this partition starts. */
   resolve(offset: string): void;
-  /** False once a commit would be wrong or pointless: the batch stale, its consumer replaced, its generation over. */
+  /** False once a commit would be wrong or pointless: the batch stale, its generation over. */
   live(): boolean;
+  /** Whether the batch's last commit is worth retrying (false while the consumer is being stopped). */
+  keepTrying(): boolean;
   /** True when `err` ended the generation (it then stops this batch); see generation.ts. */
   ends(err: unknown): boolean;
   generation: GroupGeneration;
@@ -49,8 +55,8 @@ export class BatchCommits {
     this.done[i] = true;
     const before = this.contiguous;
     while (this.contiguous + 1 < this.done.length && this.done[this.contiguous + 1]) this.contiguous++;
-    if (this.contiguous === before) return;
-    this.o.resolve(this.o.offsets[this.contiguous]!);
+    if (this.contiguous === before || !this.o.live()) return;
+    this.resolve(this.o.offsets[this.contiguous]!);
     if (this.contiguous - Math.max(this.committed, this.attempted) >= this.o.every) this.inBackground(0);
   }
 
@@ -61,8 +67,25 @@ export class BatchCommits {
     await this.settle();
   }
 
+  /** kafkajs's resolveOffset throws for a partition no longer assigned (a rejoin meanwhile): then nothing to do. */
+  private resolve(offset: string): void {
+    try {
+      this.o.resolve(offset);
+    } catch (err) {
+      this.o.log.debug({ err, offset }, 'offset not resolved: the partition is no longer assigned');
+    }
+  }
+
   private inBackground(budgetMs: number): void {
     this.committing ??= this.commit(budgetMs).finally(() => (this.committing = undefined));
+  }
+
+  /** Resolves the offset back to the last committed record: kafkajs's next fetch of the partition starts after it. */
+  private handBack(): void {
+    if (!this.o.live()) return;
+    const last =
+      this.committed >= 0 ? this.o.offsets[this.committed]! : (BigInt(this.o.offsets[0]!) - 1n).toString();
+    this.resolve(last);
   }
 
   /** Waits for the commit in flight, unless the generation ends first (then it can only fail). */
@@ -84,13 +107,28 @@ export class BatchCommits {
         return;
       } catch (err) {
         if (this.o.ends(err)) return;
-        if (Date.now() - started + delayMs > budgetMs) {
-          // Commits are cumulative: a failed one is covered by the next; at worst records are redelivered,
-          // which Temporal absorbs.
-          this.o.log.warn({ err, offset: next }, 'offset commit failed; will commit with the next one');
+        if (budgetMs === 0) {
+          // Commits are cumulative: a failed one is covered by the next, or by the batch's last.
+          this.o.log.debug({ err, offset: next }, 'offset commit failed; the next one covers it');
           return;
         }
-        await Promise.race([new Promise((r) => setTimeout(r, delayMs)), this.o.generation.ended]);
+        if (!this.o.keepTrying()) {
+          // The consumer is leaving: the next owner gets these records again, which Temporal absorbs.
+          this.o.log.warn(
+            { err, offset: next },
+            'offset commit failed while stopping; records will be redelivered',
+          );
+          return;
+        }
+        if (Date.now() - started + delayMs > budgetMs) {
+          this.handBack();
+          this.o.log.warn(
+            { err, offset: next },
+            'offset commit failed; the uncommitted records are fetched again to commit them',
+          );
+          return;
+        }
+        await Promise.race([new Promise((r) => setTimeout(r, delayMs).unref()), this.o.generation.ended]);
       }
     }
   }

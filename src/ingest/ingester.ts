@@ -51,8 +51,12 @@ export type IngesterOptions = Pick<
   | 'sessionTimeoutMs'
 >;
 
-/** How long a batch's last offset commit keeps trying (a coordinator moving after a broker's death). */
-const LAST_COMMIT_BUDGET_MS = 30_000;
+/**
+ * How long a batch's last offset commit keeps trying (a coordinator moving after a broker's death takes tens of
+ * seconds on a loaded machine, and one attempt can take kafkajs's 30 s request timeout) before the batch hands its
+ * uncommitted tail back to kafkajs to fetch again (batchCommits.ts).
+ */
+const LAST_COMMIT_BUDGET_MS = 60_000;
 
 export class Ingester {
   private consumer: KafkaConsumer | undefined;
@@ -174,16 +178,7 @@ export class Ingester {
       heartbeatInterval: Math.max(1000, Math.floor(this.opts.sessionTimeoutMs / 10)),
       retry: { retries: 10 },
     });
-    consumer.on(consumer.events.GROUP_JOIN, (e) => {
-      // A consumer being stopped or replaced may still join on its way out: its join says nothing of ours.
-      if (consumer !== this.consumer) return;
-      this.generation = new GroupGeneration();
-      this.joined = true;
-      this.crashRestarts = 0;
-      // Before the first fetch: a held partition must not be fetched with the others.
-      const held = this.undecodable.among(e.payload.memberAssignment);
-      if (held.length > 0) consumer.pause(held);
-    });
+    consumer.on(consumer.events.GROUP_JOIN, (e) => this.onGroupJoin(consumer, e.payload.memberAssignment));
     consumer.on(consumer.events.CRASH, (e) => {
       this.joined = false;
       // A crash kafkajs restarts from is an outage it rides out (WARN); one it does not is the relay's to handle.
@@ -196,6 +191,7 @@ export class Ingester {
       }
     });
     this.consumer = consumer;
+    this.generation.supersede();
     this.generation = new GroupGeneration();
     await consumer.connect();
     await consumer.subscribe({ topics, fromBeginning: true });
@@ -209,6 +205,19 @@ export class Ingester {
         return running.finally(() => this.batches.delete(running));
       },
     });
+  }
+
+  /** kafkajs joined a generation: a new one for the batches to come, the previous one over for those still running. */
+  private onGroupJoin(consumer: KafkaConsumer, assignment: Record<string, number[]>): void {
+    // A consumer being stopped or replaced may still join on its way out: its join says nothing of ours.
+    if (consumer !== this.consumer) return;
+    this.generation.supersede();
+    this.generation = new GroupGeneration();
+    this.joined = true;
+    this.crashRestarts = 0;
+    // Before the first fetch: a held partition must not be fetched with the others.
+    const held = this.undecodable.among(assignment);
+    if (held.length > 0) consumer.pause(held);
   }
 
   /**
@@ -260,6 +269,7 @@ export class Ingester {
     // on drops every commitOffsets, so a batch left to finish inside disconnect() would exit uncommitted.
     await Promise.allSettled([...this.batches]);
     await consumer?.disconnect();
+    this.generation.supersede();
     this.generation = new GroupGeneration();
   }
 
@@ -291,7 +301,9 @@ export class Ingester {
         }),
       resolve: (offset) => payload.resolveOffset(offset),
       // A batch whose consumer is being stopped or replaced still commits what it finished (stopConsumer waits).
-      live: () => !isStale() && !generation.endedByError,
+      live: () => !isStale() && !generation.over,
+      // Retrying the batch's last commit is worth it only while this consumer stays.
+      keepTrying: current,
       ends,
       generation,
       every: this.opts.commitEveryRecords,
@@ -302,7 +314,7 @@ export class Ingester {
     const tasks: Promise<void>[] = [];
     // A failed record ends the batch: what follows it is fetched again once the partition is resumed.
     let failed = false;
-    const goOn = () => isRunning() && !isStale() && current() && !failed && !generation.endedByError;
+    const goOn = () => isRunning() && !isStale() && current() && !failed && !generation.over;
     try {
       for (let i = 0; i < batch.messages.length; i++) {
         if (!goOn()) break;

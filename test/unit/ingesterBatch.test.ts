@@ -343,3 +343,62 @@ test('the batch’s last commit is retried while its generation lasts, and never
     jest.useRealTimers();
   }
 });
+
+test('kafkajs joins a newer generation by itself mid-batch (a stale-metadata fetch elsewhere): the batch takes no further record, resolves and commits nothing more, and hands nothing back', async () => {
+  const starts: Deferred<'started'>[] = [];
+  handle.mockImplementation(() => {
+    const d = deferred<'started'>();
+    starts.push(d);
+    return d.promise;
+  });
+  const { ing } = ingester({ maxInFlight: 1, commitEveryRecords: 1 });
+  const consumer = stubConsumer();
+  consumer.hold = false;
+  const internals = ing as unknown as {
+    consumer: unknown;
+    eachBatch(c: unknown, p: EachBatchPayload): Promise<void>;
+    onGroupJoin(c: unknown, assignment: Record<string, number[]>): void;
+  };
+  internals.consumer = consumer;
+  const { payload, resolved } = batchPayload('poimen.acme.dispatch', 0, [0, 1, 2, 3], consumer);
+  const run = internals.eachBatch(consumer, payload);
+  await tick();
+  starts[0]!.resolve('started');
+  await tick();
+  await tick();
+  expect(resolved).toEqual(['0']);
+  expect(consumer.commits.map((c) => c.offset)).toEqual(['1']);
+  // Record 1 is in flight when kafkajs reports the join of a newer generation.
+  internals.onGroupJoin(consumer, { 'poimen.acme.dispatch': [1] });
+  starts[1]!.resolve('started');
+  await expect(run).resolves.toBeUndefined();
+  expect(starts).toHaveLength(2);
+  expect(resolved).toEqual(['0']);
+  expect(consumer.commits.map((c) => c.offset)).toEqual(['1']);
+});
+
+test('a last commit that keeps failing past its budget hands the uncommitted records back: kafkajs fetches them again, so the tail is not left uncommitted', async () => {
+  jest.useFakeTimers({ doNotFake: ['setImmediate', 'nextTick'] });
+  try {
+    handle.mockImplementation(async () => 'started');
+    const { ing } = ingester({ maxInFlight: 1, commitEveryRecords: 1000 });
+    const consumer = stubConsumer();
+    consumer.commitOffsets.mockImplementation(async () => {
+      throw Object.assign(new Error('The coordinator is loading'), { type: 'COORDINATOR_LOAD_IN_PROGRESS' });
+    });
+    (ing as unknown as { consumer: unknown }).consumer = consumer;
+    const { payload, resolved } = batchPayload('poimen.acme.dispatch', 0, [5, 6, 7], consumer);
+    const run = (ing as unknown as { eachBatch(c: unknown, p: EachBatchPayload): Promise<void> }).eachBatch(
+      consumer,
+      payload,
+    );
+    await jest.advanceTimersByTimeAsync(120_000);
+    await expect(run).resolves.toBeUndefined();
+    // Resolved as the records finished, then back to before the first: the next fetch starts at offset 5.
+    expect(resolved.at(-1)).toBe('4');
+    expect(resolved.slice(0, -1)).toEqual(['5', '6', '7']);
+    expect(consumer.commitOffsets.mock.calls.length).toBeGreaterThan(3);
+  } finally {
+    jest.useRealTimers();
+  }
+});
