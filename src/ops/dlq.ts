@@ -154,6 +154,12 @@ export async function replayDlq(
     ...(opts.dryRun ? { records: [] } : {}),
   };
   const publishes = !opts.dryRun && !opts.discard;
+  // Idempotent here, unlike the DLQ publisher (kafka/dlqPublisher.ts): kafkajs takes a partition's sequence number
+  // back after a failed produce, which goes wrong only when another record then reuses it. Replay sends one record
+  // at a time and stops at a send that fails for good (`broken`: kafkajs may still hand over records of other
+  // partitions fetched with the failed one), so the only reuse is kafkajs's retry of that same record, which the
+  // broker recognises (a lost answer then writes nothing twice).
+  let broken: unknown;
   const producer = kafka.producer({
     idempotent: true,
     maxInFlightRequests: 1,
@@ -216,19 +222,25 @@ export async function replayDlq(
         const wait = lastSend + minGapMs - Date.now();
         if (wait > 0) await new Promise((r) => setTimeout(r, wait));
         lastSend = Date.now();
-        await producer.send({
-          topic: topics.dispatch(opts.tenant),
-          acks: -1,
-          messages: [
-            {
-              // The same message as the source record: its key and headers (dead letters written before they
-              // were kept have neither: the conventional key then).
-              key: replayKey(opts.tenant, verdict.record),
-              value: toBuffer(dlqRecordPayload(verdict.record)),
-              headers: { ...verdict.record.source.headers, 'poimen-replay-of': verdict.record.id },
-            },
-          ],
-        });
+        if (broken !== undefined) throw broken;
+        await producer
+          .send({
+            topic: topics.dispatch(opts.tenant),
+            acks: -1,
+            messages: [
+              {
+                // The same message as the source record: its key and headers (dead letters written before they
+                // were kept have neither: the conventional key then).
+                key: replayKey(opts.tenant, verdict.record),
+                value: toBuffer(dlqRecordPayload(verdict.record)),
+                headers: { ...verdict.record.source.headers, 'poimen-replay-of': verdict.record.id },
+              },
+            ],
+          })
+          .catch((err: unknown) => {
+            broken = err;
+            throw err;
+          });
         summary.replayed++;
         opts.onRecord?.('replayed', entry);
         return handled();
