@@ -89,6 +89,15 @@ export interface KafkaNodeSpec {
 }
 
 /** `brokerProperties`: extra server.properties lines of the broker itself (a test's own broker defaults). */
+/**
+ * The dev profile's pid-file markers. Not the state folder itself: the cluster profile's command lines name
+ * folders inside it (`<state>/cluster/kafka-1`), so a dev pid file whose pid had been reused by a cluster node would
+ * have matched, and `stack down` signalled the other profile's process.
+ */
+export function devMarker(cfg: StackConfig, service: 'kafka' | 'temporal'): string {
+  return `${stackPaths(cfg).root}#dev-${service}`;
+}
+
 export function kafkaService(
   cfg: StackConfig,
   extra?: KafkaListenerOptions,
@@ -118,7 +127,7 @@ export function kafkaService(
         'authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer',
         'allow.everyone.if.no.acl.found=true',
       ],
-      marker: p.root,
+      marker: devMarker(cfg, 'kafka'),
     },
     extra,
     brokerProperties,
@@ -270,9 +279,12 @@ export function temporalService(cfg: StackConfig): Service {
         String(cfg.temporalMetricsPort),
         '--namespace',
         cfg.namespace,
+        // The pid file's marker on the command line (the key is one the server does not know, so it is inert).
+        '--dynamic-config-value',
+        `poimen.stack=${JSON.stringify(devMarker(cfg, 'temporal'))}`,
         ...(cfg.temporalInMemory
-          ? // No database file: state dies with the process. The pid-file marker must still be on the command line.
-            ['--dynamic-config-value', `poimen.stack=${JSON.stringify(p.root)}`]
+          ? // No database file: state dies with the process.
+            []
           : [
               '--db-filename',
               dbFile,
@@ -293,10 +305,9 @@ export function temporalService(cfg: StackConfig): Service {
         cmd: temporalBinPath(cfg),
         args,
         cwd: p.temporalDir,
-        // The pid-file marker must appear on the command line: the db path (inside the state folder) does.
         logFile,
         pidFile,
-        marker: p.root,
+        marker: devMarker(cfg, 'temporal'),
       });
     },
     isReady: () => temporalAnswers(address, cfg.namespace),
