@@ -42,3 +42,45 @@ describe('the cluster profile ports', () => {
     expect(new Set(all).size).toBe(all.length);
   });
 });
+
+describe('ports taken by someone else', () => {
+  test('a derived port (a Temporal membership port, a controller port) in use stops the start with one line naming it, before anything starts', async () => {
+    const net = await import('node:net');
+    const fs = await import('node:fs');
+    const os = await import('node:os');
+    const path = await import('node:path');
+    const { ClusterStack } = await import('../../src/devstack/stack/clusterStack');
+    const state = fs.mkdtempSync(path.join(os.tmpdir(), 'cluster-ports-'));
+    // Ports of their own, far from any stack this machine runs.
+    const cfg = loadStackConfig({
+      POIMEN_STATE_DIR: state,
+      POIMEN_CLUSTER_TEMPORAL_PORT: '31233',
+      POIMEN_CLUSTER_KAFKA_PORT: '31592',
+      POIMEN_CLUSTER_POSTGRES_PORT: '31532',
+    });
+    const p = clusterPorts(cfg);
+    const squatters: import('node:net').Server[] = [];
+    const squat = (port: number) =>
+      new Promise<void>((resolve) => {
+        const server = net.createServer().listen(port, '127.0.0.1', () => resolve());
+        squatters.push(server);
+      });
+    try {
+      const stack = new ClusterStack(cfg);
+      await squat(p.temporal.membership(2));
+      await expect(stack.startServices(['temporal'])).rejects.toThrow(
+        `temporal: port ${p.temporal.membership(2)} is already in use by a process this stack did not start`,
+      );
+      await squat(p.brokers[1]!.controllerPort);
+      await expect(stack.startServices(['kafka-2'])).rejects.toThrow(
+        `kafka-2: port ${p.brokers[1]!.controllerPort} is already in use`,
+      );
+      // Nothing was started: no pid file was written.
+      const run = path.join(state, 'cluster', 'run');
+      expect(fs.existsSync(run) ? fs.readdirSync(run) : []).toEqual([]);
+    } finally {
+      await Promise.all(squatters.map((s) => new Promise((r) => s.close(r))));
+      fs.rmSync(state, { recursive: true, force: true });
+    }
+  });
+});

@@ -40,6 +40,8 @@ export interface Service {
   isReady(): Promise<boolean>;
   /** Extra detail for `stack status` (e.g. the Web UI URL). */
   detail(): string;
+  /** Every port it listens on besides the address's, checked free before a start (a clash is one clear line). */
+  readonly otherPorts?: readonly number[];
 }
 
 export function stackPaths(cfg: StackConfig) {
@@ -141,6 +143,7 @@ export function kafkaNodeService(
   brokerProperties: string[] = [],
 ): Service {
   const address = `127.0.0.1:${node.port}`;
+  const otherPorts = [node.controllerPort, ...(extra ? [extra.port] : [])];
   const pidFile = path.join(node.runDir, `${node.name}.pid`);
   const logFile = path.join(node.logsDir, `${node.name}.log`);
   const dataDir = path.join(node.dir, 'data');
@@ -179,6 +182,7 @@ export function kafkaNodeService(
   return {
     name: node.name,
     address,
+    otherPorts,
     pidFile,
     logFile,
     detail: () => `bootstrap ${address}`,

@@ -72,8 +72,8 @@ export abstract class StackBase {
     for (const name of names) {
       const service = this.service(name);
       if (isRunning(service)) continue;
-      const port = Number(service.address.split(':').pop());
-      if (await portInUse(port)) {
+      for (const port of [Number(service.address.split(':').pop()), ...(service.otherPorts ?? [])]) {
+        if (!(await portInUse(port))) continue;
         throw new StackError(
           `${name}: port ${port} is already in use by a process this stack did not start; stop it or choose another port (POIMEN_STACK_*_PORT / POIMEN_CLUSTER_*_PORT)`,
         );

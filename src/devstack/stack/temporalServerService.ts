@@ -190,9 +190,18 @@ export function temporalServerService(cfg: StackConfig): TemporalServerService {
   const logFile = path.join(p.logsDir, 'temporal.log');
   const configDir = path.join(p.temporalDir, 'config');
 
+  const t = ports.temporal;
   return {
     name: 'temporal',
     address,
+    otherPorts: [
+      t.history,
+      t.matching,
+      t.worker,
+      t.frontendHttp,
+      t.metrics,
+      ...[0, 1, 2, 3].map((offset) => t.membership(offset)),
+    ],
     pidFile,
     logFile,
     detail: () =>
