@@ -5,14 +5,12 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Connection } from '@temporalio/client';
-import Long from 'long';
 import { topics, type DlqRecord } from '../src/contract';
 import { type CliResult, runCli, cliEnv } from './support/cli';
 import { uniqueName, uniqueTenant } from './support/names';
 import { metricValue } from './support/relay';
 import { type Harness, createHarness } from './support/relayHarness';
-import { testServices } from './support/testEnv';
+import { bareNamespace } from './support/temporalOps';
 import { waitFor } from './support/wait';
 
 jest.setTimeout(240_000);
@@ -164,20 +162,7 @@ describe('topics', () => {
 
 describe('temporal setup', () => {
   test('registers the search attributes on a namespace that lacks them; the ingester refuses to start until then', async () => {
-    const s = testServices();
-    const namespace = uniqueName('it-ns');
-    const connection = await Connection.connect({ address: s.temporalAddress });
-    try {
-      await connection.workflowService.registerNamespace({
-        namespace,
-        workflowExecutionRetentionPeriod: { seconds: Long.fromNumber(86400) },
-      });
-      await waitFor(() => connection.workflowService.describeNamespace({ namespace }).then(() => true), {
-        what: 'namespace',
-      });
-    } finally {
-      await connection.close();
-    }
+    const namespace = await bareNamespace('it-ns');
     const env = cliEnv({
       TEMPORAL_NAMESPACE: namespace,
       METRICS_PORT: '0',

@@ -13,13 +13,11 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Connection } from '@temporalio/client';
-import Long from 'long';
 import { cliEnv, runCli } from './support/cli';
-import { uniqueName } from './support/names';
 import { type GrpcProxy, type SeenCall, startGrpcProxy, startTlsFront } from './support/grpcProxy';
 import { type RelayProcess, startRelayProcess } from './support/relay';
 import { type Harness, createHarness } from './support/relayHarness';
+import { bareNamespace } from './support/temporalOps';
 import { testServices } from './support/testEnv';
 import { waitFor } from './support/wait';
 
@@ -237,19 +235,7 @@ describe('credentials Temporal refuses in part or in full (a server that checks 
   });
 
   test('the same credential on a namespace without the attributes: the ingester refuses to start, with one line', async () => {
-    const namespace = uniqueName('it-ns-gated');
-    const connection = await Connection.connect({ address: testServices().temporalAddress });
-    try {
-      await connection.workflowService.registerNamespace({
-        namespace,
-        workflowExecutionRetentionPeriod: { seconds: Long.fromNumber(86400) },
-      });
-      await waitFor(() => connection.workflowService.describeNamespace({ namespace }).then(() => true), {
-        what: 'namespace',
-      });
-    } finally {
-      await connection.close();
-    }
+    const namespace = await bareNamespace('it-ns-gated');
     const front = await gate({ ListSearchAttributes: PERMISSION_DENIED });
     const refused = await runCli(
       ['ingest'],

@@ -4,10 +4,14 @@
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import { Connection } from '@temporalio/client';
+import Long from 'long';
 import { loadStackConfig } from '../../src/config';
 import { consoleProgress } from '../../src/devstack/stack/progress';
 import { ensureTctl, tctlBinPath, temporalBinPath } from '../../src/devstack/stack/provision';
+import { uniqueName } from './names';
 import { testServices } from './testEnv';
+import { waitFor } from './wait';
 
 /**
  * The Web UI of the Temporal the tests run on: `POIMEN_TEST_TEMPORAL_UI_URL` when set, else the local stack's
@@ -100,4 +104,25 @@ export async function tctl(args: string[], timeoutMs = 60_000): Promise<ToolResu
   const services = testServices();
   const full = ['--address', services.temporalAddress, '--namespace', services.namespace, ...args];
   return expectSuccess('tctl', full, await runTool(tctlPath(), full, timeoutMs));
+}
+
+/**
+ * A fresh namespace on the test run's Temporal with none of the relay's search attributes (a day's retention),
+ * once Temporal serves it: what an operator has before `poimen-relay temporal setup`.
+ */
+export async function bareNamespace(prefix: string): Promise<string> {
+  const namespace = uniqueName(prefix);
+  const connection = await Connection.connect({ address: testServices().temporalAddress });
+  try {
+    await connection.workflowService.registerNamespace({
+      namespace,
+      workflowExecutionRetentionPeriod: { seconds: Long.fromNumber(86400) },
+    });
+    await waitFor(() => connection.workflowService.describeNamespace({ namespace }).then(() => true), {
+      what: `namespace ${namespace}`,
+    });
+  } finally {
+    await connection.close();
+  }
+  return namespace;
 }

@@ -29,6 +29,11 @@ function deferred<T>(): Deferred<T> {
 }
 const tick = () => new Promise((r) => setImmediate(r));
 
+/** A kafkajs protocol error as the broker's answer becomes one (type and code from the Kafka protocol). */
+function protocolError(type: string, code: number, message: string, retriable: boolean): Error {
+  return new KafkaJSProtocolError({ message, type, code, retriable } as unknown as Error);
+}
+
 function stubConsumer() {
   const commits: { offset: string; done: Deferred<void> }[] = [];
   const calls: string[] = [];
@@ -203,12 +208,12 @@ test('stopping the consumer lets the batch in progress commit what it started be
 test('a commit answered "not the coordinator" ends the generation: no further record is taken, no commit repeated, and the answer goes back to kafkajs so that it rejoins', async () => {
   // The group's coordinator moved to another broker. Every commit to the old one fails the same way, and
   // kafkajs sends them there until its consumer rejoins, which it does when a batch handler throws this.
-  const notCoordinator = new KafkaJSProtocolError({
-    message: 'This is not the correct coordinator for this group',
-    type: 'NOT_COORDINATOR_FOR_GROUP',
-    code: 16,
-    retriable: true,
-  } as unknown as Error);
+  const notCoordinator = protocolError(
+    'NOT_COORDINATOR_FOR_GROUP',
+    16,
+    'This is not the correct coordinator for this group',
+    true,
+  );
   handle.mockImplementation(async () => 'started');
   const { ing } = ingester({ maxInFlight: 1, commitEveryRecords: 1 });
   const consumer = stubConsumer();
@@ -240,12 +245,12 @@ test('a commit answered "not the coordinator" ends the generation: no further re
 test('a heartbeat answered "rebalancing" ends the batch the same way: the group is not held up until the batch is through', async () => {
   jest.useFakeTimers({ doNotFake: ['setImmediate', 'nextTick'] });
   try {
-    const rebalancing = new KafkaJSProtocolError({
-      message: 'The group is rebalancing, so a rejoin is needed',
-      type: 'REBALANCE_IN_PROGRESS',
-      code: 27,
-      retriable: false,
-    } as unknown as Error);
+    const rebalancing = protocolError(
+      'REBALANCE_IN_PROGRESS',
+      27,
+      'The group is rebalancing, so a rejoin is needed',
+      false,
+    );
     const starts: Deferred<'started'>[] = [];
     handle.mockImplementation(() => {
       const d = deferred<'started'>();
@@ -308,12 +313,12 @@ test('a failed commit is not repeated at every record: the next one goes some re
 test('the batch’s last commit is retried while its generation lasts, and never once it has ended', async () => {
   jest.useFakeTimers({ doNotFake: ['setImmediate', 'nextTick'] });
   try {
-    const rebalancing = new KafkaJSProtocolError({
-      message: 'The group is rebalancing, so a rejoin is needed',
-      type: 'REBALANCE_IN_PROGRESS',
-      code: 27,
-      retriable: false,
-    } as unknown as Error);
+    const rebalancing = protocolError(
+      'REBALANCE_IN_PROGRESS',
+      27,
+      'The group is rebalancing, so a rejoin is needed',
+      false,
+    );
     handle.mockImplementation(async () => 'started');
     const { ing } = ingester({ maxInFlight: 1, commitEveryRecords: 1000 });
     const consumer = stubConsumer();
