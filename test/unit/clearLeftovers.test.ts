@@ -3,14 +3,15 @@
  * group and linger in the data folder): the start waits them out, and kills what outlives the grace. Only
  * PostgreSQL's processes are waited for; a live postmaster of the folder is found by its postmaster.pid.
  */
-import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { clearLeftovers, livePostmaster } from '../../src/devstack/stack/processes';
+import { spawnIdler } from '../support/spawned';
 
 const dirs: string[] = [];
-const children: ReturnType<typeof spawn>[] = [];
+const children: ChildProcess[] = [];
 afterAll(() => {
   children.forEach((c) => c.exitCode === null && c.signalCode === null && c.kill('SIGKILL'));
   dirs.forEach((d) => fs.rmSync(d, { recursive: true, force: true }));
@@ -23,9 +24,8 @@ function folder(): string {
 }
 
 /** A process working in `dir` whose command line reads like a PostgreSQL backend's (or `name`). */
-function lingering(dir: string, seconds: number, name = 'postgres: leftover backend') {
-  const child = spawn('sleep', [String(seconds)], { cwd: dir, stdio: 'ignore', argv0: name });
-  children.push(child);
+async function lingering(dir: string, seconds: number, name = 'postgres: leftover backend') {
+  const child = await spawnIdler({ seconds, argv0: name, cwd: dir }, children);
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.on('exit', (code, signal) => resolve({ code, signal })),
   );
@@ -34,14 +34,14 @@ function lingering(dir: string, seconds: number, name = 'postgres: leftover back
 
 test('a backend still working in the folder is waited for while it leaves by itself', async () => {
   const dir = folder();
-  const p = lingering(dir, 0.5);
+  const p = await lingering(dir, 1);
   expect(await clearLeftovers(dir, 10_000)).toBe(1);
   expect(await p.exited).toEqual({ code: 0, signal: null });
 });
 
 test('one that outlives the grace is killed before the start goes on', async () => {
   const dir = folder();
-  const p = lingering(dir, 60);
+  const p = await lingering(dir, 60);
   expect(await clearLeftovers(dir, 300)).toBe(1);
   expect(await p.exited).toEqual({ code: null, signal: 'SIGKILL' });
 });
@@ -50,14 +50,14 @@ test('the folder reached through a symlink: its backends are found all the same'
   const dir = folder();
   const link = path.join(folder(), 'data-link');
   fs.symlinkSync(dir, link);
-  const p = lingering(dir, 60);
+  const p = await lingering(dir, 60);
   expect(await clearLeftovers(link, 300)).toBe(1);
   expect(await p.exited).toEqual({ code: null, signal: 'SIGKILL' });
 });
 
 test('a process that is not PostgreSQL (a shell left in the folder) is not waited for, and not killed', async () => {
   const dir = folder();
-  const p = lingering(dir, 60, 'bash');
+  const p = await lingering(dir, 60, 'bash');
   expect(await clearLeftovers(dir, 300)).toBe(0);
   expect(p.child.exitCode).toBeNull();
   expect(p.child.signalCode).toBeNull();
@@ -66,8 +66,7 @@ test('a process that is not PostgreSQL (a shell left in the folder) is not waite
 test('a live postmaster of the folder is recognised by its postmaster.pid; a stale one is not', async () => {
   const dir = folder();
   // A postmaster's command line names its data folder (postgres -D <dir>).
-  const live = spawn('sleep', ['60', dir], { stdio: 'ignore', argv0: 'postgres' });
-  children.push(live);
+  const live = await spawnIdler({ seconds: 60, argv0: 'postgres', words: ['-D', dir] }, children);
   fs.writeFileSync(path.join(dir, 'postmaster.pid'), `${live.pid}\n${dir}\n`);
   expect(livePostmaster(dir)).toBe(live.pid);
   live.kill('SIGKILL');
