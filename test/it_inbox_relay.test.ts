@@ -386,6 +386,13 @@ describe('inbox relay (T10.7)', () => {
     expect(rec.run_id).toBe((await h.client.workflow.getHandle(h.wfId('always-503')).describe()).runId);
     expect(JSON.parse(rec.payload!)).toEqual(JSON.parse(h.dispatchValue('always-503')));
     expect(h.api.requestsFor('always-503')).toHaveLength(4);
+    // One entry per attempt (contract §6 attempts), the retries' interval between them.
+    expect(rec.attempts?.map((a) => [a.attempt, a.http_status])).toEqual([
+      [1, 503],
+      [2, 503],
+      [3, 503],
+      [4, 503],
+    ]);
     await expect(result('always-503')).rejects.toThrow(WorkflowFailedError);
     expect(
       metricValue(await worker.metrics(), 'dlq_messages_sent_total', { topic: topics.dlq(h.tenant) }),

@@ -23,6 +23,9 @@ const GIVE_UP_BEFORE_BUDGET_MS = 1_000;
 /** Attempts released together after a close spread their retries over this, through the task queue's rate limit. */
 const RELEASE_SPREAD_MS = 1_000;
 
+/** What the gate uses of an attempt's context (postRun wraps `heartbeat` so it carries the attempt history). */
+export type AttemptContext = Pick<Context, 'info' | 'heartbeat' | 'cancellationSignal'>;
+
 /** The probe tickets an attempt holds: of the worker's breaker, of its tenant's, or neither. */
 export interface Pass {
   global?: number;
@@ -31,7 +34,7 @@ export interface Pass {
 
 export interface BreakerGate {
   /** Resolves when this attempt may call. Throws when it should not call at all (see `enter` below). */
-  enter(ctx: Context, tenant: string, attemptTimeoutMs: number): Promise<Pass>;
+  enter(ctx: AttemptContext, tenant: string, attemptTimeoutMs: number): Promise<Pass>;
   /** Counts the call's answer. `maxHoldMs`: the attempt's maximum retry interval, the longest a Retry-After holds. */
   record(
     tenant: string,

@@ -13,6 +13,7 @@ import {
   runsApiBody,
   validateDispatch,
 } from '../contract';
+import { emptyHistory, throughAttempt } from '../contract/attempts';
 import { secretRedactor } from '../redact';
 import type { DeadLetterInput } from '../workflows/types';
 import { bodyExcerpt } from './classify';
@@ -88,6 +89,11 @@ export function createDeadLetter(deps: ActivityDeps) {
       input.dispatch?.dispatch_key ??
       (await deps.startInput(input.workflowId, input.workflowRunId)).dispatch.dispatch_key;
     const { value, key, headers, note } = await original(input, dispatchKey, signal);
+    // Every attempt the call made, as the execution's history holds them: numbers without a record as NO_OUTCOME.
+    const attempts = throughAttempt(
+      (await deps.callHistory(input.workflowId, input.workflowRunId)) ?? emptyHistory(),
+      input.retryCount,
+    );
     const record = buildDlqRecord({
       // Derived from the execution, so a retried `deadLetter` activity writes the same id again.
       id: dlqRecordId(`${input.workflowId}/${input.workflowRunId}`),
@@ -106,6 +112,7 @@ export function createDeadLetter(deps: ActivityDeps) {
       ...(key !== undefined ? { key } : {}),
       ...(headers !== undefined ? { headers } : {}),
       value,
+      attempts,
     });
     await deps.dlq.publish(record, dispatchRecordKey(input.tenant, dispatchKey), {
       signal,

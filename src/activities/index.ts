@@ -4,6 +4,7 @@
  */
 import type { Dispatcher } from 'undici';
 import type { DlqSource } from '../contract';
+import type { AttemptHistory } from '../contract/attempts';
 import type { DlqPublisher } from '../kafka/dlqPublisher';
 import type { SourceRecord } from '../kafka/sourceRecord';
 import type { Logger } from '../logger';
@@ -24,6 +25,8 @@ export interface ActivityDeps {
   logger: Logger;
   /** The argument an execution was started with (read from its history), for a dead letter's payload. */
   startInput(workflowId: string, runId: string): Promise<DispatchInput>;
+  /** The attempt history the execution's call ended with (read from its history), for a dead letter. */
+  callHistory(workflowId: string, runId: string): Promise<AttemptHistory | undefined>;
   /** The dispatch's source record read back from Kafka; undefined when it is no longer there. */
   sourceRecord(at: DlqSource): Promise<SourceRecord | undefined>;
 }

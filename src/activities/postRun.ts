@@ -9,6 +9,7 @@ import { errors as undiciErrors, request } from 'undici';
 import { runsApiBody, runsApiBodyAround, withoutUserinfo } from '../contract';
 import { redactedHead, secretRedactor } from '../redact';
 import {
+  type BreakerWaitDetails,
   type DispatchResult,
   type PostRunFailureDetails,
   type PostRunHeadInput,
@@ -16,6 +17,9 @@ import {
   RUNS_API_REJECTED,
   RUNS_API_UNAVAILABLE,
 } from '../workflows/types';
+import type { AttemptHistory } from '../contract/attempts';
+import { AttemptLog } from './attemptLog';
+import type { AttemptContext } from './breakerGate';
 import { classifyRunsApiAnswer } from './classify';
 import { activityRecordFields } from './logFields';
 import type { ActivityDeps } from './index';
@@ -88,8 +92,44 @@ export function createPostRun(deps: ActivityDeps) {
     });
   }
 
+  /**
+   * One attempt, with its entry in the attempt history (activities/attemptLog.ts): a failed attempt heartbeats the
+   * history with its entry and carries it in its failure's details.
+   */
   async function postRun(input: PostRunInput, inputText?: Uint8Array): Promise<DispatchResult> {
     const ctx = Context.current();
+    const log = new AttemptLog(ctx.info, Date.now());
+    // A retry names itself before it calls, so a worker lost mid-call leaves the attempt's start behind.
+    if (ctx.info.attempt > 1) ctx.heartbeat(log.beat());
+    const attemptCtx: AttemptContext = {
+      info: ctx.info,
+      cancellationSignal: ctx.cancellationSignal,
+      heartbeat: (details?: unknown) => ctx.heartbeat(log.beat(details as BreakerWaitDetails | undefined)),
+    };
+    let called = false;
+    try {
+      return await callOnce(input, inputText, attemptCtx, () => {
+        called = true;
+        log.calling(Date.now());
+      });
+    } catch (err) {
+      if (!(err instanceof ApplicationFailure)) throw err;
+      // An attempt that made no call (the breaker held it, or it had nothing to send) has no HTTP status of its own.
+      const status = called
+        ? ((err.details?.[0] as PostRunFailureDetails | undefined)?.httpStatus ?? null)
+        : null;
+      const history = log.failed(status, err.message, Date.now());
+      ctx.heartbeat(log.settled());
+      throw withHistory(err, history);
+    }
+  }
+
+  async function callOnce(
+    input: PostRunInput,
+    inputText: Uint8Array | undefined,
+    ctx: AttemptContext,
+    onCall: () => void,
+  ): Promise<DispatchResult> {
     const attempt = ctx.info.attempt;
     const { dispatch_key } = input.dispatch;
     const headers: Record<string, string> = {
@@ -103,6 +143,7 @@ export function createPostRun(deps: ActivityDeps) {
 
     const requestBody = bodyOf(input, inputText);
     const pass = await deps.gate.enter(ctx, input.tenant, input.attemptTimeoutMs);
+    onCall();
     const started = performance.now();
     // A timer, not AbortSignal.timeout: a timeout signal referenced only by AbortSignal.any can be garbage-collected
     // before it fires (nodejs/node#57736), and the attempt would then wait for the API for ever.
@@ -202,13 +243,28 @@ export function createPostRun(deps: ActivityDeps) {
     const { workflowExecution: wf } = Context.current().info;
     if (!wf) throw new Error('postRunReadingInput runs only in a workflow execution');
     const { dispatch } = await deps.startInput(wf.workflowId, wf.runId);
-    // Reading the history may have taken a while: the call that follows gets the whole heartbeat timeout.
-    if (Context.current().info.heartbeatTimeoutMs) Context.current().heartbeat();
+    // Reading the history may have taken a while: the call that follows gets the whole heartbeat timeout. The
+    // heartbeat repeats what the attempts before left (the attempt history), which an empty one would erase.
+    const { heartbeatTimeoutMs, heartbeatDetails } = Context.current().info;
+    if (heartbeatTimeoutMs) Context.current().heartbeat(heartbeatDetails);
     if (!('input_json' in dispatch)) return postRun({ ...input, dispatch });
     return postRun(input, Buffer.from(dispatch.input_json, 'utf8'));
   }
 
   return { postRun, postRunWithInputBytes, postRunReadingInput };
+}
+
+/** The attempt's failure, its details carrying the attempt history (what the execution keeps when retries end). */
+function withHistory(failure: ApplicationFailure, history: AttemptHistory): ApplicationFailure {
+  const details = (failure.details?.[0] ?? {}) as Partial<PostRunFailureDetails>;
+  return ApplicationFailure.create({
+    type: failure.type ?? undefined,
+    message: failure.message,
+    nonRetryable: failure.nonRetryable ?? false,
+    details: [{ ...details, ...history }],
+    ...(failure.nextRetryDelay != null ? { nextRetryDelay: failure.nextRetryDelay } : {}),
+    ...(failure.cause ? { cause: failure.cause } : {}),
+  });
 }
 
 async function readLimited(

@@ -1,10 +1,24 @@
 /** `poimen-relay dispatch status`: wiring only. */
 import { Client } from '@temporalio/client';
 import { Command } from 'commander';
+import { ATTEMPTS_KEPT_FIRST, type AttemptEntry } from '../contract/attempts';
 import { EXIT } from '../errors';
 import { dispatchStatus } from '../ops/dispatchStatus';
 import { validateTenants } from '../ops/topics';
 import { withTemporal } from './temporalConnection';
+
+/** One row per attempt, oldest first: number, time, HTTP status (- for none), duration, error. */
+function attemptsTable(attempts: AttemptEntry[], omitted: number): string {
+  const lines = ['attempts', '  #  at                        status  duration  error'];
+  attempts.forEach((a, i) => {
+    if (omitted > 0 && i === ATTEMPTS_KEPT_FIRST) lines.push(`  … ${omitted} attempts left out`);
+    const duration = a.duration_ms === null ? '-' : `${a.duration_ms} ms`;
+    lines.push(
+      `  ${String(a.attempt).padStart(2)} ${(a.at ?? '-').padEnd(25)} ${String(a.http_status ?? '-').padEnd(7)} ${duration.padEnd(9)} ${a.error ?? ''}`,
+    );
+  });
+  return `${lines.join('\n')}\n`;
+}
 
 export function dispatchCommand(): Command {
   const dispatch = new Command('dispatch').description('inspect one dispatch');
@@ -58,6 +72,7 @@ export function dispatchCommand(): Command {
           ['web ui', s.web_ui],
         ];
         for (const [k, v] of rows) if (v !== null && v !== '') process.stdout.write(`${k.padEnd(12)} ${v}\n`);
+        if (s.attempts.length > 0) process.stdout.write(attemptsTable(s.attempts, s.attempts_omitted));
       }
       // The answer is no: not an error line, a status code scripts can test.
       if (!s.found) process.exitCode = EXIT.notFound;

@@ -3,6 +3,7 @@
  * Node-only (Buffer, crypto): workflow code never loads it; workflows import ./names and ./dispatch only.
  */
 import crypto from 'node:crypto';
+import { type AttemptEntry, type AttemptHistory, historyFrom } from './attempts';
 import { type JsonObject, decodeUtf8, isJsonObject } from './json';
 import { topics, workflowId } from './names';
 
@@ -54,6 +55,10 @@ export interface DlqRecord {
   payload: string | null;
   /** Present only when the original value was not valid UTF-8; then `payload` is null. */
   payload_base64?: string;
+  /** Dispatch failures: every runs-API attempt, oldest first (./attempts.ts; capped at 10 first + 40 last). */
+  attempts?: AttemptEntry[];
+  /** Present when the cap left attempts out: how many. */
+  attempts_omitted?: number;
 }
 
 export interface DlqRecordInput {
@@ -76,6 +81,8 @@ export interface DlqRecordInput {
   headers?: RecordHeaders;
   /** The original record value (bytes as read from Kafka), or the dispatch re-serialized as text. */
   value: Uint8Array | string | null;
+  /** The attempt history of a dispatch failure. */
+  attempts?: AttemptHistory;
 }
 
 export function buildDlqRecord(input: DlqRecordInput): DlqRecord {
@@ -101,7 +108,17 @@ export function buildDlqRecord(input: DlqRecordInput): DlqRecord {
     target_url: input.targetUrl == null ? null : withoutUserinfo(input.targetUrl),
     source: { ...input.source, ...recordKey(input.key ?? null), headers: headerTexts(input.headers ?? {}) },
     ...dlqPayload(input.value),
+    ...attemptFields(input.attempts),
   };
+}
+
+function attemptFields(
+  history: AttemptHistory | undefined,
+): Pick<DlqRecord, 'attempts' | 'attempts_omitted'> {
+  if (!history) return {};
+  return history.attempts_omitted > 0
+    ? { attempts: history.attempts, attempts_omitted: history.attempts_omitted }
+    : { attempts: history.attempts };
 }
 
 function recordKey(key: Uint8Array | string | null): Pick<DlqRecordSource, 'key' | 'key_base64'> {
@@ -184,6 +201,7 @@ function dlqRecordFromObject(o: JsonObject): DlqRecord | undefined {
   const httpStatus = o['http_status'] ?? null;
   if (httpStatus !== null && typeof httpStatus !== 'number') return undefined;
   const base64 = o['payload_base64'];
+  const history = historyFrom(o);
   return {
     id: o['id'] as string,
     type: type as DlqType,
@@ -202,6 +220,7 @@ function dlqRecordFromObject(o: JsonObject): DlqRecord | undefined {
     source,
     payload: nullable.payload ?? null,
     ...(typeof base64 === 'string' ? { payload_base64: base64 } : {}),
+    ...attemptFields(history),
   };
 }
 

@@ -7,6 +7,14 @@ import { type Client, WorkflowFailedError, WorkflowNotFoundError } from '@tempor
 import { ApplicationFailure, defaultPayloadConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { workflowId } from '../contract';
+import {
+  type AttemptEntry,
+  emptyHistory,
+  historyOfBeat,
+  mergedHistory,
+  throughAttempt,
+} from '../contract/attempts';
+import { historyOfFailure, lastCallHistory } from '../temporal/callAttempts';
 import type { BreakerWaitDetails, DispatchResult, PostRunFailureDetails } from '../workflows/types';
 
 export interface DispatchStatus {
@@ -31,6 +39,12 @@ export interface DispatchStatus {
   budget_ends_at: string | null;
   budget_left_s: number | null;
   result: DispatchResult | null;
+  /**
+   * The attempts made so far, oldest first (contract §6 `attempts`; the running attempt is `attempt`). A dispatch
+   * that completed shows none: its failed attempts, if any, are not kept past its success.
+   */
+  attempts: AttemptEntry[];
+  attempts_omitted: number;
   web_ui: string;
 }
 
@@ -68,6 +82,8 @@ export async function dispatchStatus(
     budget_ends_at: null,
     budget_left_s: null,
     result: null,
+    attempts: [],
+    attempts_omitted: 0,
     web_ui: `${uiUrl}/namespaces/${encodeURIComponent(namespace)}/workflows/${encodeURIComponent(id)}`,
   };
   const handle = client.workflow.getHandle(id);
@@ -110,6 +126,8 @@ export async function dispatchStatus(
     status.waiting_on_breaker = running && wait?.waitingOnBreaker === true;
     status.breaker_open_since = status.waiting_on_breaker ? (wait?.openSince ?? null) : null;
     const failure = pending.lastFailure;
+    const history = mergedHistory(historyOfBeat(wait, pending.attempt ?? 1), historyOfFailure(failure));
+    Object.assign(status, throughAttempt(history ?? emptyHistory(), (pending.attempt ?? 1) - 1));
     if (failure) {
       status.last_error = failure.message ?? null;
       const payload = failure.applicationFailureInfo?.details?.payloads?.[0];
@@ -133,6 +151,13 @@ export async function dispatchStatus(
         status.attempt = details?.retry_count ?? null;
       }
     }
+    const history = await lastCallHistory(
+      (req) => client.workflowService.getWorkflowExecutionHistory(req),
+      namespace,
+      id,
+      desc.runId,
+    );
+    Object.assign(status, throughAttempt(history ?? emptyHistory(), status.attempt ?? 0));
   }
   return status;
 }

@@ -14,6 +14,7 @@ import { SourceRecordReader } from '../kafka/sourceRecord';
 import type { Logger } from '../logger';
 import { type Closeable, type RelayService, type RelayServiceDeps, closeOnce } from '../lifecycle';
 import { checkTemporalTls, createNativeConnection } from '../temporal/connection';
+import { lastCallHistory } from '../temporal/callAttempts';
 import { startInputReader } from '../temporal/history';
 import { VERSION } from '../version';
 import { deadLetterTaskQueue, largeInputTaskQueue } from '../workflows/types';
@@ -103,6 +104,13 @@ async function assemble(
     metrics,
     logger: logger.child({ component: 'activities' }),
     startInput: startInputReader(connection, cfg.temporal.namespace),
+    callHistory: (workflowId, runId) =>
+      lastCallHistory(
+        (req) => connection.workflowService.getWorkflowExecutionHistory(req),
+        cfg.temporal.namespace,
+        workflowId,
+        runId,
+      ),
     sourceRecord: (at) => sources.read(at),
   });
   // Made in start(), not here: a Temporal Worker holds the connection from its creation and lets it go only by

@@ -1,5 +1,6 @@
 /** Shapes shared by the ingester, the workflow and its activities. Pure: imported by workflow code. */
 import type { Dispatch, DispatchHead, LegacyDispatch } from '../contract/dispatch';
+import type { AttemptHistory } from '../contract/attempts';
 import type { DlqSource } from '../contract/dlqRecord';
 
 /** Retry and timeout settings for the `postRun` activity (contract §5 defaults). */
@@ -142,8 +143,11 @@ export interface BreakerWaitDetails {
   attempt: number;
 }
 
-/** Details carried by a failed `postRun` attempt, for the dead letter and the Web UI. */
-export interface PostRunFailureDetails {
+/**
+ * Details carried by a failed `postRun` attempt, for the dead letter and the Web UI. The attempt history is absent
+ * from failures written before it was kept (and from a refusal made before any call).
+ */
+export interface PostRunFailureDetails extends Partial<AttemptHistory> {
   httpStatus: number | null;
   attempt: number;
 }

@@ -9,6 +9,7 @@ import { Writable } from 'node:stream';
 import type { AddressInfo } from 'node:net';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
+import { NO_OUTCOME } from '../../src/contract/attempts';
 import { DefaultLogger } from '@temporalio/worker';
 import { Agent } from 'undici';
 import { createActivities } from '../../src/activities';
@@ -65,6 +66,7 @@ function activities(token?: string, logger = createLogger('unit', 'silent')) {
     logger,
     startInput: () => Promise.reject(new Error('not used')),
     sourceRecord: () => Promise.reject(new Error('not used')),
+    callHistory: () => Promise.reject(new Error('not used')),
   });
   return { acts, metrics };
 }
@@ -150,7 +152,7 @@ describe('postRun activity I/O', () => {
     expect(failure.type).toBe('RunsApiRejected');
     expect(failure.nonRetryable).toBe(true);
     expect(failure.message).toContain('unknown workflow_ref');
-    expect(failure.details?.[0]).toEqual({ httpStatus: 422, attempt: 3 });
+    expect(failure.details?.[0]).toMatchObject({ httpStatus: 422, attempt: 3 });
     const m = await metricValues(metrics);
     expect(m.byCode).toEqual({ '422': 1 });
     expect(m.durationCount).toBe(1);
@@ -169,7 +171,7 @@ describe('postRun activity I/O', () => {
       .catch((e: unknown) => e)) as ApplicationFailure;
     expect(err.type).toBe('RunsApiUnavailable');
     expect(err.nonRetryable).toBe(false);
-    expect(err.details?.[0]).toEqual({ httpStatus: 503, attempt: 3 });
+    expect(err.details?.[0]).toMatchObject({ httpStatus: 503, attempt: 3 });
     expect(Number(err.nextRetryDelay)).toBe(expectedDelayMs);
   });
 
@@ -199,6 +201,7 @@ describe('postRun activity I/O', () => {
       logger: createLogger('unit', 'silent'),
       startInput: () => Promise.reject(new Error('not used')),
       sourceRecord: () => Promise.reject(new Error('not used')),
+      callHistory: () => Promise.reject(new Error('not used')),
     });
     const err = (await env()
       .run(acts.postRunWithInputBytes, HEAD, new TextEncoder().encode('{}'))
@@ -235,5 +238,71 @@ describe('postRun activity I/O', () => {
         run_id: 'r-1',
       }),
     ]);
+  });
+});
+
+describe('the attempt history (contract §6 attempts) travels from attempt to attempt in the heartbeat', () => {
+  const previous = {
+    waitingOnBreaker: false,
+    openSince: null,
+    httpStatus: null,
+    attempt: 2,
+    attempts: [
+      {
+        attempt: 1,
+        at: '2026-12-01T10:00:00.000Z',
+        http_status: 503,
+        error: 'runs API answered 503',
+        duration_ms: 12,
+      },
+    ],
+    attempts_omitted: 0,
+    // Attempt 2 heartbeated as it began, then its worker was killed.
+    current: { attempt: 2, at: '2026-12-01T10:00:02.000Z' },
+  };
+
+  test('a retry names itself first; its failure carries every attempt, the lost one as "no outcome recorded"', async () => {
+    const { acts } = activities();
+    answers = [{ status: 422, body: '{"error":"unknown workflow_ref"}' }];
+    const e = new MockActivityEnvironment({ attempt: 3, heartbeatDetails: previous } as never, {
+      logger: new DefaultLogger('ERROR'),
+    });
+    const beats: unknown[] = [];
+    e.on('heartbeat', (d: unknown) => beats.push(d));
+    const err = (await e
+      .run(acts.postRunWithInputBytes, HEAD, new TextEncoder().encode('{}'))
+      .catch((x: unknown) => x)) as ApplicationFailure;
+    const expected = [
+      previous.attempts[0],
+      { attempt: 2, at: '2026-12-01T10:00:02.000Z', http_status: null, error: NO_OUTCOME, duration_ms: null },
+      {
+        attempt: 3,
+        at: expect.any(String) as string,
+        http_status: 422,
+        error: expect.stringContaining('unknown workflow_ref') as string,
+        duration_ms: expect.any(Number) as number,
+      },
+    ];
+    expect(err.details?.[0]).toEqual({
+      httpStatus: 422,
+      attempt: 3,
+      attempts: expected,
+      attempts_omitted: 0,
+    });
+    // First the running attempt (what a worker killed now leaves), last the settled history.
+    expect(beats).toHaveLength(2);
+    expect(beats[0]).toMatchObject({ attempt: 3, attempts: expected.slice(0, 2), current: { attempt: 3 } });
+    expect(beats[1]).toEqual({ ...(beats[1] as object), attempts: expected });
+    expect(beats[1]).not.toHaveProperty('current');
+  });
+
+  test('a first attempt that succeeds heartbeats nothing (no write to Temporal on the happy path)', async () => {
+    const { acts } = activities();
+    answers = [{ status: 201, body: '{"run_id":"r-1","admission":"created"}' }];
+    const e = new MockActivityEnvironment({ attempt: 1 } as never, { logger: new DefaultLogger('ERROR') });
+    const beats: unknown[] = [];
+    e.on('heartbeat', (d: unknown) => beats.push(d));
+    await e.run(acts.postRunWithInputBytes, HEAD, new TextEncoder().encode('{}'));
+    expect(beats).toEqual([]);
   });
 });

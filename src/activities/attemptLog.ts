@@ -1,0 +1,77 @@
+/**
+ * Carries a dispatch's attempt history (contract §6 `attempts`) from one `postRun` attempt to the next, durably,
+ * in the activity's heartbeat details: Temporal hands the last heartbeat of an attempt to the next attempt
+ * (`info.heartbeatDetails`), keeps it through a worker crash, shows it in the Web UI's pending activity, and
+ * reports it with a timeout. No store of the relay's own.
+ *
+ * An attempt that fails heartbeats the history with its own entry before it throws (the SDK sends a completing
+ * activity's last heartbeat before the completion), and puts the same history in its failure's details, which is
+ * what the execution keeps when the retries end. A retry (attempt 2 on) heartbeats once as it begins, naming
+ * itself `current`, so a worker killed mid-call leaves the attempt's start behind; a first attempt does not (every
+ * dispatch would pay a write to Temporal for it) and, if lost, shows as a NO_OUTCOME entry without a time.
+ */
+import type { Context } from '@temporalio/activity';
+import {
+  type AttemptBeat,
+  type AttemptEntry,
+  type AttemptHistory,
+  attemptError,
+  emptyHistory,
+  historyOfBeat,
+  throughAttempt,
+  withAttempt,
+} from '../contract/attempts';
+import type { BreakerWaitDetails } from '../workflows/types';
+
+export class AttemptLog {
+  private history: AttemptHistory;
+  private readonly attempt: number;
+  private startedAtMs: number;
+
+  constructor(info: Pick<Context['info'], 'attempt' | 'heartbeatDetails'>, nowMs: number) {
+    this.attempt = info.attempt;
+    // A history the previous attempts left, with any number it lacks as NO_OUTCOME (worker lost, or no record).
+    this.history = throughAttempt(
+      historyOfBeat(info.heartbeatDetails, info.attempt) ?? emptyHistory(),
+      info.attempt - 1,
+    );
+    this.startedAtMs = nowMs;
+  }
+
+  /** The heartbeat of this attempt: `wait` (the breaker's state, when it waits) and the history so far. */
+  beat(wait?: BreakerWaitDetails): AttemptBeat & BreakerWaitDetails {
+    return {
+      waitingOnBreaker: false,
+      openSince: null,
+      httpStatus: null,
+      attempt: this.attempt,
+      ...wait,
+      ...this.history,
+      current: { attempt: this.attempt, at: new Date(this.startedAtMs).toISOString() },
+    };
+  }
+
+  /** The call is sent now: the entry's time and duration are the call's, not the wait before it. */
+  calling(nowMs: number): void {
+    this.startedAtMs = nowMs;
+  }
+
+  /** This attempt failed: its entry joins the history, which the returned heartbeat carries on. */
+  failed(httpStatus: number | null, error: string, nowMs: number): AttemptHistory {
+    const entry: AttemptEntry = {
+      attempt: this.attempt,
+      at: new Date(this.startedAtMs).toISOString(),
+      http_status: httpStatus,
+      error: attemptError(error),
+      duration_ms: Math.max(0, Math.round(nowMs - this.startedAtMs)),
+    };
+    this.history = withAttempt(this.history, entry);
+    return this.history;
+  }
+
+  /** The heartbeat after the outcome: no `current`, this attempt's entry is in the history. */
+  settled(wait?: BreakerWaitDetails): AttemptBeat & BreakerWaitDetails {
+    const { current: _done, ...rest } = this.beat(wait);
+    return rest;
+  }
+}

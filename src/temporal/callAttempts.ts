@@ -1,0 +1,79 @@
+/**
+ * Reads a dispatch's attempt history (contract §6 `attempts`) back from Temporal: from the failure its call ended
+ * with (the `ActivityTaskFailed` / `ActivityTaskTimedOut` event of its history), or from a pending call's last
+ * failure and heartbeat. The dead letter and `dispatch status` both read it here.
+ */
+import { type Payload, defaultPayloadConverter } from '@temporalio/common';
+import type { temporal } from '@temporalio/proto';
+import {
+  type AttemptHistory,
+  attemptError,
+  historyFrom,
+  historyOfBeat,
+  mergedHistory,
+  withAttempt,
+  emptyHistory,
+} from '../contract/attempts';
+import type { PostRunFailureDetails } from '../workflows/types';
+
+type Failure = temporal.api.failure.v1.IFailure;
+type HistoryRequest = temporal.api.workflowservice.v1.IGetWorkflowExecutionHistoryRequest;
+type HistoryResponse = temporal.api.workflowservice.v1.IGetWorkflowExecutionHistoryResponse;
+
+function decode(payload: temporal.api.common.v1.IPayload | null | undefined): unknown {
+  return payload ? defaultPayloadConverter.fromPayload(payload as Payload) : undefined;
+}
+
+/**
+ * The history a call's failure holds: the failed attempt's details (the history with its own entry), or for a
+ * timeout the last heartbeat (the timed-out attempt then shows as NO_OUTCOME) and the failure before it. A failure
+ * written before histories were kept still gives its own attempt's entry.
+ */
+export function historyOfFailure(failure: Failure | null | undefined): AttemptHistory | undefined {
+  if (!failure) return undefined;
+  const details = decode(failure.applicationFailureInfo?.details?.payloads?.[0]) as
+    Partial<PostRunFailureDetails> | undefined;
+  let own = historyFrom(details);
+  if (details && typeof details.attempt === 'number' && details.attempt > 0) {
+    if (!own?.attempts.some((a) => a.attempt === details.attempt)) {
+      own = withAttempt(own ?? emptyHistory(), {
+        attempt: details.attempt,
+        at: null,
+        http_status: details.httpStatus ?? null,
+        error: attemptError(failure.message ?? ''),
+        duration_ms: null,
+      });
+    }
+  }
+  const beat = failure.timeoutFailureInfo?.lastHeartbeatDetails?.payloads?.[0];
+  const fromBeat = beat ? historyOfBeat(decode(beat), Number.POSITIVE_INFINITY) : undefined;
+  return mergedHistory(own, fromBeat, failure.cause ? historyOfFailure(failure.cause) : undefined);
+}
+
+/** Upper bound on history pages read: a dispatch execution has a dozen events, a reset one a few more. */
+const MAX_PAGES = 20;
+
+/**
+ * The history of the call an execution's last failed or timed-out activity left; undefined when it has none. Only
+ * `postRun` attempts fail before the dead letter is scheduled, so the last such event is the call's.
+ */
+export async function lastCallHistory(
+  getHistory: (req: HistoryRequest) => Promise<HistoryResponse>,
+  namespace: string,
+  workflowId: string,
+  runId: string,
+): Promise<AttemptHistory | undefined> {
+  let last: Failure | undefined;
+  let nextPageToken: Uint8Array | undefined;
+  for (let page = 0; page < MAX_PAGES; page++) {
+    const res = await getHistory({ namespace, execution: { workflowId, runId }, nextPageToken });
+    for (const e of res.history?.events ?? []) {
+      const failure =
+        e.activityTaskFailedEventAttributes?.failure ?? e.activityTaskTimedOutEventAttributes?.failure;
+      if (failure) last = failure;
+    }
+    if (!res.nextPageToken || res.nextPageToken.length === 0) break;
+    nextPageToken = res.nextPageToken;
+  }
+  return historyOfFailure(last);
+}
