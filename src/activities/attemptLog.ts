@@ -4,9 +4,9 @@
  * (`info.heartbeatDetails`), keeps it through a worker crash, shows it in the Web UI's pending activity, and
  * reports it with a timeout. No store of the relay's own.
  *
- * An attempt that fails heartbeats the history with its own entry before it throws (the SDK sends a completing
- * activity's last heartbeat before the completion), and puts the same history in its failure's details, which is
- * what the execution keeps when the retries end. A retry (attempt 2 on) heartbeats once as it begins, naming
+ * An attempt that fails heartbeats the history with its own entry before it throws (the SDK core reports a failed
+ * attempt together with its last heartbeat's details) and puts the same history in its failure's details, which
+ * is what the execution keeps when the retries end. A retry (attempt 2 on) heartbeats as it sends its call, naming
  * itself `current`, so a worker killed mid-call leaves the attempt's start behind; a first attempt does not (every
  * dispatch would pay a write to Temporal for it) and, if lost, shows as a NO_OUTCOME entry without a time.
  */
@@ -38,13 +38,13 @@ export class AttemptLog {
     this.startedAtMs = nowMs;
   }
 
-  /** The heartbeat of this attempt: `wait` (the breaker's state, when it waits) and the history so far. */
-  beat(wait?: BreakerWaitDetails): AttemptBeat & BreakerWaitDetails {
+  /**
+   * The heartbeat of this attempt: the history so far, this attempt as `current`, and the breaker's state when it
+   * waits. Only a breaker wait names `attempt` at the top level: the workflow counts a timed-out call's attempts
+   * from it (workflows/ending.ts), and a call that has not waited must count as it always did.
+   */
+  beat(wait?: BreakerWaitDetails): AttemptBeat & Partial<BreakerWaitDetails> {
     return {
-      waitingOnBreaker: false,
-      openSince: null,
-      httpStatus: null,
-      attempt: this.attempt,
       ...wait,
       ...this.history,
       current: { attempt: this.attempt, at: new Date(this.startedAtMs).toISOString() },
@@ -70,8 +70,7 @@ export class AttemptLog {
   }
 
   /** The heartbeat after the outcome: no `current`, this attempt's entry is in the history. */
-  settled(wait?: BreakerWaitDetails): AttemptBeat & BreakerWaitDetails {
-    const { current: _done, ...rest } = this.beat(wait);
-    return rest;
+  settled(): AttemptBeat {
+    return { ...this.history };
   }
 }

@@ -90,9 +90,18 @@ export function createDeadLetter(deps: ActivityDeps) {
       (await deps.startInput(input.workflowId, input.workflowRunId)).dispatch.dispatch_key;
     const { value, key, headers, note } = await original(input, dispatchKey, signal);
     // Every attempt the call made, as the execution's history holds them: numbers without a record as NO_OUTCOME.
-    const attempts = throughAttempt(
-      (await deps.callHistory(input.workflowId, input.workflowRunId)) ?? emptyHistory(),
-      input.retryCount,
+    // A history that cannot be read does not hold the dead letter back.
+    const history = await deps.callHistory(input.workflowId, input.workflowRunId).catch((err: unknown) => {
+      deps.logger.warn(
+        { workflow_id: input.workflowId, err: err instanceof Error ? err.message : String(err) },
+        'attempt history not readable; the dead letter lists the attempts without it',
+      );
+      return undefined;
+    });
+    const attempts = throughAttempt(history ?? emptyHistory(), input.retryCount);
+    // Redacted again, as `error` is: the entries were written by whichever worker made each attempt.
+    attempts.attempts = attempts.attempts.map((a) =>
+      a.error === null ? a : { ...a, error: redact(a.error) },
     );
     const record = buildDlqRecord({
       // Derived from the execution, so a retried `deadLetter` activity writes the same id again.

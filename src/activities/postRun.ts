@@ -99,8 +99,6 @@ export function createPostRun(deps: ActivityDeps) {
   async function postRun(input: PostRunInput, inputText?: Uint8Array): Promise<DispatchResult> {
     const ctx = Context.current();
     const log = new AttemptLog(ctx.info, Date.now());
-    // A retry names itself before it calls, so a worker lost mid-call leaves the attempt's start behind.
-    if (ctx.info.attempt > 1) ctx.heartbeat(log.beat());
     const attemptCtx: AttemptContext = {
       info: ctx.info,
       cancellationSignal: ctx.cancellationSignal,
@@ -111,16 +109,19 @@ export function createPostRun(deps: ActivityDeps) {
       return await callOnce(input, inputText, attemptCtx, () => {
         called = true;
         log.calling(Date.now());
+        // A retry names itself as it calls, so a worker lost mid-call leaves the attempt's start behind (an attempt
+        // the breaker refuses never calls, and writes nothing more than its outcome).
+        if (ctx.info.attempt > 1) ctx.heartbeat(log.beat());
       });
     } catch (err) {
-      if (!(err instanceof ApplicationFailure)) throw err;
+      const failure = err instanceof ApplicationFailure ? err : undefined;
       // An attempt that made no call (the breaker held it, or it had nothing to send) has no HTTP status of its own.
       const status = called
-        ? ((err.details?.[0] as PostRunFailureDetails | undefined)?.httpStatus ?? null)
+        ? ((failure?.details?.[0] as PostRunFailureDetails | undefined)?.httpStatus ?? null)
         : null;
-      const history = log.failed(status, err.message, Date.now());
+      const history = log.failed(status, err instanceof Error ? err.message : String(err), Date.now());
       ctx.heartbeat(log.settled());
-      throw withHistory(err, history);
+      throw failure ? withHistory(failure, history) : err;
     }
   }
 
@@ -243,10 +244,11 @@ export function createPostRun(deps: ActivityDeps) {
     const { workflowExecution: wf } = Context.current().info;
     if (!wf) throw new Error('postRunReadingInput runs only in a workflow execution');
     const { dispatch } = await deps.startInput(wf.workflowId, wf.runId);
-    // Reading the history may have taken a while: the call that follows gets the whole heartbeat timeout. The
-    // heartbeat repeats what the attempts before left (the attempt history), which an empty one would erase.
-    const { heartbeatTimeoutMs, heartbeatDetails } = Context.current().info;
-    if (heartbeatTimeoutMs) Context.current().heartbeat(heartbeatDetails);
+    // Reading the history may have taken a while: the call that follows gets the whole heartbeat timeout. A retry
+    // heartbeats as it calls anyway (with the attempt history, which an empty heartbeat here would erase, and which
+    // must be that attempt's first heartbeat to be sent at once); a first attempt has no history to keep.
+    const { heartbeatTimeoutMs, attempt } = Context.current().info;
+    if (heartbeatTimeoutMs && attempt === 1) Context.current().heartbeat();
     if (!('input_json' in dispatch)) return postRun({ ...input, dispatch });
     return postRun(input, Buffer.from(dispatch.input_json, 'utf8'));
   }

@@ -3,18 +3,19 @@ import { Client } from '@temporalio/client';
 import { Command } from 'commander';
 import { ATTEMPTS_KEPT_FIRST, type AttemptEntry } from '../contract/attempts';
 import { EXIT } from '../errors';
+import { printable } from '../printable';
 import { dispatchStatus } from '../ops/dispatchStatus';
 import { validateTenants } from '../ops/topics';
 import { withTemporal } from './temporalConnection';
 
 /** One row per attempt, oldest first: number, time, HTTP status (- for none), duration, error. */
 function attemptsTable(attempts: AttemptEntry[], omitted: number): string {
-  const lines = ['attempts', '  #  at                        status  duration  error'];
+  const lines = ['attempts', '     #  at                        status  duration   error'];
   attempts.forEach((a, i) => {
-    if (omitted > 0 && i === ATTEMPTS_KEPT_FIRST) lines.push(`  … ${omitted} attempts left out`);
+    if (omitted > 0 && i === ATTEMPTS_KEPT_FIRST) lines.push(`   … ${omitted} attempts left out`);
     const duration = a.duration_ms === null ? '-' : `${a.duration_ms} ms`;
     lines.push(
-      `  ${String(a.attempt).padStart(2)} ${(a.at ?? '-').padEnd(25)} ${String(a.http_status ?? '-').padEnd(7)} ${duration.padEnd(9)} ${a.error ?? ''}`,
+      `  ${String(a.attempt).padStart(4)}  ${(a.at ?? '-').padEnd(25)} ${String(a.http_status ?? '-').padEnd(7)} ${duration.padEnd(10)} ${printable(a.error ?? '')}`,
     );
   });
   return `${lines.join('\n')}\n`;

@@ -29,11 +29,12 @@ export const ATTEMPT_ERROR_MAX_BYTES = 512;
 
 /**
  * The entry of an attempt whose outcome no record holds: its worker was killed (or lost its connection) before it
- * reported, or it ran past its timeout. A first attempt records nothing before its outcome (a heartbeat there would
- * cost every dispatch a write to Temporal), so its start time is unknown too.
+ * reported, it ran past its timeout, or a worker of an earlier version made it (its heartbeats carry no history,
+ * and erase what was there). A first attempt records nothing before its outcome (a heartbeat there would cost
+ * every dispatch a write to Temporal), so its start time is unknown too.
  */
 export const NO_OUTCOME =
-  'no outcome recorded: the attempt ended without reporting (worker lost or timed out)';
+  'no outcome recorded: the attempt ended without reporting (worker lost, timed out, or an earlier version)';
 
 export const emptyHistory = (): AttemptHistory => ({ attempts: [], attempts_omitted: 0 });
 
@@ -63,7 +64,15 @@ export function historyOfBeat(beat: unknown, before: number): AttemptHistory | u
   });
 }
 
-/** Histories of the same call read from several places, as one: an entry with an outcome wins over NO_OUTCOME. */
+/** The attempts a history stands for: its kept entries and the ones it counts as left out. */
+function attemptsMade(h: AttemptHistory): number {
+  return Math.max(h.attempts.length + h.attempts_omitted, ...h.attempts.map((a) => a.attempt));
+}
+
+/**
+ * Histories of the same call read from several places, as one: an entry with an outcome wins over NO_OUTCOME, and
+ * what the cap leaves out is counted once (attempts made less the entries kept), not once per source.
+ */
 export function mergedHistory(...histories: (AttemptHistory | undefined)[]): AttemptHistory | undefined {
   const known = histories.filter((h): h is AttemptHistory => h !== undefined);
   if (known.length === 0) return undefined;
@@ -74,12 +83,10 @@ export function mergedHistory(...histories: (AttemptHistory | undefined)[]): Att
       if (!had || (had.error === NO_OUTCOME && e.error !== NO_OUTCOME)) byAttempt.set(e.attempt, e);
     }
   }
-  let out: AttemptHistory = {
-    attempts: [],
-    attempts_omitted: Math.max(...known.map((h) => h.attempts_omitted)),
-  };
+  let out = emptyHistory();
   for (const e of [...byAttempt.values()].sort((a, b) => a.attempt - b.attempt)) out = withAttempt(out, e);
-  return out;
+  const made = Math.max(...known.map(attemptsMade));
+  return { attempts: out.attempts, attempts_omitted: Math.max(0, made - out.attempts.length) };
 }
 
 /** `history` with `entry` appended (or replacing the entry of the same attempt), capped as the contract says. */
@@ -133,15 +140,22 @@ export function historyFrom(value: unknown): AttemptHistory | undefined {
   if (!value || typeof value !== 'object') return undefined;
   const { attempts, attempts_omitted } = value as { attempts?: unknown; attempts_omitted?: unknown };
   if (!Array.isArray(attempts)) return undefined;
-  const entries = attempts.filter(isEntry).map((a) => ({
-    attempt: a.attempt,
-    at: a.at,
-    http_status: a.http_status,
-    error: a.error,
-    duration_ms: a.duration_ms,
-  }));
-  const omitted = typeof attempts_omitted === 'number' && attempts_omitted > 0 ? attempts_omitted : 0;
-  return { attempts: entries.sort((a, b) => a.attempt - b.attempt), attempts_omitted: omitted };
+  const omitted =
+    typeof attempts_omitted === 'number' && Number.isSafeInteger(attempts_omitted) && attempts_omitted > 0
+      ? attempts_omitted
+      : 0;
+  // Read as written, then held to the contract's bounds again: a writer is not trusted with them.
+  let history: AttemptHistory = { attempts: [], attempts_omitted: omitted };
+  for (const a of attempts.filter(isEntry)) {
+    history = withAttempt(history, {
+      attempt: a.attempt,
+      at: a.at,
+      http_status: a.http_status,
+      error: a.error === null ? null : attemptError(a.error),
+      duration_ms: a.duration_ms,
+    });
+  }
+  return history;
 }
 
 function isEntry(v: unknown): v is AttemptEntry {
@@ -150,7 +164,7 @@ function isEntry(v: unknown): v is AttemptEntry {
   const nullable = (x: unknown, type: 'string' | 'number') => x === null || typeof x === type;
   return (
     typeof e.attempt === 'number' &&
-    Number.isInteger(e.attempt) &&
+    Number.isSafeInteger(e.attempt) &&
     e.attempt > 0 &&
     nullable(e.at, 'string') &&
     nullable(e.http_status, 'number') &&

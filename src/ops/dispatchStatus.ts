@@ -48,6 +48,9 @@ export interface DispatchStatus {
   web_ui: string;
 }
 
+/** The activities that make the runs API call (workflows/index.ts schedules one of them per execution). */
+const CALL_ACTIVITIES = new Set(['postRun', 'postRunWithInputBytes', 'postRunReadingInput']);
+
 function iso(ts: { seconds?: unknown; nanos?: number | null } | null | undefined): string | null {
   if (!ts || ts.seconds === undefined || ts.seconds === null) return null;
   // seconds is a protobuf Long (or number); its decimal string is exact either way.
@@ -126,8 +129,11 @@ export async function dispatchStatus(
     status.waiting_on_breaker = running && wait?.waitingOnBreaker === true;
     status.breaker_open_since = status.waiting_on_breaker ? (wait?.openSince ?? null) : null;
     const failure = pending.lastFailure;
-    const history = mergedHistory(historyOfBeat(wait, pending.attempt ?? 1), historyOfFailure(failure));
-    Object.assign(status, throughAttempt(history ?? emptyHistory(), (pending.attempt ?? 1) - 1));
+    if (CALL_ACTIVITIES.has(pending.activityType?.name ?? '')) {
+      // `attempt` is the running attempt, or the next one while a retry waits: the history holds those before it.
+      const history = mergedHistory(historyOfBeat(wait, pending.attempt ?? 1), historyOfFailure(failure));
+      Object.assign(status, throughAttempt(history ?? emptyHistory(), (pending.attempt ?? 1) - 1));
+    }
     if (failure) {
       status.last_error = failure.message ?? null;
       const payload = failure.applicationFailureInfo?.details?.payloads?.[0];
@@ -151,13 +157,21 @@ export async function dispatchStatus(
         status.attempt = details?.retry_count ?? null;
       }
     }
+  }
+  // The call is over (the dead letter is being written, or the execution failed): its history is in the failure it
+  // ended with. A completed call keeps none.
+  const callPending = desc.raw.pendingActivities?.some((p) =>
+    CALL_ACTIVITIES.has(p.activityType?.name ?? ''),
+  );
+  if (!callPending && desc.status.name !== 'COMPLETED') {
     const history = await lastCallHistory(
-      (req) => client.workflowService.getWorkflowExecutionHistory(req),
+      (req) => client.workflowService.getWorkflowExecutionHistoryReverse(req),
       namespace,
       id,
       desc.runId,
     );
-    Object.assign(status, throughAttempt(history ?? emptyHistory(), status.attempt ?? 0));
+    const made = desc.status.name === 'FAILED' ? (status.attempt ?? 0) : 0;
+    Object.assign(status, throughAttempt(history ?? emptyHistory(), made));
   }
   return status;
 }

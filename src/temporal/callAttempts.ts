@@ -17,8 +17,8 @@ import {
 import type { PostRunFailureDetails } from '../workflows/types';
 
 type Failure = temporal.api.failure.v1.IFailure;
-type HistoryRequest = temporal.api.workflowservice.v1.IGetWorkflowExecutionHistoryRequest;
-type HistoryResponse = temporal.api.workflowservice.v1.IGetWorkflowExecutionHistoryResponse;
+type HistoryRequest = temporal.api.workflowservice.v1.IGetWorkflowExecutionHistoryReverseRequest;
+type HistoryResponse = temporal.api.workflowservice.v1.IGetWorkflowExecutionHistoryReverseResponse;
 
 function decode(payload: temporal.api.common.v1.IPayload | null | undefined): unknown {
   return payload ? defaultPayloadConverter.fromPayload(payload as Payload) : undefined;
@@ -54,26 +54,31 @@ export function historyOfFailure(failure: Failure | null | undefined): AttemptHi
 const MAX_PAGES = 20;
 
 /**
- * The history of the call an execution's last failed or timed-out activity left; undefined when it has none. Only
- * `postRun` attempts fail before the dead letter is scheduled, so the last such event is the call's.
+ * The history of the call an execution's last failed or timed-out activity left; undefined when it has none. Read
+ * newest first, stopping at that event: only `postRun` attempts fail before the dead letter is scheduled (a
+ * `deadLetter` that never succeeds never fails either: it has no attempt limit), so it is the call's.
  */
 export async function lastCallHistory(
-  getHistory: (req: HistoryRequest) => Promise<HistoryResponse>,
+  getHistoryReverse: (req: HistoryRequest) => Promise<HistoryResponse>,
   namespace: string,
   workflowId: string,
   runId: string,
 ): Promise<AttemptHistory | undefined> {
-  let last: Failure | undefined;
   let nextPageToken: Uint8Array | undefined;
   for (let page = 0; page < MAX_PAGES; page++) {
-    const res = await getHistory({ namespace, execution: { workflowId, runId }, nextPageToken });
+    const res = await getHistoryReverse({
+      namespace,
+      execution: { workflowId, runId },
+      maximumPageSize: 20,
+      nextPageToken,
+    });
     for (const e of res.history?.events ?? []) {
       const failure =
         e.activityTaskFailedEventAttributes?.failure ?? e.activityTaskTimedOutEventAttributes?.failure;
-      if (failure) last = failure;
+      if (failure) return historyOfFailure(failure);
     }
-    if (!res.nextPageToken || res.nextPageToken.length === 0) break;
+    if (!res.nextPageToken || res.nextPageToken.length === 0) return undefined;
     nextPageToken = res.nextPageToken;
   }
-  return historyOfFailure(last);
+  return undefined;
 }

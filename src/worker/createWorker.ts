@@ -106,7 +106,7 @@ async function assemble(
     startInput: startInputReader(connection, cfg.temporal.namespace),
     callHistory: (workflowId, runId) =>
       lastCallHistory(
-        (req) => connection.workflowService.getWorkflowExecutionHistory(req),
+        (req) => connection.workflowService.getWorkflowExecutionHistoryReverse(req),
         cfg.temporal.namespace,
         workflowId,
         runId,

@@ -15,7 +15,9 @@ import {
   throughAttempt,
   withAttempt,
 } from '../../src/contract/attempts';
+import { defaultPayloadConverter } from '@temporalio/common';
 import { buildDlqRecord, parseDlqRecord } from '../../src/contract';
+import { historyOfFailure } from '../../src/temporal/callAttempts';
 
 const entry = (attempt: number, status: number | null = 503): AttemptEntry => ({
   attempt,
@@ -106,4 +108,49 @@ test('a dead letter carries the history, and tools read it back; attempts_omitte
   // Records written before the history was kept have none.
   expect(parseDlqRecord(JSON.stringify(buildDlqRecord(base)))).not.toHaveProperty('attempts');
   expect(historyFrom({ attempts: [{ attempt: 'x' }, entry(1)] })!.attempts).toEqual([entry(1)]);
+});
+
+describe('read back from the failure a call ended with', () => {
+  const payloads = (v: unknown) => ({ payloads: [defaultPayloadConverter.toPayload(v)!] });
+
+  test('a timeout: the last heartbeat names the timed-out attempt, the failure before it carries the rest', () => {
+    // Attempt 52 began (heartbeat with the history of 1–51 and itself as current), then timed out.
+    const before = historyOf(51);
+    const failure = {
+      message: 'activity StartToClose timeout',
+      timeoutFailureInfo: {
+        lastHeartbeatDetails: payloads({
+          ...before,
+          current: { attempt: 52, at: '2026-12-01T11:00:00.000Z' },
+        }),
+      },
+      cause: {
+        message: 'runs API answered 503',
+        applicationFailureInfo: { details: payloads({ httpStatus: 503, attempt: 51, ...before }) },
+      },
+    };
+    const h = historyOfFailure(failure)!;
+    expect(h.attempts).toHaveLength(50);
+    expect(h.attempts[49]).toEqual({
+      attempt: 52,
+      at: '2026-12-01T11:00:00.000Z',
+      http_status: null,
+      error: NO_OUTCOME,
+      duration_ms: null,
+    });
+    // 52 attempts: 50 kept, 2 left out, counted once although both sources had left some out.
+    expect(h.attempts_omitted).toBe(2);
+  });
+
+  test('a failure written before histories were kept still gives its own attempt', () => {
+    const failure = {
+      message: 'runs API answered 422: refused',
+      applicationFailureInfo: { details: payloads({ httpStatus: 422, attempt: 3 }) },
+    };
+    expect(throughAttempt(historyOfFailure(failure)!, 3).attempts).toEqual([
+      expect.objectContaining({ attempt: 1, error: NO_OUTCOME }),
+      expect.objectContaining({ attempt: 2, error: NO_OUTCOME }),
+      { attempt: 3, at: null, http_status: 422, error: 'runs API answered 422: refused', duration_ms: null },
+    ]);
+  });
 });

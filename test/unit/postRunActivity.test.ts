@@ -152,7 +152,16 @@ describe('postRun activity I/O', () => {
     expect(failure.type).toBe('RunsApiRejected');
     expect(failure.nonRetryable).toBe(true);
     expect(failure.message).toContain('unknown workflow_ref');
-    expect(failure.details?.[0]).toMatchObject({ httpStatus: 422, attempt: 3 });
+    expect(failure.details?.[0]).toEqual({
+      httpStatus: 422,
+      attempt: 3,
+      attempts: [
+        expect.anything(),
+        expect.anything(),
+        expect.objectContaining({ attempt: 3, http_status: 422 }),
+      ],
+      attempts_omitted: 0,
+    });
     const m = await metricValues(metrics);
     expect(m.byCode).toEqual({ '422': 1 });
     expect(m.durationCount).toBe(1);
@@ -171,7 +180,16 @@ describe('postRun activity I/O', () => {
       .catch((e: unknown) => e)) as ApplicationFailure;
     expect(err.type).toBe('RunsApiUnavailable');
     expect(err.nonRetryable).toBe(false);
-    expect(err.details?.[0]).toMatchObject({ httpStatus: 503, attempt: 3 });
+    expect(err.details?.[0]).toEqual({
+      httpStatus: 503,
+      attempt: 3,
+      attempts: [
+        expect.anything(),
+        expect.anything(),
+        expect.objectContaining({ attempt: 3, http_status: 503 }),
+      ],
+      attempts_omitted: 0,
+    });
     expect(Number(err.nextRetryDelay)).toBe(expectedDelayMs);
   });
 
@@ -289,11 +307,29 @@ describe('the attempt history (contract §6 attempts) travels from attempt to at
       attempts: expected,
       attempts_omitted: 0,
     });
-    // First the running attempt (what a worker killed now leaves), last the settled history.
-    expect(beats).toHaveLength(2);
-    expect(beats[0]).toMatchObject({ attempt: 3, attempts: expected.slice(0, 2), current: { attempt: 3 } });
-    expect(beats[1]).toEqual({ ...(beats[1] as object), attempts: expected });
-    expect(beats[1]).not.toHaveProperty('current');
+    // First the running attempt as it calls (what a worker killed now leaves), last the settled history; neither
+    // names `attempt` at the top level, which only a breaker wait does (the workflow counts a timeout's attempts by it).
+    expect(beats).toEqual([
+      { attempts: expected.slice(0, 2), attempts_omitted: 0, current: { attempt: 3, at: expected[2]!.at } },
+      { attempts: expected, attempts_omitted: 0 },
+    ]);
+    expect((beats[0] as { current: { at: string } }).current.at).toBe(
+      (err.details?.[0] as { attempts: { at: string }[] }).attempts[2]!.at,
+    );
+  });
+
+  test('an API that echoes the token: the attempt error is redacted, and at most 512 bytes', async () => {
+    const token = 'sk-live-0123456789abcdef';
+    const { acts } = activities(token);
+    answers = [{ status: 503, body: `bad token ${token} ${'x'.repeat(2000)}` }];
+    const err = (await env()
+      .run(acts.postRunWithInputBytes, HEAD, new TextEncoder().encode('{}'))
+      .catch((x: unknown) => x)) as ApplicationFailure;
+    const entry = (err.details?.[0] as { attempts: { error: string }[] }).attempts[2]!;
+    expect(entry.error).toMatch(/503/);
+    expect(entry.error).not.toContain(token);
+    expect(entry.error).not.toContain('sk-live');
+    expect(Buffer.byteLength(entry.error)).toBeLessThanOrEqual(512);
   });
 
   test('a first attempt that succeeds heartbeats nothing (no write to Temporal on the happy path)', async () => {
