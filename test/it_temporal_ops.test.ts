@@ -10,7 +10,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { type Browser, chromium } from 'playwright-core';
-import { WORKFLOW_TYPE } from '../src/contract';
+import { WORKFLOW_TYPE, topics } from '../src/contract';
 import { dispatchStartOptions } from '../src/ingest/startDispatch';
 import type { DispatchInput } from '../src/workflows/types';
 import { REPO_ROOT } from './support/cli';
@@ -157,6 +157,31 @@ describe('operating dispatches with Temporal tools', () => {
     const pendingTab = page.getByTestId('pending-activities-tab');
     await expect(pendingTab.innerText()).resolves.toMatch(/Pending Activities\s*1/);
     await shot('2-workflow-history');
+    // Its user metadata (set by the ingester at start): the one-line summary and the details.
+    await page.getByText('User Metadata', { exact: true }).click();
+    // Summary and details are Markdown, which the UI renders in frames of their own.
+    const framesWith = (needle: string) =>
+      waitFor(
+        async () => {
+          for (const frame of page.frames()) {
+            const t = await frame
+              .locator('body')
+              .innerText()
+              .catch(() => '');
+            if (t.includes(needle)) return t;
+          }
+          return undefined;
+        },
+        { what: `"${needle}" on the execution page` },
+      );
+    await framesWith(`${h.tenant} · onboarding@v3 · ${key}`);
+    const details = await framesWith('What the relay does');
+    await shot('2b-user-metadata');
+    expect(details).toContain(`Source record: ${topics.dispatch(h.tenant)} partition 0 offset 0`);
+    expect(details).toContain(`a dead letter goes to ${topics.dlq(h.tenant)}`);
+    // The pending call is named by its summary among the events with metadata.
+    const pageText = await page.locator('main').innerText();
+    expect(pageText).toContain(`POST /v1/runs · ${h.tenant} · ${key}`);
 
     // 3. Its pending activity: postRun, the attempt it is on out of the maximum, and the last failure (503).
     await pendingTab.click();
@@ -164,6 +189,7 @@ describe('operating dispatches with Temporal tools', () => {
     await page.getByRole('heading', { name: 'postRunWithInputBytes', exact: true }).waitFor();
     await page.getByText('Last Failure').waitFor();
     await shot('3-pending-activity');
+    await page.getByText('Heartbeat Details', { exact: true }).waitFor();
     const text = await page.locator('main').innerText();
     const callsAfter = h.api.requestsFor(key).length;
     expect(text).toContain(id);
@@ -180,6 +206,13 @@ describe('operating dispatches with Temporal tools', () => {
     expect(text).toContain('upstream busy');
     expect(text).toContain('RunsApiUnavailable');
     expect(text).toMatch(/"httpStatus":\s*503/);
+    // The attempt history (contract §6 attempts) in the heartbeat details: every attempt so far, from the first
+    // (and, while a retry's call is in flight, that attempt as `current`).
+    const beat = text.slice(text.indexOf('\nHeartbeat Details\n'));
+    expect(beat).toMatch(
+      /"attempt": 1,\s*"at": "[^"]+",\s*"http_status": 503,\s*"error": "runs API answered 503/,
+    );
+    expect(beat).toMatch(/"attempt": 2,\s*"at": "[^"]+",\s*"http_status": 503/);
   });
 
   test('a dispatch dead-lettered by a 422 is run again by `temporal workflow reset` once the API is fixed: one run at the API, the new run Completed', async () => {

@@ -20,6 +20,7 @@ import { dlqRecordId } from '../contract';
 import type { DlqPublisher } from '../kafka/dlqPublisher';
 import { type Logger, recordFields } from '../logger';
 import { SEARCH_ATTRIBUTE_KEYS } from '../temporal/searchAttributes';
+import { dispatchDetails, dispatchSummary } from './startMetadata';
 import { startRefusal } from '../temporal/startRefusal';
 import type { DispatchOutcome } from '../metrics';
 import type { DispatchInput, DispatchPolicy } from '../workflows/types';
@@ -61,6 +62,9 @@ export function dispatchStartOptions(taskQueue: string, input: DispatchInput) {
     workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY' as const,
     workflowIdConflictPolicy: 'USE_EXISTING' as const,
     typedSearchAttributes: searchAttributes,
+    // The Web UI's summary column and the execution page's details (./startMetadata.ts).
+    staticSummary: dispatchSummary(input),
+    staticDetails: dispatchDetails(input),
     memo: {
       source_topic: source.topic,
       partition: source.partition,

@@ -84,7 +84,8 @@ export async function dispatch(input: DispatchInput): Promise<DispatchResult> {
   const policy = { ...DEFAULT_DISPATCH_POLICY, ...input.policy };
   const { tenant, source } = input;
   const dispatchKey = input.dispatch.dispatch_key;
-  const callOptions = callOptionsOf(policy);
+  // The Web UI names the pending call by its summary (user metadata: not part of what a replay compares).
+  const callOptions = { ...callOptionsOf(policy), summary: `POST /v1/runs · ${tenant} · ${dispatchKey}` };
   const activities = proxyActivities<RelayActivities>(callOptions);
   const firstAttemptAt = Date.now();
 

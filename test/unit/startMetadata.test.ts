@@ -1,0 +1,40 @@
+/**
+ * What the Web UI shows for a dispatch execution (issue 14, item 4): a one-line summary `tenant · workflow_ref ·
+ * dispatch_key`, and details naming the source record and what the relay does. Producer text cannot put a link,
+ * code or a second line into them.
+ */
+import { dispatchStartOptions } from '../../src/ingest/startDispatch';
+import { dispatchDetails, dispatchSummary, plainText } from '../../src/ingest/startMetadata';
+import type { DispatchInput } from '../../src/workflows/types';
+
+const input: DispatchInput = {
+  tenant: 'acme',
+  dispatch: { workflow_ref: 'onboarding@v3', input_json: '{}', goal_id: 'g-17', dispatch_key: 'd-0001' },
+  source: { topic: 'poimen.acme.dispatch', partition: 0, offset: '42', timestamp: '1772366400000' },
+  policy: { maxDurationMs: 86_400_000, attemptCap: 0 },
+};
+
+test('the summary is tenant · workflow_ref · dispatch_key, and every start carries it and the details', () => {
+  expect(dispatchSummary(input)).toBe('acme · onboarding@v3 · d-0001');
+  const options = dispatchStartOptions('poimen-dispatch', input);
+  expect(options.staticSummary).toBe('acme · onboarding@v3 · d-0001');
+  expect(options.staticDetails).toBe(dispatchDetails(input));
+});
+
+test('the details name the source record, the call, the retry budget and the DLQ topic', () => {
+  const details = dispatchDetails(input);
+  expect(details).toContain('poimen.acme.dispatch partition 0 offset 42, written 2026-03-01T12:00:00.000Z');
+  expect(details).toContain('POST /v1/runs for workflow onboarding@v3 (goal g-17)');
+  expect(details).toContain('retrying for up to 24 h from the first attempt');
+  expect(details).toContain('poimen.acme.dispatch.dlq');
+  expect(details).toContain('dispatch status --tenant acme --key d-0001');
+});
+
+test('producer text is one plain line: no link, code, control characters or unbounded length', () => {
+  const hostile = 'x](https://evil.example)`rm -rf`\n**bold**\u001b[31m' + 'y'.repeat(500);
+  const shown = plainText(hostile);
+  for (const ch of ['[', ']', '(', ')', '`', '*', '\n', '\u001b']) expect(shown).not.toContain(ch);
+  expect(shown.length).toBeLessThanOrEqual(120);
+  const summary = dispatchSummary({ ...input, dispatch: { ...input.dispatch, workflow_ref: hostile } });
+  expect(summary.split('\n')).toHaveLength(1);
+});
