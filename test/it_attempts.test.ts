@@ -5,9 +5,11 @@
  * mid-attempt.
  */
 import type { DlqRecord } from '../src/contract';
+import { defaultPayloadConverter } from '@temporalio/common';
 import { NO_OUTCOME } from '../src/contract/attempts';
 import { type CliResult, cliEnv, runCli } from './support/cli';
 import { type Harness, createHarness } from './support/relayHarness';
+import { waitFor } from './support/wait';
 
 jest.setTimeout(240_000);
 
@@ -100,12 +102,24 @@ test('a worker killed mid-attempt leaves that attempt in the history, with its s
     'attempt 2 held',
   );
 
-  // While attempt 2 is held, the running dispatch shows attempt 1 and the attempt in flight.
+  // While attempt 2 is held, the running dispatch shows attempt 1 (attempt 2 is `attempt`, running).
   const running = JSON.parse((await status(h.tenant, 'lost', true)).stdout) as {
     attempts: { attempt: number; http_status: number | null }[];
   };
   expect(running.attempts.map((a) => [a.attempt, a.http_status])).toEqual([[1, 503]]);
 
+  // Attempt 2 has told Temporal it began (its heartbeat as it called) before its worker dies.
+  await waitFor(
+    async () => {
+      const desc = await h!.client.workflow.getHandle(h!.wfId('lost')).describe();
+      const beat = desc.raw.pendingActivities?.[0]?.heartbeatDetails?.payloads?.[0];
+      const details = beat
+        ? defaultPayloadConverter.fromPayload<{ current?: { attempt: number } }>(beat)
+        : undefined;
+      return details?.current?.attempt === 2;
+    },
+    { what: "attempt 2's heartbeat" },
+  );
   await first.kill();
   h.api.release();
   // The heartbeat timeout (attempt timeout + 20 s) ends the lost attempt; another worker makes attempt 3.

@@ -74,3 +74,37 @@ export class AttemptLog {
     return { ...this.history };
   }
 }
+
+/** The next attempt must start this far before the budget's end to count as a retry Temporal will still make. */
+const FINAL_MARGIN_MS = 2_000;
+
+/**
+ * Whether Temporal may make no further attempt after this failure: it is non-retryable, the attempts cap is
+ * reached, or the next retry would start at the budget's end. Only such a failure carries the whole history in
+ * its details. A retryable one must stay small: the server keeps a retry's failure only up to 4 KiB
+ * (`limit.mutableStateActivityFailureSize.error`) and otherwise replaces it by "Failure exceeds size limit.",
+ * which `dispatch status`, the Web UI and a timeout's count read; the heartbeat carries the history there. When
+ * in doubt (a policy it cannot read), the history goes in: the dead letter needs it.
+ */
+export function mayBeFinal(
+  info: Pick<
+    Context['info'],
+    'attempt' | 'retryPolicy' | 'scheduledTimestampMs' | 'scheduleToCloseTimeoutMs'
+  >,
+  failure: { nonRetryable?: boolean | null; nextRetryDelay?: unknown },
+  nowMs: number,
+): boolean {
+  if (failure.nonRetryable) return true;
+  const policy = info.retryPolicy;
+  if (!policy) return true;
+  if ((policy.maximumAttempts ?? 0) > 0 && info.attempt >= policy.maximumAttempts!) return true;
+  if (!(info.scheduleToCloseTimeoutMs > 0)) return false;
+  const { initialInterval, backoffCoefficient = 2, maximumInterval } = policy;
+  let delayMs: number;
+  if (typeof failure.nextRetryDelay === 'number') delayMs = failure.nextRetryDelay;
+  else if (typeof initialInterval === 'number') {
+    delayMs = initialInterval * backoffCoefficient ** (info.attempt - 1);
+    if (typeof maximumInterval === 'number') delayMs = Math.min(delayMs, maximumInterval);
+  } else return true;
+  return nowMs + delayMs + FINAL_MARGIN_MS >= info.scheduledTimestampMs + info.scheduleToCloseTimeoutMs;
+}

@@ -13,7 +13,7 @@ import {
   runsApiBody,
   validateDispatch,
 } from '../contract';
-import { emptyHistory, throughAttempt } from '../contract/attempts';
+import { attemptError, emptyHistory, throughAttempt } from '../contract/attempts';
 import { secretRedactor } from '../redact';
 import type { DeadLetterInput } from '../workflows/types';
 import { bodyExcerpt } from './classify';
@@ -90,8 +90,10 @@ export function createDeadLetter(deps: ActivityDeps) {
       (await deps.startInput(input.workflowId, input.workflowRunId)).dispatch.dispatch_key;
     const { value, key, headers, note } = await original(input, dispatchKey, signal);
     // Every attempt the call made, as the execution's history holds them: numbers without a record as NO_OUTCOME.
-    // A history that cannot be read does not hold the dead letter back.
+    // A history that cannot be read is retried with the attempt; from the third attempt on, it no longer holds the
+    // dead letter back.
     const history = await deps.callHistory(input.workflowId, input.workflowRunId).catch((err: unknown) => {
+      if (ctx.info.attempt < 3) throw err;
       deps.logger.warn(
         { workflow_id: input.workflowId, err: err instanceof Error ? err.message : String(err) },
         'attempt history not readable; the dead letter lists the attempts without it',
@@ -99,9 +101,9 @@ export function createDeadLetter(deps: ActivityDeps) {
       return undefined;
     });
     const attempts = throughAttempt(history ?? emptyHistory(), input.retryCount);
-    // Redacted again, as `error` is: the entries were written by whichever worker made each attempt.
+    // Redacted again, as `error` is (each entry was written by whichever worker made the attempt), then cut.
     attempts.attempts = attempts.attempts.map((a) =>
-      a.error === null ? a : { ...a, error: redact(a.error) },
+      a.error === null ? a : { ...a, error: attemptError(redact(a.error)) },
     );
     const record = buildDlqRecord({
       // Derived from the execution, so a retried `deadLetter` activity writes the same id again.

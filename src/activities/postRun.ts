@@ -5,6 +5,7 @@
  */
 import { StringDecoder } from 'node:string_decoder';
 import { ApplicationFailure, Context } from '@temporalio/activity';
+import { TemporalFailure } from '@temporalio/common';
 import { errors as undiciErrors, request } from 'undici';
 import { runsApiBody, runsApiBodyAround, withoutUserinfo } from '../contract';
 import { redactedHead, secretRedactor } from '../redact';
@@ -18,7 +19,7 @@ import {
   RUNS_API_UNAVAILABLE,
 } from '../workflows/types';
 import type { AttemptHistory } from '../contract/attempts';
-import { AttemptLog } from './attemptLog';
+import { AttemptLog, mayBeFinal } from './attemptLog';
 import type { AttemptContext } from './breakerGate';
 import { classifyRunsApiAnswer } from './classify';
 import { activityRecordFields } from './logFields';
@@ -97,6 +98,13 @@ export function createPostRun(deps: ActivityDeps) {
    * history with its entry and carries it in its failure's details.
    */
   async function postRun(input: PostRunInput, inputText?: Uint8Array): Promise<DispatchResult> {
+    return recorded((attemptCtx, onCall) => callOnce(input, inputText, attemptCtx, onCall));
+  }
+
+  /** `work` as one attempt with its entry in the history: whatever it throws is recorded. */
+  async function recorded(
+    work: (attemptCtx: AttemptContext, onCall: () => void) => Promise<DispatchResult>,
+  ): Promise<DispatchResult> {
     const ctx = Context.current();
     const log = new AttemptLog(ctx.info, Date.now());
     const attemptCtx: AttemptContext = {
@@ -106,7 +114,7 @@ export function createPostRun(deps: ActivityDeps) {
     };
     let called = false;
     try {
-      return await callOnce(input, inputText, attemptCtx, () => {
+      return await work(attemptCtx, () => {
         called = true;
         log.calling(Date.now());
         // A retry names itself as it calls, so a worker lost mid-call leaves the attempt's start behind (an attempt
@@ -121,7 +129,21 @@ export function createPostRun(deps: ActivityDeps) {
         : null;
       const history = log.failed(status, err instanceof Error ? err.message : String(err), Date.now());
       ctx.heartbeat(log.settled());
-      throw failure ? withHistory(failure, history) : err;
+      // The history rides in the failure only when it may be the last (attemptLog.ts, mayBeFinal). An unexpected
+      // error (not a Temporal failure: those, a cancellation among them, go as they are) then becomes a retryable
+      // application failure, so that the history reaches the dead letter.
+      if (!mayBeFinal(ctx.info, failure ?? {}, Date.now())) throw err;
+      if (failure) throw withHistory(failure, history);
+      if (err instanceof TemporalFailure || !(err instanceof Error)) throw err;
+      throw withHistory(
+        ApplicationFailure.create({
+          type: err.name,
+          message: err.message,
+          details: [{ httpStatus: null, attempt: ctx.info.attempt } satisfies PostRunFailureDetails],
+          cause: err,
+        }),
+        history,
+      );
     }
   }
 
@@ -241,16 +263,18 @@ export function createPostRun(deps: ActivityDeps) {
    * call ends, however few run at once; here only the calls running on the large-input queue's few slots hold one.
    */
   async function postRunReadingInput(input: PostRunHeadInput): Promise<DispatchResult> {
-    const { workflowExecution: wf } = Context.current().info;
-    if (!wf) throw new Error('postRunReadingInput runs only in a workflow execution');
-    const { dispatch } = await deps.startInput(wf.workflowId, wf.runId);
-    // Reading the history may have taken a while: the call that follows gets the whole heartbeat timeout. A retry
-    // heartbeats as it calls anyway (with the attempt history, which an empty heartbeat here would erase, and which
-    // must be that attempt's first heartbeat to be sent at once); a first attempt has no history to keep.
-    const { heartbeatTimeoutMs, attempt } = Context.current().info;
-    if (heartbeatTimeoutMs && attempt === 1) Context.current().heartbeat();
-    if (!('input_json' in dispatch)) return postRun({ ...input, dispatch });
-    return postRun(input, Buffer.from(dispatch.input_json, 'utf8'));
+    return recorded(async (attemptCtx, onCall) => {
+      const { workflowExecution: wf } = Context.current().info;
+      if (!wf) throw new Error('postRunReadingInput runs only in a workflow execution');
+      const { dispatch } = await deps.startInput(wf.workflowId, wf.runId);
+      // Reading the history may have taken a while: the call that follows gets the whole heartbeat timeout. A
+      // retry heartbeats as it calls anyway (with the attempt history, which an empty heartbeat here would erase,
+      // and which must be that attempt's first heartbeat to be sent at once); a first attempt has none to keep.
+      const { heartbeatTimeoutMs, attempt } = Context.current().info;
+      if (heartbeatTimeoutMs && attempt === 1) Context.current().heartbeat();
+      if (!('input_json' in dispatch)) return callOnce({ ...input, dispatch }, undefined, attemptCtx, onCall);
+      return callOnce(input, Buffer.from(dispatch.input_json, 'utf8'), attemptCtx, onCall);
+    });
   }
 
   return { postRun, postRunWithInputBytes, postRunReadingInput };

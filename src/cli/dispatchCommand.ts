@@ -15,7 +15,7 @@ function attemptsTable(attempts: AttemptEntry[], omitted: number): string {
     if (omitted > 0 && i === ATTEMPTS_KEPT_FIRST) lines.push(`   … ${omitted} attempts left out`);
     const duration = a.duration_ms === null ? '-' : `${a.duration_ms} ms`;
     lines.push(
-      `  ${String(a.attempt).padStart(4)}  ${(a.at ?? '-').padEnd(25)} ${String(a.http_status ?? '-').padEnd(7)} ${duration.padEnd(10)} ${printable(a.error ?? '')}`,
+      `  ${String(a.attempt).padStart(4)}  ${printable(a.at ?? '-').padEnd(25)} ${String(a.http_status ?? '-').padEnd(7)} ${duration.padEnd(10)} ${printable(a.error ?? '')}`,
     );
   });
   return `${lines.join('\n')}\n`;
@@ -72,7 +72,9 @@ export function dispatchCommand(): Command {
           ['result', s.result ? JSON.stringify(s.result) : null],
           ['web ui', s.web_ui],
         ];
-        for (const [k, v] of rows) if (v !== null && v !== '') process.stdout.write(`${k.padEnd(12)} ${v}\n`);
+        for (const [k, v] of rows) {
+          if (v !== null && v !== '') process.stdout.write(`${k.padEnd(12)} ${printable(String(v))}\n`);
+        }
         if (s.attempts.length > 0) process.stdout.write(attemptsTable(s.attempts, s.attempts_omitted));
       }
       // The answer is no: not an error line, a status code scripts can test.

@@ -84,8 +84,9 @@ export async function dispatch(input: DispatchInput): Promise<DispatchResult> {
   const policy = { ...DEFAULT_DISPATCH_POLICY, ...input.policy };
   const { tenant, source } = input;
   const dispatchKey = input.dispatch.dispatch_key;
-  // The Web UI names the pending call by its summary (user metadata: not part of what a replay compares).
-  const callOptions = { ...callOptionsOf(policy), summary: `POST /v1/runs · ${tenant} · ${dispatchKey}` };
+  // The Web UI names the pending call by its summary (user metadata: not part of what a replay compares). The
+  // tenant only: its characters are restricted, a dispatch_key's are not (the execution's summary shows the key).
+  const callOptions = { ...callOptionsOf(policy), summary: `POST /v1/runs · ${tenant}` };
   const activities = proxyActivities<RelayActivities>(callOptions);
   const firstAttemptAt = Date.now();
 

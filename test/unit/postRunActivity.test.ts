@@ -73,7 +73,13 @@ function activities(token?: string, logger = createLogger('unit', 'silent')) {
 
 const env = (maximumInterval = 60_000) =>
   new MockActivityEnvironment(
-    { attempt: 3, retryPolicy: { maximumInterval, initialInterval: 1000, backoffCoefficient: 2 } } as never,
+    {
+      attempt: 3,
+      retryPolicy: { maximumInterval, initialInterval: 1000, backoffCoefficient: 2 },
+      // The mock's own default is a 1 s budget from the epoch, long over: no retry would follow any failure.
+      scheduledTimestampMs: Date.now(),
+      scheduleToCloseTimeoutMs: 0,
+    } as never,
     // Failures are what these tests provoke; the SDK's warning per failed attempt is noise here.
     { logger: new DefaultLogger('ERROR') },
   );
@@ -180,16 +186,8 @@ describe('postRun activity I/O', () => {
       .catch((e: unknown) => e)) as ApplicationFailure;
     expect(err.type).toBe('RunsApiUnavailable');
     expect(err.nonRetryable).toBe(false);
-    expect(err.details?.[0]).toEqual({
-      httpStatus: 503,
-      attempt: 3,
-      attempts: [
-        expect.anything(),
-        expect.anything(),
-        expect.objectContaining({ attempt: 3, http_status: 503 }),
-      ],
-      attempts_omitted: 0,
-    });
+    // A retry will follow: the failure stays small (the heartbeat carries the history).
+    expect(err.details?.[0]).toEqual({ httpStatus: 503, attempt: 3 });
     expect(Number(err.nextRetryDelay)).toBe(expectedDelayMs);
   });
 
@@ -322,10 +320,11 @@ describe('the attempt history (contract §6 attempts) travels from attempt to at
     const token = 'sk-live-0123456789abcdef';
     const { acts } = activities(token);
     answers = [{ status: 503, body: `bad token ${token} ${'x'.repeat(2000)}` }];
-    const err = (await env()
-      .run(acts.postRunWithInputBytes, HEAD, new TextEncoder().encode('{}'))
-      .catch((x: unknown) => x)) as ApplicationFailure;
-    const entry = (err.details?.[0] as { attempts: { error: string }[] }).attempts[2]!;
+    const beats: { attempts: { error: string }[] }[] = [];
+    const e = env();
+    e.on('heartbeat', (d: { attempts: { error: string }[] }) => beats.push(d));
+    await e.run(acts.postRunWithInputBytes, HEAD, new TextEncoder().encode('{}')).catch(() => undefined);
+    const entry = beats.at(-1)!.attempts[2]!;
     expect(entry.error).toMatch(/503/);
     expect(entry.error).not.toContain(token);
     expect(entry.error).not.toContain('sk-live');
@@ -340,5 +339,54 @@ describe('the attempt history (contract §6 attempts) travels from attempt to at
     e.on('heartbeat', (d: unknown) => beats.push(d));
     await e.run(acts.postRunWithInputBytes, HEAD, new TextEncoder().encode('{}'));
     expect(beats).toEqual([]);
+  });
+
+  test('a retryable failure carries the history only when it may be the last: the cap, or the budget about to end', async () => {
+    const { acts } = activities();
+    const run = async (info: Record<string, unknown>) => {
+      answers = [{ status: 503 }];
+      const e = new MockActivityEnvironment({ attempt: 3, ...info } as never, {
+        logger: new DefaultLogger('ERROR'),
+      });
+      const err = (await e
+        .run(acts.postRunWithInputBytes, HEAD, new TextEncoder().encode('{}'))
+        .catch((x: unknown) => x)) as ApplicationFailure;
+      return err.details?.[0] as { attempts?: unknown[] };
+    };
+    const policy = { initialInterval: 1000, backoffCoefficient: 2, maximumInterval: 60_000 };
+    // Not the last: the next retry (in 4 s) starts well inside a 24 h budget.
+    const inside = {
+      retryPolicy: policy,
+      scheduledTimestampMs: Date.now(),
+      scheduleToCloseTimeoutMs: 86_400_000,
+    };
+    expect(await run(inside)).toEqual({ httpStatus: 503, attempt: 3 });
+    // The cap reached.
+    expect((await run({ ...inside, retryPolicy: { ...policy, maximumAttempts: 3 } })).attempts).toHaveLength(
+      3,
+    );
+    // The next retry would start past the budget's end.
+    const ending = {
+      retryPolicy: policy,
+      scheduledTimestampMs: Date.now() - 9_000,
+      scheduleToCloseTimeoutMs: 10_000,
+    };
+    expect((await run(ending)).attempts).toHaveLength(3);
+  });
+
+  test('an unexpected error on the last attempt becomes a retryable failure that carries the history', async () => {
+    const { acts } = activities();
+    const e = new MockActivityEnvironment(
+      { attempt: 2, retryPolicy: { maximumAttempts: 2, initialInterval: 1000 } } as never,
+      { logger: new DefaultLogger('ERROR') },
+    );
+    // A large-input call whose history cannot be read: an error that is not an application failure.
+    const err = (await e.run(acts.postRunReadingInput, HEAD).catch((x: unknown) => x)) as ApplicationFailure;
+    expect(err).toBeInstanceOf(ApplicationFailure);
+    expect(err.nonRetryable).toBeFalsy();
+    expect((err.details?.[0] as { attempts: unknown[] }).attempts).toEqual([
+      expect.objectContaining({ attempt: 1, error: NO_OUTCOME }),
+      expect.objectContaining({ attempt: 2, http_status: null }),
+    ]);
   });
 });

@@ -30,11 +30,40 @@ test('the details name the source record, the call, the retry budget and the DLQ
   expect(details).toContain('dispatch status --tenant acme --key d-0001');
 });
 
-test('producer text is one plain line: no link, code, control characters or unbounded length', () => {
+test('producer text is one plain line: no link, code, HTML, control characters or unbounded length', () => {
   const hostile = 'x](https://evil.example)`rm -rf`\n**bold**\u001b[31m' + 'y'.repeat(500);
   const shown = plainText(hostile);
-  for (const ch of ['[', ']', '(', ')', '`', '*', '\n', '\u001b']) expect(shown).not.toContain(ch);
-  expect(shown.length).toBeLessThanOrEqual(120);
+  for (const ch of ['[', ']', '(', ')', '`', '<', '\n', '\u001b']) expect(shown).not.toContain(ch);
+  expect(Buffer.byteLength(shown)).toBeLessThanOrEqual(240);
   const summary = dispatchSummary({ ...input, dispatch: { ...input.dispatch, workflow_ref: hostile } });
   expect(summary.split('\n')).toHaveLength(1);
+});
+
+test('values the contract allows read as produced: an underscore in a tenant, a 256-character dispatch_key', () => {
+  const key = 'k'.repeat(256);
+  const details = dispatchDetails({
+    ...input,
+    tenant: 'acme_eu',
+    dispatch: { ...input.dispatch, dispatch_key: key },
+  });
+  expect(details).toContain(`poimen.acme_eu.dispatch.dlq`);
+  expect(details).toContain(`dispatch status --tenant acme_eu --key ${key})`);
+});
+
+test('a cut never splits a character, and the summary stays within 300 bytes of UTF-8', () => {
+  const summary = dispatchSummary({
+    ...input,
+    tenant: 't'.repeat(63),
+    dispatch: { ...input.dispatch, workflow_ref: '😀'.repeat(200), dispatch_key: 'é'.repeat(256) },
+  });
+  expect(Buffer.byteLength(summary)).toBeLessThanOrEqual(300);
+  expect(() => encodeURIComponent(summary)).not.toThrow();
+  expect(() => encodeURIComponent(plainText('😀'.repeat(300)))).not.toThrow();
+});
+
+test('format characters (bidi overrides, zero-width) are removed; a record time outside what a Date holds is left out, not thrown', () => {
+  expect(plainText('abc\u202Edef\u200Bghi')).toBe('abc def ghi');
+  const odd = { ...input, source: { ...input.source, timestamp: '-9000000000000000' } };
+  expect(() => dispatchStartOptions('q', odd)).not.toThrow();
+  expect(dispatchDetails(odd)).not.toContain('written');
 });
