@@ -5,8 +5,8 @@
  * reports it with a timeout. No store of the relay's own.
  *
  * An attempt that fails heartbeats the history with its own entry before it throws (the SDK core reports a failed
- * attempt together with its last heartbeat's details) and puts the same history in its failure's details, which
- * is what the execution keeps when the retries end. A retry (attempt 2 on) heartbeats as it sends its call, naming
+ * attempt together with its last heartbeat's details) and, when the failure may be the last (mayBeFinal), puts
+ * the same history in its failure's details, which is what the execution keeps when the retries end. A retry (attempt 2 on) heartbeats as it sends its call, naming
  * itself `current`, so a worker killed mid-call leaves the attempt's start behind; a first attempt does not (every
  * dispatch would pay a write to Temporal for it) and, if lost, shows as a NO_OUTCOME entry without a time.
  */
