@@ -5,6 +5,8 @@
  * `dispatch status` show it.
  */
 
+import { utf8Head } from '../printable';
+
 export interface AttemptEntry {
   /** The activity attempt number, from 1: the same count as the dead letter's `retry_count`. */
   attempt: number;
@@ -121,18 +123,7 @@ export function throughAttempt(history: AttemptHistory, through: number): Attemp
 
 /** At most ATTEMPT_ERROR_MAX_BYTES of UTF-8, cut on a character boundary. */
 export function attemptError(text: string): string {
-  const bytes = new TextEncoder().encode(text);
-  if (bytes.length <= ATTEMPT_ERROR_MAX_BYTES) return text;
-  let out = '';
-  let size = 0;
-  const ellipsis = 3; // '…' is three bytes
-  for (const ch of text) {
-    const n = new TextEncoder().encode(ch).length;
-    if (size + n > ATTEMPT_ERROR_MAX_BYTES - ellipsis) break;
-    out += ch;
-    size += n;
-  }
-  return `${out}…`;
+  return utf8Head(text, ATTEMPT_ERROR_MAX_BYTES);
 }
 
 /** A history read back from JSON written by any version (loose: what is not an entry is dropped). */

@@ -7,7 +7,7 @@
  * a lone surrogate would break).
  */
 import { topics } from '../contract/names';
-import { printable } from '../printable';
+import { printable, utf8Head } from '../printable';
 import type { DispatchInput } from '../workflows/types';
 
 /** The server's limit for a summary is 400 bytes (`limit.userMetadataSummarySize`); this leaves room. */
@@ -19,32 +19,18 @@ const KEY_MAX_BYTES = 1024;
 /** The latest and earliest times a JavaScript Date holds. */
 const MAX_DATE_MS = 8.64e15;
 
-/** At most `maxBytes` of UTF-8, cut between characters, `…` marking a cut. */
-function cutBytes(text: string, maxBytes: number): string {
-  if (Buffer.byteLength(text) <= maxBytes) return text;
-  let out = '';
-  let size = 0;
-  for (const ch of text) {
-    const n = Buffer.byteLength(ch);
-    if (size + n > maxBytes - 3) break;
-    out += ch;
-    size += n;
-  }
-  return `${out}…`;
-}
-
 /**
  * One line of plain text: control characters, format characters (bidi overrides, zero-width) and Markdown's link,
  * code and HTML characters become spaces; at most `maxBytes`.
  */
 export function plainText(value: string, maxBytes = VALUE_MAX_BYTES): string {
   // Cut before cleaning: a goal_id may be megabytes, and cleaning is per character.
-  const head = cutBytes(value, maxBytes * 4);
+  const head = utf8Head(value, maxBytes * 4);
   const flat = printable(head)
     .replace(/[\p{Cf}`[\]<>()\\]/gu, ' ')
     .replace(/\s+/g, ' ')
     .trim();
-  return cutBytes(flat, maxBytes);
+  return utf8Head(flat, maxBytes);
 }
 
 /** `acme · onboarding@v3 · d-0001`: tenant, workflow_ref, dispatch_key, within the summary's size. */
@@ -53,7 +39,7 @@ export function dispatchSummary(input: DispatchInput): string {
   const key = plainText(input.dispatch.dispatch_key, KEY_MAX_BYTES);
   const room = SUMMARY_MAX_BYTES - Buffer.byteLength(`${tenant} ·  · ${key}`);
   const ref = plainText(input.dispatch.workflow_ref, Math.max(8, room));
-  return cutBytes(`${tenant} · ${ref} · ${key}`, SUMMARY_MAX_BYTES);
+  return utf8Head(`${tenant} · ${ref} · ${key}`, SUMMARY_MAX_BYTES);
 }
 
 function duration(ms: number): string {
