@@ -26,6 +26,7 @@ import {
   positiveRate,
   read,
   regex,
+  tenantWeights,
 } from './schema';
 import { type LogFormat, logFormatSchema } from './logging';
 import { type TemporalSettings, type TemporalTls, withTemporalEnvConfig } from './temporalEnv';
@@ -94,6 +95,8 @@ export interface RelayConfig {
     sessionTimeoutMs: number;
     /** Largest encoded workflow input to start; larger dispatches are dead-lettered (Temporal would refuse them). */
     maxInputBytes: number;
+    /** Temporal fairness weight per tenant (1 for a tenant not named); each start carries its tenant's. */
+    tenantWeights: Readonly<Record<string, number>>;
   };
   worker: {
     maxConcurrentActivities: number;
@@ -297,6 +300,7 @@ export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig
         1024 * 1024,
       ),
       sessionTimeoutMs: read(env, 'POIMEN_KAFKA_SESSION_TIMEOUT_MS', intIn(6_000, 300_000), 30_000),
+      tenantWeights: read(env, 'POIMEN_TENANT_WEIGHTS', tenantWeights, {}),
       // Temporal's default blob size limit is 2 MiB; the rest of the input (source, policy) is small.
       maxInputBytes: read(
         env,

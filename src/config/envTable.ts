@@ -226,6 +226,11 @@ export const ENV_VARS: readonly EnvVar[] = [
   },
   { name: 'POIMEN_INGEST_MAX_IN_FLIGHT_BYTES', description: 'record bytes in flight', readBy: ['ingest'] },
   {
+    name: 'POIMEN_TENANT_WEIGHTS',
+    description: "tenants' fairness weights in Temporal, tenant=weight,... (1 if unnamed)",
+    readBy: ['ingest'],
+  },
+  {
     name: 'POIMEN_INGEST_PARTITIONS_CONCURRENTLY',
     description: 'partitions consumed at the same time',
     readBy: ['ingest'],
@@ -344,6 +349,11 @@ export const ENV_VARS: readonly EnvVar[] = [
   {
     name: 'POIMEN_STACK_TEMPORAL_IN_MEMORY',
     description: 'dev stack Temporal without a database file',
+    readBy: ['stack'],
+  },
+  {
+    name: 'POIMEN_STACK_TEMPORAL_FAIRNESS',
+    description: "the stack's Temporal task queue fairness (default true)",
     readBy: ['stack'],
   },
   {

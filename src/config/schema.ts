@@ -1,6 +1,7 @@
 /** Parsing of single environment values: each value is checked by a schema, and a bad one throws a ConfigError
  * whose one line names the variable (a secret's value is never echoed). */
 import { z } from 'zod';
+import { TENANT_PATTERN } from '../contract/names';
 import { ConfigError } from '../errors';
 import { REDACTED, isSecretName } from '../redact';
 
@@ -62,3 +63,33 @@ export const positiveRate = z
   .regex(/^\d+(\.\d+)?$/, 'must be a positive number')
   .transform(Number)
   .pipe(z.number().gt(0, 'must be > 0').max(1_000_000, 'must be <= 1000000'));
+
+/**
+ * Temporal's fairness weights per tenant, `acme=2,beta=0.5`: the server serves a key's backlog in proportion to its
+ * weight (1 when unnamed) and clamps a weight to [0.001, 1000], so a value outside is refused rather than changed.
+ */
+export const tenantWeights = z.string().transform((v, ctx) => {
+  const weights: Record<string, number> = {};
+  for (const part of v.split(',').map((s) => s.trim())) {
+    const m = /^([^=\s]+)\s*=\s*(\d+(?:\.\d+)?)$/.exec(part);
+    const tenant = m?.[1];
+    const weight = Number(m?.[2]);
+    if (!tenant || !TENANT_PATTERN.test(tenant)) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `'${part}' is not tenant=weight with a tenant name of contract §2`,
+      });
+      return z.NEVER;
+    }
+    if (!(weight >= 0.001 && weight <= 1000)) {
+      ctx.addIssue({ code: 'custom', message: `the weight of ${tenant} must be between 0.001 and 1000` });
+      return z.NEVER;
+    }
+    if (tenant in weights) {
+      ctx.addIssue({ code: 'custom', message: `${tenant} is named twice` });
+      return z.NEVER;
+    }
+    weights[tenant] = weight;
+  }
+  return weights as Readonly<Record<string, number>>;
+});

@@ -20,6 +20,8 @@ export interface StackConfig {
   startTimeoutMs: number;
   /** Temporal without a database file (the benchmark compares it with SQLite WAL). */
   temporalInMemory: boolean;
+  /** Temporal's task queue fairness on (devstack/stack/fairness.ts); off only to measure the relay without it. */
+  temporalFairness: boolean;
   /** Extra dynamic config of the dev server, `key=value` each (e.g. a lowered blob size limit in a test). */
   temporalDynamicConfig: string[];
   /** The cluster profile (`--profile cluster`): its own ports, so it runs beside the dev profile. */
@@ -66,6 +68,7 @@ export function loadStackConfig(env: Env = process.env): StackConfig {
     namespace: read(env, 'TEMPORAL_NAMESPACE', nonEmpty, 'default'),
     startTimeoutMs: read(env, 'POIMEN_STACK_START_TIMEOUT_MS', intIn(1000, 600_000), 60_000),
     temporalInMemory: read(env, 'POIMEN_STACK_TEMPORAL_IN_MEMORY', bool, false),
+    temporalFairness: read(env, 'POIMEN_STACK_TEMPORAL_FAIRNESS', bool, true),
     temporalDynamicConfig: read(
       env,
       'POIMEN_STACK_TEMPORAL_DYNAMIC_CONFIG',

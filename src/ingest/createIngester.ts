@@ -37,6 +37,7 @@ export async function createIngester(
         maxBytes: cfg.dispatchMaxBytes,
         maxInputBytes: cfg.ingest.maxInputBytes,
         startTimeoutMs: cfg.ingest.startTimeoutMs,
+        tenantWeights: cfg.ingest.tenantWeights,
         policy: dispatchPolicyOf(cfg),
       },
       metrics,

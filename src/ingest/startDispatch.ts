@@ -41,7 +41,11 @@ function fitsKeyword(value: string): boolean {
  * How a dispatch is started: id, id policies, search attributes and memo. Shared with the benchmark's ceiling
  * phase, so the bare-Temporal figure starts exactly what the ingester starts.
  */
-export function dispatchStartOptions(taskQueue: string, input: DispatchInput) {
+export function dispatchStartOptions(
+  taskQueue: string,
+  input: DispatchInput,
+  tenantWeights: Readonly<Record<string, number>> = {},
+) {
   const { tenant, dispatch, source } = input;
   const searchAttributes: SearchAttributePair[] = [
     { key: SA.TenantId, value: tenant },
@@ -61,6 +65,13 @@ export function dispatchStartOptions(taskQueue: string, input: DispatchInput) {
     // a redelivery while it runs attaches to the running execution.
     workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY' as const,
     workflowIdConflictPolicy: 'USE_EXISTING' as const,
+    // Temporal's task queue fairness: each tenant's backlog is served in turns with the others' (weighted by
+    // POIMEN_TENANT_WEIGHTS) instead of first come, first served; the call's activity inherits it. A server
+    // without fairness ignores it. Tenant names (≤ 63 bytes) fit the 64-byte key limit.
+    priority: {
+      fairnessKey: tenant,
+      ...(tenantWeights[tenant] !== undefined ? { fairnessWeight: tenantWeights[tenant] } : {}),
+    },
     typedSearchAttributes: searchAttributes,
     // The Web UI's summary column and the execution page's details (./startMetadata.ts).
     staticSummary: dispatchSummary(input),
@@ -92,6 +103,8 @@ export interface StartContext {
   policy: DispatchPolicy;
   /** Deadline of one start call, so an outage surfaces as an error to retry rather than a hang. */
   startTimeoutMs: number;
+  /** Fairness weight per tenant (POIMEN_TENANT_WEIGHTS); a tenant not named has Temporal's default, 1. */
+  tenantWeights?: Readonly<Record<string, number>>;
 }
 
 /** A header's value; a header given more than once has no single value (W3C trace context: then invalid). */
@@ -187,7 +200,7 @@ export async function handleRecord(
       dispatch.dispatch_key,
     );
   }
-  const options = dispatchStartOptions(ctx.taskQueue, input);
+  const options = dispatchStartOptions(ctx.taskQueue, input, ctx.tenantWeights);
   const facts = { tenant, dispatchKey: dispatch.dispatch_key, workflowId: options.workflowId, traceparent };
   try {
     const handle = await ctx.client.connection.withDeadline(Date.now() + ctx.startTimeoutMs, () =>

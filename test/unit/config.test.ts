@@ -222,6 +222,27 @@ describe('configuration (contract §8)', () => {
   });
 });
 
+describe('POIMEN_TENANT_WEIGHTS (fairness weights per tenant)', () => {
+  const weights = (v: string) =>
+    loadRelayConfig('ingester', { POIMEN_TENANT_WEIGHTS: v }).ingest.tenantWeights;
+  test('tenant=weight pairs; none named: every tenant weighs 1 (Temporal default)', () => {
+    expect(loadRelayConfig('ingester', {}).ingest.tenantWeights).toEqual({});
+    expect(weights('acme=2, beta=0.5')).toEqual({ acme: 2, beta: 0.5 });
+  });
+  test.each([
+    ['acme', 'is not tenant=weight'],
+    ['Acme=2', 'is not tenant=weight'],
+    ['acme=-1', 'is not tenant=weight'],
+    ['acme=0', 'between 0.001 and 1000'],
+    ['acme=1001', 'between 0.001 and 1000'],
+    ['acme=1,acme=2', 'named twice'],
+  ])('%s is refused at start with one line naming the variable', (v, why) => {
+    expect(() => weights(v)).toThrow(ConfigError);
+    expect(() => weights(v)).toThrow(/POIMEN_TENANT_WEIGHTS/);
+    expect(() => weights(v)).toThrow(why);
+  });
+});
+
 describe('transport security settings (contract §8 plus KAFKA_SSL_CA, RUNS_API_CA)', () => {
   const missing = path.join(pemDir, 'does-not-exist.pem');
 

@@ -119,6 +119,22 @@ describe('startDispatch: one Kafka record to one workflow start', () => {
     expect(deadlines[0]! - Date.now()).toBeLessThanOrEqual(5_000);
   });
 
+  test("the tenant is the start's fairness key; a weight only for a tenant POIMEN_TENANT_WEIGHTS names", async () => {
+    const { ctx, starts } = stubs();
+    await handleRecord({ ...ctx, tenantWeights: { beta: 0.5 } }, 'acme', TOPIC, 0, message(VALUE));
+    await handleRecord(
+      { ...ctx, tenantWeights: { beta: 0.5 } },
+      'beta',
+      'poimen.beta.dispatch',
+      0,
+      message(VALUE),
+    );
+    expect((starts as StartCall[]).map((s) => s.options.priority)).toEqual([
+      { fairnessKey: 'acme' },
+      { fairnessKey: 'beta', fairnessWeight: 0.5 },
+    ]);
+  });
+
   test('a null goal_id is not indexed', async () => {
     const { ctx, starts } = stubs();
     await handleRecord(ctx, 'acme', TOPIC, 0, message(VALUE.replace('"g-17"', 'null')));

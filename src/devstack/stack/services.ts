@@ -13,6 +13,7 @@ import { SEARCH_ATTRIBUTE_NAMES } from '../../contract';
 import { StackError } from '../../errors';
 import { createLocalKafka } from '../../kafka/client';
 import { PACKAGE_ROOT } from '../../version';
+import { fairnessDevServerValues } from './fairness';
 import { ensureDir, kafkaLibsDir, temporalBinPath } from './provision';
 import { livePid, startDaemon, stopDaemon } from './processes';
 
@@ -300,6 +301,9 @@ export function temporalService(cfg: StackConfig): Service {
             ]),
         '--dynamic-config-value',
         'frontend.enableServerVersionCheck=false',
+        ...(cfg.temporalFairness
+          ? fairnessDevServerValues().flatMap((kv) => ['--dynamic-config-value', kv])
+          : []),
         ...cfg.temporalDynamicConfig.flatMap((kv) => ['--dynamic-config-value', kv]),
         '--log-level',
         'warn',

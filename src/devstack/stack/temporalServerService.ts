@@ -16,6 +16,7 @@ import { StackError } from '../../errors';
 import { waitUntil } from '../../poll';
 import { ensureSearchAttributes } from '../../temporal/searchAttributes';
 import { clusterPaths, clusterPorts } from './clusterPaths';
+import { FAIRNESS_DYNAMIC_CONFIG } from './fairness';
 import { startDaemon } from './processes';
 import type { Progress } from './progress';
 import { ensureDir } from './provision';
@@ -106,9 +107,14 @@ function serverConfig(cfg: StackConfig, dynamicConfigFile: string) {
  * Dynamic config: only the version check is off (it would call out to the internet). Otherwise the server's own
  * defaults, not the dev server's tuning: the benchmark's per-dispatch costs on this profile are production's.
  */
-const DYNAMIC_CONFIG = {
-  'frontend.enableServerVersionCheck': [{ value: false }],
-};
+function dynamicConfig(cfg: StackConfig) {
+  return {
+    'frontend.enableServerVersionCheck': [{ value: false }],
+    ...(cfg.temporalFairness
+      ? Object.fromEntries(Object.entries(FAIRNESS_DYNAMIC_CONFIG).map(([k, v]) => [k, [{ value: v }]]))
+      : {}),
+  };
+}
 
 function psql(cfg: StackConfig, db: string, sql: string): string {
   const bin = requirePostgres();
@@ -212,7 +218,7 @@ export function temporalServerService(cfg: StackConfig): TemporalServerService {
       ensureDir(p.runDir);
       setupSchema(cfg, logFile, () => undefined);
       const dynamicConfigFile = path.join(configDir, 'dynamicconfig.yaml');
-      fs.writeFileSync(dynamicConfigFile, stringify(DYNAMIC_CONFIG));
+      fs.writeFileSync(dynamicConfigFile, stringify(dynamicConfig(cfg)));
       fs.writeFileSync(path.join(configDir, 'cluster.yaml'), stringify(serverConfig(cfg, dynamicConfigFile)));
       startDaemon({
         cmd: clusterBinaryPaths(cfg).temporalServer,
