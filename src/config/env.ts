@@ -95,6 +95,8 @@ export interface RelayConfig {
     sessionTimeoutMs: number;
     /** Largest encoded workflow input to start; larger dispatches are dead-lettered (Temporal would refuse them). */
     maxInputBytes: number;
+    /** How long one partition's batch takes records before it yields to the other partitions' fetch. */
+    batchSliceMs: number;
     /** Temporal fairness weight per tenant (1 for a tenant not named); each start carries its tenant's. */
     tenantWeights: Readonly<Record<string, number>>;
   };
@@ -300,6 +302,7 @@ export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig
         1024 * 1024,
       ),
       sessionTimeoutMs: read(env, 'POIMEN_KAFKA_SESSION_TIMEOUT_MS', intIn(6_000, 300_000), 30_000),
+      batchSliceMs: read(env, 'POIMEN_INGEST_BATCH_SLICE_MS', intIn(10, 600_000), 500),
       tenantWeights: read(env, 'POIMEN_TENANT_WEIGHTS', tenantWeights, {}),
       // Temporal's default blob size limit is 2 MiB; the rest of the input (source, policy) is small.
       maxInputBytes: read(

@@ -226,6 +226,11 @@ export const ENV_VARS: readonly EnvVar[] = [
   },
   { name: 'POIMEN_INGEST_MAX_IN_FLIGHT_BYTES', description: 'record bytes in flight', readBy: ['ingest'] },
   {
+    name: 'POIMEN_INGEST_BATCH_SLICE_MS',
+    description: "how long one partition's batch runs before the others get their turn",
+    readBy: ['ingest'],
+  },
+  {
     name: 'POIMEN_TENANT_WEIGHTS',
     description: "tenants' fairness weights in Temporal, tenant=weight,... (1 if unnamed)",
     readBy: ['ingest'],

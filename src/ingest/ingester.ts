@@ -49,6 +49,7 @@ export type IngesterOptions = Pick<
   | 'fetchMaxBytes'
   | 'fetchMaxBytesPerPartition'
   | 'sessionTimeoutMs'
+  | 'batchSliceMs'
 >;
 
 /**
@@ -315,13 +316,19 @@ export class Ingester {
     // A failed record ends the batch: what follows it is fetched again once the partition is resumed.
     let failed = false;
     const goOn = () => isRunning() && !isStale() && current() && !failed && !generation.over;
+    // kafkajs fetches a broker's partitions again only once every batch of its last fetch is done, so a tenant's
+    // long batch would hold every other tenant's fresh records back until it ends. A batch therefore takes its
+    // turn: after sliceMs it stops taking records, commits what finished and returns; its rest is fetched again
+    // with the other partitions' news (docs/design.md, "Fair turns for tenants").
+    const sliceEnd = Date.now() + this.opts.batchSliceMs;
     try {
       for (let i = 0; i < batch.messages.length; i++) {
         if (!goOn()) break;
+        if (i > 0 && Date.now() >= sliceEnd) break;
         const message = batch.messages[i]!;
         const weight = await this.semaphore.acquire(message.value?.length ?? 0);
-        // Waiting for room may have outlasted the batch's turn: a failure, a stop, a replaced consumer.
-        if (!goOn()) {
+        // Waiting for room may have outlasted the batch's turn: a failure, a stop, a replaced consumer, its slice.
+        if (!goOn() || (i > 0 && Date.now() >= sliceEnd)) {
           this.semaphore.release(weight);
           break;
         }

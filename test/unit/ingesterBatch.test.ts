@@ -407,3 +407,43 @@ test('a last commit that keeps failing past its budget hands the uncommitted rec
     jest.useRealTimers();
   }
 });
+
+test('a long batch takes its turn: after the slice it takes no further record, commits and resolves what finished, and returns, so kafkajs fetches its rest with the other partitions again', async () => {
+  const starts = [deferred<'started'>(), deferred<'started'>(), deferred<'started'>(), deferred<'started'>()];
+  handle.mockImplementation((_ctx, _t, _topic, _p, m) => starts[Number(m.offset) - 20]!.promise);
+  const { ing } = ingester({ batchSliceMs: 50, maxInFlight: 1 });
+  const consumer = stubConsumer();
+  consumer.hold = false;
+  (ing as unknown as { consumer: unknown }).consumer = consumer;
+  const { payload, resolved } = batchPayload('poimen.acme.dispatch', 0, [20, 21, 22, 23], consumer);
+  const run = (ing as unknown as { eachBatch(c: unknown, p: EachBatchPayload): Promise<void> }).eachBatch(
+    consumer,
+    payload,
+  );
+  await tick();
+  starts[0]!.resolve('started'); // record 21 is taken at once: the slice has not ended
+  await waitFor(() => handle.mock.calls.length === 2, { timeoutMs: 1000, what: 'record 21 to be taken' });
+  await new Promise((r) => setTimeout(r, 80)); // the slice ends while 21 is in flight
+  starts[1]!.resolve('started');
+  await run;
+  // Two records of four: the batch returned with 22 and 23 unresolved, so the next fetch starts at 22.
+  expect(handle).toHaveBeenCalledTimes(2);
+  expect(resolved.at(-1)).toBe('21');
+  expect(consumer.commits.at(-1)!.offset).toBe('22');
+});
+
+test('with the default slice of 500 ms a batch whose records start at once runs to its end', async () => {
+  handle.mockResolvedValue('started');
+  const { ing } = ingester();
+  const consumer = stubConsumer();
+  consumer.hold = false;
+  (ing as unknown as { consumer: unknown }).consumer = consumer;
+  const offsets = Array.from({ length: 50 }, (_, i) => 100 + i);
+  const { payload, resolved } = batchPayload('poimen.acme.dispatch', 0, offsets, consumer);
+  await (ing as unknown as { eachBatch(c: unknown, p: EachBatchPayload): Promise<void> }).eachBatch(
+    consumer,
+    payload,
+  );
+  expect(handle).toHaveBeenCalledTimes(50);
+  expect(resolved.at(-1)).toBe('149');
+});
