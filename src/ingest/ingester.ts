@@ -318,20 +318,23 @@ export class Ingester {
     const goOn = () => isRunning() && !isStale() && current() && !failed && !generation.over;
     // kafkajs fetches a broker's partitions again only once every batch of its last fetch is done, so a tenant's
     // long batch would hold every other tenant's fresh records back until it ends. A batch therefore takes its
-    // turn: after sliceMs it stops taking records, commits what finished and returns; its rest is fetched again
-    // with the other partitions' news (docs/design.md, "Fair turns for tenants").
-    const sliceEnd = Date.now() + this.opts.batchSliceMs;
+    // turn: once it has taken at least a full in-flight bound of records and its turn has lasted batchSliceMs
+    // (counted from its first record, not from its wait for room), it stops taking records, commits what
+    // finished and returns; its rest is fetched again with the other partitions' news (docs/design.md, "Fair
+    // turns for tenants"). The minimum keeps slow starts from shrinking a turn to a record or two.
+    let sliceEnd = Number.POSITIVE_INFINITY;
+    const turnOver = (taken: number) => taken >= this.opts.maxInFlight && performance.now() >= sliceEnd;
     try {
       for (let i = 0; i < batch.messages.length; i++) {
-        if (!goOn()) break;
-        if (i > 0 && Date.now() >= sliceEnd) break;
+        if (!goOn() || turnOver(i)) break;
         const message = batch.messages[i]!;
         const weight = await this.semaphore.acquire(message.value?.length ?? 0);
         // Waiting for room may have outlasted the batch's turn: a failure, a stop, a replaced consumer, its slice.
-        if (!goOn() || (i > 0 && Date.now() >= sliceEnd)) {
+        if (!goOn() || turnOver(i)) {
           this.semaphore.release(weight);
           break;
         }
+        if (i === 0) sliceEnd = performance.now() + this.opts.batchSliceMs;
         tasks.push(
           this.process(consumer, tenant, batch.topic, batch.partition, message, log)
             .then((ok) => (ok ? commits.finished(i) : void (failed = true)))

@@ -411,7 +411,7 @@ test('a last commit that keeps failing past its budget hands the uncommitted rec
 test('a long batch takes its turn: after the slice it takes no further record, commits and resolves what finished, and returns, so kafkajs fetches its rest with the other partitions again', async () => {
   const starts = [deferred<'started'>(), deferred<'started'>(), deferred<'started'>(), deferred<'started'>()];
   handle.mockImplementation((_ctx, _t, _topic, _p, m) => starts[Number(m.offset) - 20]!.promise);
-  const { ing } = ingester({ batchSliceMs: 50, maxInFlight: 1 });
+  const { ing } = ingester({ batchSliceMs: 300, maxInFlight: 1 });
   const consumer = stubConsumer();
   consumer.hold = false;
   (ing as unknown as { consumer: unknown }).consumer = consumer;
@@ -423,7 +423,7 @@ test('a long batch takes its turn: after the slice it takes no further record, c
   await tick();
   starts[0]!.resolve('started'); // record 21 is taken at once: the slice has not ended
   await waitFor(() => handle.mock.calls.length === 2, { timeoutMs: 1000, what: 'record 21 to be taken' });
-  await new Promise((r) => setTimeout(r, 80)); // the slice ends while 21 is in flight
+  await new Promise((r) => setTimeout(r, 400)); // the turn ends while 21 is in flight
   starts[1]!.resolve('started');
   await run;
   // Two records of four: the batch returned with 22 and 23 unresolved, so the next fetch starts at 22.
@@ -446,4 +446,21 @@ test('with the default slice of 500 ms a batch whose records start at once runs 
   );
   expect(handle).toHaveBeenCalledTimes(50);
   expect(resolved.at(-1)).toBe('149');
+});
+
+test('a turn never ends before the batch has taken a full in-flight bound of records, however short the slice', async () => {
+  handle.mockImplementation(() => new Promise((r) => setTimeout(() => r('started'), 30)));
+  const { ing } = ingester({ batchSliceMs: 10, maxInFlight: 3 });
+  const consumer = stubConsumer();
+  consumer.hold = false;
+  (ing as unknown as { consumer: unknown }).consumer = consumer;
+  const offsets = Array.from({ length: 10 }, (_, i) => 200 + i);
+  const { payload, resolved } = batchPayload('poimen.acme.dispatch', 0, offsets, consumer);
+  await (ing as unknown as { eachBatch(c: unknown, p: EachBatchPayload): Promise<void> }).eachBatch(
+    consumer,
+    payload,
+  );
+  // Three taken at once (the bound), all slower than the slice: the turn ends at the fourth.
+  expect(handle).toHaveBeenCalledTimes(3);
+  expect(resolved.at(-1)).toBe('202');
 });

@@ -26,6 +26,7 @@ import { stackPaths } from '../../src/devstack/stack/services';
 import { LocalStack } from '../../src/devstack/stack/stack';
 import { codecDecodeBench, codecTable } from './codecs';
 import { round } from './measure';
+import type { FairnessServers } from './fairness';
 import { outage } from './outage';
 import type { BenchTarget } from './phases';
 import { BENCH_RELAY_SETTINGS } from './rig';
@@ -152,13 +153,58 @@ async function main(): Promise<void> {
         }),
       }
     : undefined;
+  // The fairness phase: a throwaway in-memory dev server per round, one with task queue fairness and one without,
+  // so each round starts from an empty queue and its 20,000-record flood is left nowhere.
+  let fairStack: LocalStack | undefined;
+  const fairness: FairnessServers = {
+    describe: `in-memory dev server (CLI ${cfg.temporalCliVersion}, server 1.29.1), fresh for each round`,
+    async start(on) {
+      const fairCfg = {
+        ...memCfg,
+        stateDir: fs.mkdtempSync(path.join(os.tmpdir(), 'poimen-bench-fair-')),
+        temporalPort: await freePort(),
+        temporalUiPort: await freePort(),
+        temporalMetricsPort: await freePort(),
+        temporalFairness: on,
+      };
+      const stack = new LocalStack(fairCfg, progress);
+      fairStack = stack;
+      await stack.startService('temporal');
+      return {
+        target: {
+          ...target,
+          temporalAddress: stack.services.temporal.address,
+          serverPids: () => ({
+            ...stackServerPids(cfg, 'dev'),
+            temporal: stackServerPids(fairCfg, 'dev').temporal,
+          }),
+        },
+        async stop() {
+          await stack.stopService('temporal');
+          fairStack = undefined;
+          fs.rmSync(fairCfg.stateDir, { recursive: true, force: true });
+        },
+      };
+    },
+  };
   const side: SideTargets =
     profile === 'dev'
-      ? { memory, persistence: memory }
-      : { memory: target, persistenceSkipped: 'dev-only phase (in-memory dev server vs SQLite)' };
-  // An interrupted benchmark must not leave its throwaway server running.
+      ? { memory, persistence: memory, fairness }
+      : {
+          memory: target,
+          persistenceSkipped: 'dev-only phase (in-memory dev server vs SQLite)',
+          fairnessSkipped: 'dev-only phase (a fresh Temporal with and without fairness per round)',
+        };
+  // An interrupted benchmark must not leave its throwaway servers running.
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(signal, () => void memStack.stopService('temporal').finally(() => process.exit(130)));
+    process.once(
+      signal,
+      () =>
+        void Promise.allSettled([
+          memStack.stopService('temporal'),
+          fairStack?.stopService('temporal'),
+        ]).finally(() => process.exit(130)),
+    );
   }
 
   const started = Date.now();

@@ -5,9 +5,19 @@
  */
 import { CPU_ROLES, type RoleFigures, cpuAboveIdle, cpuMsPerDispatch, cpuRow } from './cpu';
 import { round } from './measure';
+import { type FairnessServers, fairness } from './fairness';
 import { type BenchTarget, baseline, ceiling, ingesterMemory, latency, relayDrain } from './phases';
 
-export const PHASES = ['relay', 'baseline', 'latency', 'memory', 'scaling', 'outage', 'codecs'] as const;
+export const PHASES = [
+  'relay',
+  'baseline',
+  'latency',
+  'memory',
+  'scaling',
+  'fairness',
+  'outage',
+  'codecs',
+] as const;
 export type Phase = (typeof PHASES)[number];
 
 /** The ceiling's start concurrency: 16 beat 64 in every run here (starts compete with execution on the server). */
@@ -25,6 +35,7 @@ export const SIZES = {
     scaleN: 300,
     outageN: 300,
     outageS: 15,
+    fairness: { floodN: 2000, steadyPerS: 5, aloneS: 15, floodedS: 15, settleS: 30, partitions: 4 },
   },
   full: {
     n: 3000,
@@ -35,6 +46,7 @@ export const SIZES = {
     scaleN: 1000,
     outageN: 2000,
     outageS: 60,
+    fairness: { floodN: 20_000, steadyPerS: 5, aloneS: 60, floodedS: 60, settleS: 120, partitions: 4 },
   },
 };
 
@@ -76,6 +88,9 @@ export interface SideTargets {
   persistence?: BenchTarget;
   /** Why persistence is absent, recorded in the result instead of the comparison. */
   persistenceSkipped?: string;
+  /** Fresh Temporal servers with and without fairness, one per round of the fairness phase. */
+  fairness?: FairnessServers;
+  fairnessSkipped?: string;
 }
 
 export async function runSuite(
@@ -228,6 +243,27 @@ export async function runSuite(
       rows.push(['Temporal persistence comparison', `skipped: ${side.persistenceSkipped}`]);
     }
     fields.scaling = scaling;
+  }
+  if (phases.has('fairness') && side.fairness) {
+    const f = await fairness(side.fairness, size.fairness, progress);
+    Object.assign(fields, f);
+    const row = (r: (typeof f.fairness_rounds)['on']) =>
+      `p50 ${r.alone.p50_ms} → ${r.flooded.p50_ms} ms, p99 ${r.alone.p99_ms} → ${r.flooded.p99_ms} ms` +
+      (r.flooded.unserved > 0
+        ? ` (${r.flooded.unserved} of ${r.flooded.n} never served: a lower bound)`
+        : '');
+    rows.push(
+      [`fairness: B alone → A flooding ${size.fairness.floodN}`, row(f.fairness_rounds.on)],
+      ['fairness: B p99 flooded ÷ alone', `${f.fairness_p99_ratio} (target ≤ 2)`],
+      ['… Temporal without fairness', row(f.fairness_rounds.off)],
+      [
+        '… B p99 flooded ÷ alone, without',
+        `${f.fairness_rounds.off.flooded.unserved > 0 ? '≥ ' : ''}${f.fairness_off_p99_ratio}`,
+      ],
+    );
+  } else if (phases.has('fairness') && side.fairnessSkipped) {
+    fields.fairness = `skipped: ${side.fairnessSkipped}`;
+    rows.push(['fairness', `skipped: ${side.fairnessSkipped}`]);
   }
   return { fields, rows, atLogEnd };
 }

@@ -104,8 +104,9 @@ function serverConfig(cfg: StackConfig, dynamicConfigFile: string) {
 }
 
 /**
- * Dynamic config: only the version check is off (it would call out to the internet). Otherwise the server's own
- * defaults, not the dev server's tuning: the benchmark's per-dispatch costs on this profile are production's.
+ * Dynamic config: the version check off (it would call out to the internet) and task queue fairness on, as the
+ * operations guide tells a production cluster to run (./fairness.ts). Otherwise the server's own defaults, not the
+ * dev server's tuning: the benchmark's per-dispatch costs on this profile are production's.
  */
 function dynamicConfig(cfg: StackConfig) {
   return {

@@ -1,0 +1,218 @@
+/**
+ * The fairness phase (issue 14 item 1): tenant B publishes a steady trickle; first alone, then while tenant A
+ * publishes a large backlog at once. B's record→API latency in both windows of the same run says whether A's flood
+ * makes B wait behind it. The phase runs once against a Temporal with task queue fairness and once against one
+ * without, the same relay code in both: without fairness the server ignores the fairness keys and serves the queue
+ * first come, first served, as it did before the relay set them. (The ingester's turns, the other half of the
+ * change, are in both rounds; what they changed is in docs/performance.md.)
+ */
+import path from 'node:path';
+import type { Producer } from 'kafkajs';
+import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
+import { topics, workflowId } from '../../src/contract';
+import { freePort } from '../../src/devstack/ports';
+import { startRelayProcess } from '../../src/devstack/relayProcess';
+import { waitUntil } from '../../src/poll';
+import { RunsApiDouble } from '../../test/support/runsApiDouble';
+import { mapLimit, percentile, round } from './measure';
+import { type BenchTarget, dispatchValue, newTenant, relayEnv, startWorkers } from './rig';
+
+export interface FairnessOptions {
+  floodN: number;
+  steadyPerS: number;
+  aloneS: number;
+  floodedS: number;
+  /** How long B's last records may still take after the flooded window before the rest count as unserved. */
+  settleS: number;
+  partitions: number;
+}
+
+interface Sent {
+  key: string;
+  sentAtMs: number;
+}
+
+/** B's records, paced in 50 ms ticks, until `untilMs`. */
+async function trickle(
+  producer: Producer,
+  tenant: string,
+  perS: number,
+  prefix: string,
+  untilMs: number,
+): Promise<Sent[]> {
+  const sent: Sent[] = [];
+  const start = Date.now();
+  while (Date.now() < untilMs) {
+    const due = Math.floor(((Date.now() - start) / 1000) * perS);
+    if (due > sent.length) {
+      const batch = Array.from({ length: due - sent.length }, (_, i) => ({
+        key: `${prefix}-${sent.length + i}`,
+        sentAtMs: Date.now(),
+      }));
+      sent.push(...batch);
+      await producer.send({
+        topic: topics.dispatch(tenant),
+        acks: 1,
+        messages: batch.map((s) => ({ value: dispatchValue(s.key, s.sentAtMs) })),
+      });
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return sent;
+}
+
+/** p50/p99 of the records' latencies; a record never served counts with what it has waited so far (a lower bound). */
+function latencies(api: RunsApiDouble, sent: Sent[], nowMs: number) {
+  const received = new Map<string, number>();
+  for (const r of api.requests) {
+    if (r.answer !== 201) continue;
+    const key = (r.json as { dispatch_key: string }).dispatch_key;
+    if (!received.has(key)) received.set(key, r.receivedAtMs);
+  }
+  const unserved = sent.filter((s) => !received.has(s.key)).length;
+  const ms = sent.map((s) => (received.get(s.key) ?? nowMs) - s.sentAtMs).sort((a, b) => a - b);
+  return { n: sent.length, unserved, p50_ms: percentile(ms, 50), p99_ms: percentile(ms, 99) };
+}
+
+/**
+ * Record → workflow start (the ingester's share of the latency; the rest is Temporal's queues and the worker), from
+ * each execution's start time. A record not started yet counts with what it has waited so far.
+ */
+async function startedAfter(t: BenchTarget, tenant: string, sent: Sent[]) {
+  const connection = await Connection.connect({ address: t.temporalAddress });
+  const client = new Client({ connection, namespace: t.namespace });
+  const ms: number[] = [];
+  let notStarted = 0;
+  let describeErrors = 0;
+  const now = Date.now();
+  try {
+    await mapLimit(sent, 8, async (s) => {
+      try {
+        const d = await client.workflow.getHandle(workflowId(tenant, s.key)).describe();
+        ms.push(d.startTime.getTime() - s.sentAtMs);
+      } catch (err) {
+        if (err instanceof WorkflowNotFoundError) {
+          notStarted++;
+          ms.push(now - s.sentAtMs);
+        } else {
+          describeErrors++;
+        }
+      }
+    });
+  } finally {
+    await connection.close();
+  }
+  ms.sort((a, b) => a - b);
+  return {
+    to_start_p50_ms: percentile(ms, 50),
+    to_start_p99_ms: percentile(ms, 99),
+    not_started: notStarted,
+    describe_errors: describeErrors,
+  };
+}
+
+export async function fairnessRound(t: BenchTarget, o: FairnessOptions, label: string) {
+  const api = await RunsApiDouble.start({ record: true });
+  const a = await newTenant(t, o.partitions);
+  const b = await newTenant(t, o.partitions);
+  const env = relayEnv(t, api, {
+    TEMPORAL_TASK_QUEUE: `bench-fair-${a}`,
+    KAFKA_GROUP_ID: `bench-fair-${a}`,
+    DISPATCH_TOPIC_PATTERN: `^poimen\\.(${a}|${b})\\.dispatch$`,
+  });
+  const workers = await startWorkers(t, env, 1, `fairness-${label}`);
+  const ingester = await startRelayProcess({
+    role: 'ingest',
+    env,
+    metricsPort: await freePort(),
+    logFile: path.join(t.logsDir, `bench-fairness-${label}-ingest.log`),
+  });
+  // B's producer is its own, so its sends never queue behind A's 1000-record sends.
+  const producer = t.kafka.producer();
+  const floodProducer = t.kafka.producer();
+  await producer.connect();
+  await floodProducer.connect();
+  const runsOf = (tenant: string) =>
+    api.requests.filter((r) => r.answer === 201 && r.headers['x-tenant-id'] === tenant).length;
+  try {
+    const alone = await trickle(producer, b, o.steadyPerS, 'alone', Date.now() + o.aloneS * 1000);
+    // The flood goes out at once beside the trickle: A's records in 1000-record sends, as fast as Kafka takes them.
+    const floodStart = Date.now();
+    const flood = (async () => {
+      for (let i = 0; i < o.floodN; i += 1000) {
+        const keys = Array.from({ length: Math.min(1000, o.floodN - i) }, (_, j) => `flood-${i + j}`);
+        await floodProducer.send({
+          topic: topics.dispatch(a),
+          acks: 1,
+          messages: keys.map((k) => ({ value: dispatchValue(k) })),
+        });
+      }
+      return Date.now() - floodStart;
+    })();
+    const flooded = await trickle(producer, b, o.steadyPerS, 'flooded', floodStart + o.floodedS * 1000);
+    const floodPublishMs = await flood;
+    const aRunsInWindow = runsOf(a);
+    const bKeys = new Set([...alone, ...flooded].map((s) => s.key));
+    await waitUntil(
+      () =>
+        api.requests.filter(
+          (r) => r.answer === 201 && bKeys.has((r.json as { dispatch_key: string }).dispatch_key),
+        ).length >= bKeys.size,
+      o.settleS * 1000,
+      200,
+    );
+    const now = Date.now();
+    return {
+      alone: { ...latencies(api, alone, now), ...(await startedAfter(t, b, alone)) },
+      flooded: { ...latencies(api, flooded, now), ...(await startedAfter(t, b, flooded)) },
+      flood_n: o.floodN,
+      flood_publish_s: round(floodPublishMs / 1000),
+      // How much of A's flood the relay had served when B's flooded window closed: A was still queued throughout.
+      flood_runs_in_window: aRunsInWindow,
+    };
+  } finally {
+    await producer.disconnect();
+    await floodProducer.disconnect();
+    await ingester.stop();
+    await Promise.all(workers.map((w) => w.stop()));
+    await api.close();
+  }
+}
+
+/** A Temporal for one round: fresh, with or without task queue fairness, stopped after its round. */
+export interface FairnessServers {
+  start(fairness: boolean): Promise<{ target: BenchTarget; stop(): Promise<void> }>;
+  /** What each server is, for the result. */
+  describe: string;
+}
+
+export async function fairness(servers: FairnessServers, o: FairnessOptions, progress: (l: string) => void) {
+  const rounds: Record<'on' | 'off', Awaited<ReturnType<typeof fairnessRound>>> = {} as never;
+  for (const mode of ['on', 'off'] as const) {
+    progress(
+      `fairness ${mode}: tenant B at ${o.steadyPerS}/s, ${o.aloneS} s alone, then ${o.floodedS} s while tenant A floods ${o.floodN} records`,
+    );
+    const server = await servers.start(mode === 'on');
+    try {
+      rounds[mode] = await fairnessRound(server.target, o, mode);
+    } finally {
+      await server.stop();
+    }
+  }
+  const ratio = (r: (typeof rounds)['on']) => round(r.flooded.p99_ms / r.alone.p99_ms, 2);
+  return {
+    fairness_b_p50_ms_alone: rounds.on.alone.p50_ms,
+    fairness_b_p99_ms_alone: rounds.on.alone.p99_ms,
+    fairness_b_p50_ms_flooded: rounds.on.flooded.p50_ms,
+    fairness_b_p99_ms_flooded: rounds.on.flooded.p99_ms,
+    fairness_p99_ratio: ratio(rounds.on),
+    // The same phase on a Temporal without fairness: every task of the queue first come, first served.
+    fairness_off_b_p99_ms_alone: rounds.off.alone.p99_ms,
+    fairness_off_b_p99_ms_flooded: rounds.off.flooded.p99_ms,
+    fairness_off_p99_ratio: ratio(rounds.off),
+    // Records of B never served in the off round count with what they had waited: its figures are lower bounds.
+    fairness_off_lower_bound: rounds.off.flooded.unserved > 0,
+    fairness_rounds: rounds,
+    fairness_settings: { ...o, servers: servers.describe },
+  };
+}
