@@ -82,14 +82,20 @@ describe('tracing over OTLP', () => {
       `process poimen.${h.tenant}.dispatch`,
       'StartWorkflow:dispatch',
       'RunWorkflow:dispatch',
-      'StartActivity:postRun',
-      'RunActivity:postRun',
+      // The call's activity (postRunWithInputBytes for an input of this size).
+      'StartActivity:postRunWithInputBytes',
+      'RunActivity:postRunWithInputBytes',
       'POST /v1/runs',
     ];
     const ofTrace = () => receiver.spans.filter((s) => s.traceId === traceId);
     await waitFor(() => names.every((n) => ofTrace().some((s) => s.name === n)), {
       timeoutMs: 30_000,
       what: `spans ${names.join(', ')} of trace ${traceId}`,
+    }).catch((err: Error) => {
+      const seen = receiver.spans.map(
+        (s) => `${s.service}:${s.name}:${s.traceId === traceId ? 'this' : s.traceId}`,
+      );
+      throw new Error(`${err.message}; received ${seen.join(', ') || 'no span'}`);
     });
     const span = (name: string) => ofTrace().find((s) => s.name === name)!;
     // Each hop is the child of the one before: the record's producer → ingester → start → workflow → activity → call.
@@ -97,9 +103,13 @@ describe('tracing over OTLP', () => {
     expect(span(names[0]!).service).toBe('poimen-relay-ingester');
     expect(span('StartWorkflow:dispatch').parentSpanId).toBe(span(names[0]!).spanId);
     expect(span('RunWorkflow:dispatch').parentSpanId).toBe(span('StartWorkflow:dispatch').spanId);
-    expect(span('StartActivity:postRun').parentSpanId).toBe(span('RunWorkflow:dispatch').spanId);
-    expect(span('RunActivity:postRun').parentSpanId).toBe(span('StartActivity:postRun').spanId);
-    expect(span('POST /v1/runs').parentSpanId).toBe(span('RunActivity:postRun').spanId);
+    expect(span('StartActivity:postRunWithInputBytes').parentSpanId).toBe(
+      span('RunWorkflow:dispatch').spanId,
+    );
+    expect(span('RunActivity:postRunWithInputBytes').parentSpanId).toBe(
+      span('StartActivity:postRunWithInputBytes').spanId,
+    );
+    expect(span('POST /v1/runs').parentSpanId).toBe(span('RunActivity:postRunWithInputBytes').spanId);
     expect(span('POST /v1/runs').service).toBe('poimen-relay-worker');
     // What the API received is the call's own span.
     expect(apiParent).toBe(span('POST /v1/runs').spanId);
