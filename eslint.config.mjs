@@ -42,13 +42,28 @@ const outsideSrc = {
   regex: '^(\\.\\./)+(tools|test)(/|$)',
   message: 'Nothing under src/ imports tools/ or test/: they are not part of the product.',
 };
-const restrictImports = ({ kafkajs = false, product = false, workflow = false }) => [
+// The tracing port: OpenTelemetry and Temporal's OpenTelemetry interceptors are named only under src/tracing/.
+const otelOnlyInPort = {
+  group: [
+    '@opentelemetry/*',
+    '@temporalio/interceptors-opentelemetry',
+    '@temporalio/interceptors-opentelemetry/*',
+  ],
+  message:
+    'OpenTelemetry is imported only under src/tracing/ (the tracing port): use what src/tracing exports.',
+};
+const restrictImports = ({ kafkajs = false, product = false, workflow = false, otel = false }) => [
   'error',
   {
     paths: [...(workflow ? workflowPaths : []), ...(kafkajs ? kafkaOnlyInPort.paths : [])],
     // Boundary patterns first: the rule reports only the first pattern an import matches, and a workflow
     // pattern that admits `import type` must not hide a boundary.
-    patterns: [...(product ? [devstack] : []), outsideSrc, ...(workflow ? workflowPatterns : [])],
+    patterns: [
+      ...(product ? [devstack] : []),
+      outsideSrc,
+      ...(otel ? [otelOnlyInPort] : []),
+      ...(workflow ? workflowPatterns : []),
+    ],
   },
 ];
 // The dev stack and the two commands that run it may import it (and kafkajs only through src/kafka).
@@ -109,7 +124,17 @@ export default tseslint.config(
   },
   {
     files: ['src/**/*.ts'],
-    ignores: ['src/kafka/**', 'src/workflows/**', ...devstackFiles],
+    ignores: ['src/kafka/**', 'src/workflows/**', 'src/tracing/**', ...devstackFiles],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': restrictImports({
+        kafkajs: true,
+        product: true,
+        otel: true,
+      }),
+    },
+  },
+  {
+    files: ['src/tracing/**/*.ts'],
     rules: { '@typescript-eslint/no-restricted-imports': restrictImports({ kafkajs: true, product: true }) },
   },
   {
@@ -123,7 +148,11 @@ export default tseslint.config(
   {
     files: ['src/workflows/**/*.ts'],
     rules: {
-      '@typescript-eslint/no-restricted-imports': restrictImports({ workflow: true, product: true }),
+      '@typescript-eslint/no-restricted-imports': restrictImports({
+        workflow: true,
+        product: true,
+        otel: true,
+      }),
     },
   },
 );

@@ -10,6 +10,7 @@ import { hasIpv6Loopback, httpGet } from './support/http';
 import { REPO_ROOT } from './support/cli';
 import { metricValue, type RelayProcess } from './support/relay';
 import { createHarness, type Harness } from './support/relayHarness';
+import { waitFor } from './support/wait';
 
 const PACKAGE_VERSION = (
   JSON.parse(fs.readFileSync(`${REPO_ROOT}/package.json`, 'utf8')) as { version: string }
@@ -58,5 +59,38 @@ describe.each(['ingester', 'worker'] as const)('the %s process', (role) => {
     } else {
       await expect(httpGet('::1', port, '/healthz')).rejects.toThrow();
     }
+  });
+});
+
+describe("the worker's /metrics also carries the Temporal SDK's worker metrics", () => {
+  it('schedule-to-start latency, slots in use and available, pollers and poll results, after one dispatch', async () => {
+    await h.publish(h.dispatchValue('sdk-metrics-1'));
+    await waitFor(() => h.api.runs.has('sdk-metrics-1'), { timeoutMs: 60_000, what: 'the run' });
+    const names = [
+      'temporal_workflow_task_schedule_to_start_latency_bucket',
+      'temporal_activity_schedule_to_start_latency_bucket',
+      'temporal_worker_task_slots_used',
+      'temporal_worker_task_slots_available',
+      'temporal_num_pollers',
+      'temporal_workflow_task_queue_poll_succeed',
+    ];
+    let text = '';
+    await waitFor(
+      async () => {
+        text = await processes.worker!.metrics();
+        return names.every((n) => new RegExp(`^${n}\\{`, 'm').test(text));
+      },
+      { timeoutMs: 30_000, what: `the worker's /metrics to name ${names.join(', ')}` },
+    );
+    // Of this worker's task queue, and counting: the dispatch's workflow task was polled and started.
+    expect(
+      metricValue(text, 'temporal_workflow_task_queue_poll_succeed', { task_queue: h.taskQueue }),
+    ).toBeGreaterThanOrEqual(1);
+    expect(
+      metricValue(text, 'temporal_worker_task_slots_available', {
+        task_queue: h.taskQueue,
+        worker_type: 'ActivityWorker',
+      }),
+    ).toBeGreaterThan(0);
   });
 });

@@ -23,6 +23,7 @@ import { AttemptLog, mayBeFinal } from './attemptLog';
 import type { AttemptContext } from './breakerGate';
 import { classifyRunsApiAnswer } from './classify';
 import { activityRecordFields } from './logFields';
+import { SpanKind, inSpan } from '../tracing/tracing';
 import type { ActivityDeps } from './index';
 
 /** Bodies can be large; only an excerpt is kept for failures. */
@@ -162,7 +163,6 @@ export function createPostRun(deps: ActivityDeps) {
       'user-agent': deps.userAgent,
     };
     if (deps.runsApi.token) headers.authorization = `Bearer ${deps.runsApi.token}`;
-    if (input.traceparent) headers.traceparent = input.traceparent;
 
     const requestBody = bodyOf(input, inputText);
     const pass = await deps.gate.enter(ctx, input.tenant, input.attemptTimeoutMs);
@@ -176,15 +176,28 @@ export function createPostRun(deps: ActivityDeps) {
     let answer: Parameters<typeof classifyRunsApiAnswer>[0];
     let code: string;
     try {
-      const res = await request(target, {
-        dispatcher: deps.dispatcher,
-        method: 'POST',
-        headers,
-        // Exactly the four fields, values as received (contract §5).
-        body: requestBody,
-        signal,
-      });
-      const body = await readRedacted(res.body, deps.runsApi.token);
+      // The call is a span of its own, a child of the activity's when tracing is on: its context is the
+      // traceparent the API receives. With tracing off, the record's traceparent is passed on as it came.
+      const { res, body } = await inSpan(
+        'POST /v1/runs',
+        {
+          kind: SpanKind.CLIENT,
+          attributes: { 'http.request.method': 'POST', 'poimen.tenant': input.tenant },
+        },
+        async (traceparent, span) => {
+          const tp = traceparent ?? input.traceparent;
+          const r = await request(target, {
+            dispatcher: deps.dispatcher,
+            method: 'POST',
+            headers: tp ? { ...headers, traceparent: tp } : headers,
+            // Exactly the four fields, values as received (contract §5).
+            body: requestBody,
+            signal,
+          });
+          span.setAttribute('http.response.status_code', r.statusCode);
+          return { res: r, body: await readRedacted(r.body, deps.runsApi.token) };
+        },
+      );
       const resHeaders = Object.fromEntries(
         Object.entries(res.headers).map(([k, v]) => [k, Array.isArray(v) ? v.map(redact) : v && redact(v)]),
       );

@@ -28,6 +28,7 @@ import {
   regex,
   tenantWeights,
 } from './schema';
+import type { TracingConfig } from '../tracing/tracing';
 import { type LogFormat, logFormatSchema } from './logging';
 import { type TemporalSettings, type TemporalTls, withTemporalEnvConfig } from './temporalEnv';
 import { caFile, caProblem, certFile, certProblem, keyFile, keyProblem, sslCode } from './tls';
@@ -75,6 +76,8 @@ export interface RelayConfig {
   /** `caPath`: PEM file of the CA(s) trusted for an https RUNS_API_URL (RUNS_API_CA); else the system roots. */
   runsApi: { url: string; token?: string; timeoutMs: number; caPath?: string };
   retry: RetryConfig;
+  /** OpenTelemetry tracing, on only when an OTLP endpoint is set (tracing/tracing.ts). */
+  tracing?: TracingConfig;
   ingest: {
     /** Starts / DLQ writes in flight per process, across partitions. */
     maxInFlight: number;
@@ -284,6 +287,7 @@ export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig
       ...(runsApiCa ? { caPath: runsApiCa } : {}),
     },
     retry,
+    ...tracingOf(env, role),
     // Tuning knobs beyond contract §8, prefixed POIMEN_ (docs/configuration.md).
     ingest: {
       maxInFlight: read(env, 'POIMEN_INGEST_MAX_IN_FLIGHT', intIn(1, 10_000), 16),
@@ -342,4 +346,18 @@ export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig
     ),
     logFormat: read(env, 'LOG_FORMAT', logFormatSchema),
   };
+}
+
+/**
+ * Tracing from the standard OpenTelemetry variables: on when OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (used as it is) or
+ * OTEL_EXPORTER_OTLP_ENDPOINT (+ `/v1/traces`) is set and OTEL_SDK_DISABLED is not true. OTEL_SERVICE_NAME names
+ * the process; by default `poimen-relay-<role>`.
+ */
+function tracingOf(env: Env, role: Role): { tracing?: TracingConfig } {
+  if (read(env, 'OTEL_SDK_DISABLED', bool, false)) return {};
+  const traces = read(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', httpUrl);
+  const generic = read(env, 'OTEL_EXPORTER_OTLP_ENDPOINT', httpUrl);
+  const serviceName = read(env, 'OTEL_SERVICE_NAME', nonEmpty, `poimen-relay-${role}`);
+  const tracesUrl = traces ?? (generic === undefined ? undefined : `${generic}/v1/traces`);
+  return tracesUrl === undefined ? {} : { tracing: { tracesUrl, serviceName } };
 }

@@ -352,6 +352,22 @@ export const ENV_VARS: readonly EnvVar[] = [
     readBy: ['stack'],
   },
   {
+    name: 'OTEL_EXPORTER_OTLP_ENDPOINT',
+    description: 'OTLP/HTTP endpoint for traces (+ /v1/traces); unset: tracing off',
+    readBy: RELAY,
+  },
+  {
+    name: 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+    description: 'OTLP/HTTP traces URL, used as it is (wins over the generic endpoint)',
+    readBy: RELAY,
+  },
+  {
+    name: 'OTEL_SERVICE_NAME',
+    description: 'service.name of the spans (poimen-relay-<role>)',
+    readBy: RELAY,
+  },
+  { name: 'OTEL_SDK_DISABLED', description: 'true: no tracing even with an endpoint set', readBy: RELAY },
+  {
     name: 'POIMEN_STACK_TEMPORAL_IN_MEMORY',
     description: 'dev stack Temporal without a database file',
     readBy: ['stack'],

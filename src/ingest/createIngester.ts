@@ -9,6 +9,7 @@ import { DlqPublisher } from '../kafka/dlqPublisher';
 import { type Closeable, type RelayService, type RelayServiceDeps, closeOnce } from '../lifecycle';
 import { checkTemporalTls, createClientConnection } from '../temporal/connection';
 import { requireSearchAttributes } from '../temporal/searchAttributes';
+import { startTracing } from '../tracing/tracing';
 import { Ingester } from './ingester';
 import { dispatchPolicyOf } from './policy';
 
@@ -19,6 +20,9 @@ export async function createIngester(
   const parts: Closeable[] = [];
   const close = closeOnce(logger, parts);
   try {
+    // First in, last out: the spans of the last records are flushed after everything else has stopped.
+    const tracing = cfg.tracing ? startTracing(cfg.tracing) : undefined;
+    if (tracing) parts.push({ name: 'tracing', close: () => tracing.close() });
     await checkTemporalTls(cfg.temporal);
     const connection = createClientConnection(cfg.temporal, logger);
     parts.push({ name: 'temporal connection', close: () => connection.close() });
@@ -31,7 +35,12 @@ export async function createIngester(
       cfg,
       kafka,
       {
-        client: new Client({ connection, namespace: cfg.temporal.namespace }),
+        client: new Client({
+          connection,
+          namespace: cfg.temporal.namespace,
+          // The start's own span, and its context in the workflow's header for the workflow's spans.
+          ...(tracing ? { interceptors: tracing.clientInterceptors() } : {}),
+        }),
         dlq,
         taskQueue: cfg.temporal.taskQueue,
         maxBytes: cfg.dispatchMaxBytes,

@@ -22,6 +22,7 @@ import { type Logger, recordFields } from '../logger';
 import { SEARCH_ATTRIBUTE_KEYS } from '../temporal/searchAttributes';
 import { dispatchDetails, dispatchSummary } from './startMetadata';
 import { startRefusal } from '../temporal/startRefusal';
+import { SpanKind, inSpan, recordContext } from '../tracing/tracing';
 import type { DispatchOutcome } from '../metrics';
 import type { DispatchInput, DispatchPolicy } from '../workflows/types';
 
@@ -123,8 +124,36 @@ export async function handleRecord(
   /** Each record's outcome is logged here at debug, with the fields of recordFields (logger.ts). */
   log?: Logger,
 ): Promise<DispatchOutcome> {
-  const source: DlqSource = { topic, partition, offset: message.offset, timestamp: message.timestamp };
   const traceparent = validTraceparent(header(message, 'traceparent'));
+  // The relay's hop as a span (consume → start), a child of the record's trace or a new root; the workflow start
+  // inside it carries it on to the workflow (tracing/tracing.ts).
+  return inSpan(
+    `process ${topic}`,
+    {
+      kind: SpanKind.CONSUMER,
+      parent: recordContext(traceparent),
+      attributes: {
+        'messaging.system': 'kafka',
+        'messaging.destination.name': topic,
+        'messaging.destination.partition.id': String(partition),
+        'messaging.kafka.offset': message.offset,
+        'poimen.tenant': tenant,
+      },
+    },
+    () => handleRecordInSpan(ctx, tenant, topic, partition, message, traceparent, log),
+  );
+}
+
+async function handleRecordInSpan(
+  ctx: StartContext,
+  tenant: string,
+  topic: string,
+  partition: number,
+  message: KafkaRecord,
+  traceparent: string | undefined,
+  log?: Logger,
+): Promise<DispatchOutcome> {
+  const source: DlqSource = { topic, partition, offset: message.offset, timestamp: message.timestamp };
   const deadLetter = async (
     type: 'malformed_dispatch' | 'tenant_mismatch',
     reason: string,

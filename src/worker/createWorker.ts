@@ -3,7 +3,14 @@
  * activities, with the clients the activities need (an undici pool for the runs API, one shared DLQ producer).
  */
 import fs from 'node:fs';
-import { DefaultLogger, IllegalStateError, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import {
+  DefaultLogger,
+  IllegalStateError,
+  MetricsBuffer,
+  NativeConnection,
+  Runtime,
+  Worker,
+} from '@temporalio/worker';
 import { Agent } from 'undici';
 import type { RelayConfig } from '../config';
 import { createActivities } from '../activities';
@@ -16,8 +23,10 @@ import { type Closeable, type RelayService, type RelayServiceDeps, closeOnce } f
 import { checkTemporalTls, createNativeConnection } from '../temporal/connection';
 import { lastCallHistory } from '../temporal/callAttempts';
 import { startInputReader } from '../temporal/history';
+import { startTracing } from '../tracing/tracing';
 import { VERSION } from '../version';
 import { deadLetterTaskQueue, largeInputTaskQueue } from '../workflows/types';
+import { SdkMetricsBridge } from './sdkMetrics';
 import { workflowSource } from './workflowBundle';
 
 /** The share of RUNS_API_MAX_RPS the large-input queue gets (inputs over 32 KiB are few). */
@@ -30,20 +39,25 @@ const DEAD_LETTER_SLOTS = 16;
 const SOURCE_READ_TIMEOUT_MS = 20_000;
 
 /**
- * Routes the SDK's own logs through ours, at WARN and above. Must precede any connection; an application that
- * installed the SDK runtime itself keeps its own.
+ * Routes the SDK's own logs through ours, at WARN and above, and buffers its metrics for the relay's registry.
+ * Must precede any connection; an application that installed the SDK runtime itself keeps its own.
  */
-function installSdkLogger(logger: Logger): void {
+function installSdkRuntime(logger: Logger): MetricsBuffer | undefined {
   const sdkLog = logger.child({ component: 'temporal-sdk' });
+  const buffer = new MetricsBuffer({ useSecondsForDurations: true });
   try {
     Runtime.install({
       logger: new DefaultLogger('WARN', (e) =>
         sdkLog[e.level === 'ERROR' ? 'error' : 'warn'](e.meta ?? {}, e.message),
       ),
+      // The SDK's worker metrics, moved into the relay's registry (./sdkMetrics.ts).
+      telemetryOptions: { metrics: { buffer } },
     });
+    return buffer;
   } catch (err) {
     if (!(err instanceof IllegalStateError)) throw err;
-    logger.debug('Temporal SDK runtime already installed: its logs keep their own logger');
+    logger.debug('Temporal SDK runtime already installed: its logs and metrics keep their own settings');
+    return undefined;
   }
 }
 
@@ -51,9 +65,13 @@ export async function createWorker(
   cfg: RelayConfig,
   { logger, metrics }: RelayServiceDeps,
 ): Promise<RelayService> {
-  installSdkLogger(logger);
+  const sdkMetrics = installSdkRuntime(logger);
   const parts: Closeable[] = [];
   const close = closeOnce(logger, parts);
+  if (sdkMetrics) {
+    const bridge = new SdkMetricsBridge(sdkMetrics, metrics.registry);
+    parts.push({ name: 'SDK metrics', close: async () => bridge.close() });
+  }
   try {
     return await assemble(cfg, { logger, metrics }, parts, close);
   } catch (err) {
@@ -68,6 +86,9 @@ async function assemble(
   parts: Closeable[],
   close: () => Promise<void>,
 ): Promise<RelayService> {
+  // First in, last out: the spans of the last calls are flushed after the workers have stopped.
+  const tracing = cfg.tracing ? startTracing(cfg.tracing) : undefined;
+  if (tracing) parts.push({ name: 'tracing', close: () => tracing.close() });
   await checkTemporalTls(cfg.temporal);
   const connection: NativeConnection = await createNativeConnection(cfg.temporal, logger);
   parts.push({ name: 'temporal connection', close: () => connection.close() });
@@ -87,7 +108,19 @@ async function assemble(
   const sources = new SourceRecordReader(kafka, SOURCE_READ_TIMEOUT_MS);
   parts.push({ name: 'source record reader', close: () => sources.close() });
 
-  const { note, ...source } = workflowSource();
+  const { note, ...found } = workflowSource(tracing !== undefined);
+  const traced = tracing?.workerOptions();
+  // Every worker's activities get the activity interceptor; the dispatch queue's worker also runs the workflows,
+  // with the sink their spans leave by (and, when bundling now, the interceptor modules).
+  const activityInterceptors = traced ? { interceptors: { activity: traced.interceptors.activity } } : {};
+  const source =
+    'workflowModules' in found
+      ? {
+          workflowsPath: found.workflowsPath,
+          interceptors: { ...activityInterceptors.interceptors, workflowModules: found.workflowModules },
+        }
+      : { ...found, ...activityInterceptors };
+  const workflowSinks = traced ? { sinks: traced.sinks } : {};
   if (note === 'stale bundle ignored: bundling now') logger.warn({ workflows: note }, 'workflow code');
   else logger.info({ workflows: note }, 'workflow code');
   const gate = createBreakerGate(
@@ -131,6 +164,7 @@ async function assemble(
         namespace: cfg.temporal.namespace,
         taskQueue: cfg.temporal.taskQueue,
         ...source,
+        ...workflowSinks,
         activities,
         maxConcurrentActivityTaskExecutions: cfg.worker.maxConcurrentActivities,
         maxConcurrentWorkflowTaskExecutions: cfg.worker.maxConcurrentWorkflowTasks,
@@ -148,6 +182,7 @@ async function assemble(
         connection,
         namespace: cfg.temporal.namespace,
         taskQueue: largeInputTaskQueue(cfg.temporal.taskQueue),
+        ...activityInterceptors,
         activities,
         maxConcurrentActivityTaskExecutions: cfg.worker.maxConcurrentLargeActivities,
         shutdownGraceTime: cfg.worker.shutdownGraceMs,
@@ -160,6 +195,7 @@ async function assemble(
         connection,
         namespace: cfg.temporal.namespace,
         taskQueue: deadLetterTaskQueue(cfg.temporal.taskQueue),
+        ...activityInterceptors,
         activities,
         maxConcurrentActivityTaskExecutions: DEAD_LETTER_SLOTS,
         shutdownGraceTime: cfg.worker.shutdownGraceMs,

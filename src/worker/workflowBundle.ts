@@ -12,8 +12,15 @@ import { DefaultLogger, bundleWorkflowCode } from '@temporalio/worker';
 
 /** Where `npm run build` writes the bundle, next to the compiled code. */
 export const WORKFLOW_BUNDLE_PATH = path.join(__dirname, '..', 'workflow-bundle.js');
+/**
+ * The same workflows with OpenTelemetry's workflow interceptors, run only while tracing is on: the plain bundle
+ * makes no span and calls no sink, so tracing off costs nothing in the workflow.
+ */
+export const TRACED_WORKFLOW_BUNDLE_PATH = path.join(__dirname, '..', 'workflow-bundle-traced.js');
+/** What the traced bundle adds (tracing/tracing.ts has the rest of the tracing). */
+const WORKFLOW_TRACING_MODULE =
+  require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors');
 
-const STAMP_PATH = `${WORKFLOW_BUNDLE_PATH}.sha256`;
 const WORKFLOWS_DIR = path.join(__dirname, '..', 'workflows');
 
 /** Hash of the compiled workflow modules the bundle is made from. */
@@ -28,33 +35,48 @@ function workflowsHash(): string {
   return h.digest('hex');
 }
 
-export type WorkflowSource = ({ workflowBundle: { codePath: string } } | { workflowsPath: string }) & {
+export type WorkflowSource = (
+  { workflowBundle: { codePath: string } } | { workflowsPath: string; workflowModules: string[] }
+) & {
   note: 'prebuilt bundle' | 'no prebuilt bundle: bundling now' | 'stale bundle ignored: bundling now';
 };
 
-/** The worker's workflow source: the prebuilt bundle when it matches the compiled workflows, else bundle now. */
-export function workflowSource(): WorkflowSource {
+const bundlePath = (traced: boolean) => (traced ? TRACED_WORKFLOW_BUNDLE_PATH : WORKFLOW_BUNDLE_PATH);
+const interceptorModules = (traced: boolean) => (traced ? [WORKFLOW_TRACING_MODULE] : []);
+
+/**
+ * The worker's workflow source: the prebuilt bundle (traced or plain) when it matches the compiled workflows,
+ * else bundle now (the worker then adds `workflowModules`, the interceptors the bundle would have had).
+ */
+export function workflowSource(traced = false): WorkflowSource {
   const workflowsPath = require.resolve('../workflows');
-  if (!fs.existsSync(WORKFLOW_BUNDLE_PATH) || !fs.existsSync(STAMP_PATH)) {
-    return { workflowsPath, note: 'no prebuilt bundle: bundling now' };
+  const codePath = bundlePath(traced);
+  const stampPath = `${codePath}.sha256`;
+  const workflowModules = interceptorModules(traced);
+  if (!fs.existsSync(codePath) || !fs.existsSync(stampPath)) {
+    return { workflowsPath, workflowModules, note: 'no prebuilt bundle: bundling now' };
   }
-  if (fs.readFileSync(STAMP_PATH, 'utf8').trim() !== workflowsHash()) {
-    return { workflowsPath, note: 'stale bundle ignored: bundling now' };
+  if (fs.readFileSync(stampPath, 'utf8').trim() !== workflowsHash()) {
+    return { workflowsPath, workflowModules, note: 'stale bundle ignored: bundling now' };
   }
-  return { workflowBundle: { codePath: WORKFLOW_BUNDLE_PATH }, note: 'prebuilt bundle' };
+  return { workflowBundle: { codePath }, note: 'prebuilt bundle' };
 }
 
 async function main(): Promise<void> {
-  const { code } = await bundleWorkflowCode({
-    workflowsPath: require.resolve('../workflows'),
-    logger: new DefaultLogger('WARN'),
-  });
   const stamp = workflowsHash();
-  fs.writeFileSync(WORKFLOW_BUNDLE_PATH, code);
-  fs.writeFileSync(STAMP_PATH, `${stamp}\n`);
-  process.stdout.write(
-    `workflow bundle: ${path.relative(process.cwd(), WORKFLOW_BUNDLE_PATH)} (${Math.round(code.length / 1024)} KiB)\n`,
-  );
+  for (const traced of [false, true]) {
+    const { code } = await bundleWorkflowCode({
+      workflowsPath: require.resolve('../workflows'),
+      workflowInterceptorModules: interceptorModules(traced),
+      logger: new DefaultLogger('WARN'),
+    });
+    const codePath = bundlePath(traced);
+    fs.writeFileSync(codePath, code);
+    fs.writeFileSync(`${codePath}.sha256`, `${stamp}\n`);
+    process.stdout.write(
+      `workflow bundle: ${path.relative(process.cwd(), codePath)} (${Math.round(code.length / 1024)} KiB)\n`,
+    );
+  }
 }
 
 if (require.main === module) {

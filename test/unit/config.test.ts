@@ -243,6 +243,36 @@ describe('POIMEN_TENANT_WEIGHTS (fairness weights per tenant)', () => {
   });
 });
 
+describe('tracing from the standard OpenTelemetry variables', () => {
+  const tracing = (env: Record<string, string>, role: 'ingester' | 'worker' = 'worker') =>
+    loadRelayConfig(role, env).tracing;
+  test('off unless an OTLP endpoint is set; the traces endpoint wins and is used as it is', () => {
+    expect(tracing({})).toBeUndefined();
+    expect(tracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel:4318/' })).toEqual({
+      tracesUrl: 'http://otel:4318/v1/traces',
+      serviceName: 'poimen-relay-worker',
+    });
+    expect(
+      tracing(
+        {
+          OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel:4318',
+          OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://traces:4318/custom',
+          OTEL_SERVICE_NAME: 'relay-eu',
+        },
+        'ingester',
+      ),
+    ).toEqual({ tracesUrl: 'http://traces:4318/custom', serviceName: 'relay-eu' });
+    expect(
+      tracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel:4318', OTEL_SDK_DISABLED: 'true' }),
+    ).toBeUndefined();
+  });
+  test('a bad endpoint stops the process at start with one line naming it', () => {
+    expect(() => tracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'otel:4318' })).toThrow(
+      /OTEL_EXPORTER_OTLP_ENDPOINT/,
+    );
+  });
+});
+
 describe('transport security settings (contract §8 plus KAFKA_SSL_CA, RUNS_API_CA)', () => {
   const missing = path.join(pemDir, 'does-not-exist.pem');
 

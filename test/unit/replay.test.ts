@@ -12,6 +12,8 @@ jest.setTimeout(120_000);
 
 const fixtures = loadHistoryFixtures();
 const outcomes = new Map<string, { error?: Error }>();
+/** The same histories replayed by the workflows with OpenTelemetry's interceptors (tracing switched on). */
+const tracedOutcomes = new Map<string, { error?: Error }>();
 
 beforeAll(async () => {
   // The replay worker's lifecycle lines are noise here; failures come back as results.
@@ -26,6 +28,22 @@ beforeAll(async () => {
     const fixture = fixtures[i++]!;
     expect(result.workflowId).toBe(fixture.workflowId);
     outcomes.set(fixture.name, result.error ? { error: result.error } : {});
+  }
+  // A worker started with tracing on replays executions that began without it (and without its header).
+  const traced = Worker.runReplayHistories(
+    {
+      workflowsPath: require.resolve('../../src/workflows'),
+      interceptors: {
+        workflowModules: [
+          require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors'),
+        ],
+      },
+    },
+    fixtures.map((f) => ({ workflowId: f.workflowId, history: f.history })),
+  );
+  let j = 0;
+  for await (const result of traced) {
+    tracedOutcomes.set(fixtures[j++]!.name, result.error ? { error: result.error } : {});
   }
 });
 
@@ -69,6 +87,16 @@ test.each(fixtures.map((f): [string, HistoryFixture] => [f.name, f]))(
   (name, fixture) => {
     expect(fixture.workflowId).toMatch(/^dispatch:/);
     const outcome = outcomes.get(name);
+    expect(outcome).toBeDefined();
+    const error = outcome!.error;
+    expect(error ? `${error.constructor.name}: ${error.message}` : undefined).toBeUndefined();
+  },
+);
+
+test.each(fixtures.map((f): [string, HistoryFixture] => [f.name, f]))(
+  'history %s replays with the tracing interceptors too',
+  (name) => {
+    const outcome = tracedOutcomes.get(name);
     expect(outcome).toBeDefined();
     const error = outcome!.error;
     expect(error ? `${error.constructor.name}: ${error.message}` : undefined).toBeUndefined();

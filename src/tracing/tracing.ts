@@ -1,0 +1,106 @@
+/**
+ * OpenTelemetry for the relay's own hop: the one place that builds the SDK (the tracer provider, its OTLP/HTTP
+ * exporter, the W3C propagator) and the Temporal interceptors that carry a trace through the workflow and its
+ * activities. Off unless an OTLP endpoint is configured (config/env.ts `tracing`): then nothing here is built, the
+ * API's tracer is the no-op one, and the worker runs the workflow bundle without the tracing interceptors.
+ */
+import {
+  type Context,
+  ROOT_CONTEXT,
+  type Span,
+  SpanKind,
+  context,
+  propagation,
+  trace,
+} from '@opentelemetry/api';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { Resource } from '@opentelemetry/resources';
+import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry/lib/client';
+import {
+  OpenTelemetryActivityInboundInterceptor,
+  makeWorkflowExporter,
+} from '@temporalio/interceptors-opentelemetry/lib/worker';
+import type { Context as ActivityContext } from '@temporalio/activity';
+import { VERSION } from '../version';
+
+/** The workflow-side interceptors, bundled into the traced workflow bundle (worker/workflowBundle.ts). */
+export const WORKFLOW_TRACING_MODULE =
+  require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors');
+
+export interface TracingConfig {
+  /** Where spans go (OTLP over HTTP, JSON): OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, or the generic endpoint + /v1/traces. */
+  tracesUrl: string;
+  serviceName: string;
+}
+
+export interface Tracing {
+  /** The ingester's client: a span per start, its context in the workflow's header. */
+  clientInterceptors(): { workflow: OpenTelemetryWorkflowClientInterceptor[] };
+  /** A worker's: the activity's span (a child of the workflow's), and the sink the workflow's spans leave by. */
+  workerOptions(): {
+    interceptors: {
+      activity: ((ctx: ActivityContext) => { inbound: OpenTelemetryActivityInboundInterceptor })[];
+    };
+    sinks: { exporter: ReturnType<typeof makeWorkflowExporter> };
+  };
+  /** Flushes what is buffered and stops exporting. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** The relay's tracer: the no-op one while no provider is registered (tracing off). */
+export const tracer = () => trace.getTracer('poimen-relay', VERSION);
+
+export function startTracing(cfg: TracingConfig): Tracing {
+  const resource = new Resource({ 'service.name': cfg.serviceName, 'service.version': VERSION });
+  const processor = new BatchSpanProcessor(new OTLPTraceExporter({ url: cfg.tracesUrl }));
+  const provider = new NodeTracerProvider({ resource, spanProcessors: [processor] });
+  // Global context manager (AsyncLocalStorage) and W3C trace-context propagator: the Temporal interceptors
+  // inject and extract through them.
+  provider.register();
+  let closing: Promise<void> | undefined;
+  return {
+    clientInterceptors: () => ({ workflow: [new OpenTelemetryWorkflowClientInterceptor()] }),
+    workerOptions: () => ({
+      interceptors: { activity: [(ctx) => ({ inbound: new OpenTelemetryActivityInboundInterceptor(ctx) })] },
+      sinks: { exporter: makeWorkflowExporter(processor, resource) },
+    }),
+    close: () => (closing ??= provider.shutdown()),
+  };
+}
+
+/** The context a record's `traceparent` header names (a new root when it has none or an invalid one). */
+export function recordContext(traceparent: string | undefined): Context {
+  return traceparent === undefined ? ROOT_CONTEXT : propagation.extract(ROOT_CONTEXT, { traceparent });
+}
+
+/**
+ * Runs `fn` inside a span (kind, attributes), ending it when `fn` settles and recording an error it throws.
+ * With tracing off the span is the API's non-recording one: the cost is a function call.
+ */
+export async function inSpan<T>(
+  name: string,
+  opts: { kind: SpanKind; parent?: Context; attributes?: Record<string, string | number> },
+  /** `traceparent`: the span's own, to pass on (undefined while tracing is off). */
+  fn: (traceparent: string | undefined, span: Span) => Promise<T>,
+): Promise<T> {
+  const span = tracer().startSpan(
+    name,
+    { kind: opts.kind, ...(opts.attributes ? { attributes: opts.attributes } : {}) },
+    opts.parent ?? context.active(),
+  );
+  const ctx = trace.setSpan(opts.parent ?? context.active(), span);
+  const carrier: Record<string, string> = {};
+  propagation.inject(ctx, carrier);
+  try {
+    return await context.with(ctx, () => fn(span.isRecording() ? carrier.traceparent : undefined, span));
+  } catch (err) {
+    span.recordException(err instanceof Error ? err : String(err));
+    span.setStatus({ code: 2 });
+    throw err;
+  } finally {
+    span.end();
+  }
+}
+
+export { SpanKind };
