@@ -6,9 +6,12 @@
  */
 import {
   type Context,
+  INVALID_SPAN_CONTEXT,
   ROOT_CONTEXT,
   type Span,
   SpanKind,
+  SpanStatusCode,
+  type Tracer,
   context,
   propagation,
   trace,
@@ -48,8 +51,12 @@ export interface Tracing {
   close(): Promise<void>;
 }
 
-/** The relay's tracer: the no-op one while no provider is registered (tracing off). */
-export const tracer = () => trace.getTracer('poimen-relay', VERSION);
+/**
+ * The relay's tracer while its tracing runs, else none: never the global one, so an application embedding the
+ * relay with tracing off keeps its own provider out of the relay's hop (and the record's traceparent reaches the
+ * API as it came).
+ */
+let relayTracer: Tracer | undefined;
 
 export function startTracing(cfg: TracingConfig): Tracing {
   const resource = new Resource({ 'service.name': cfg.serviceName, 'service.version': VERSION });
@@ -58,14 +65,23 @@ export function startTracing(cfg: TracingConfig): Tracing {
   // Global context manager (AsyncLocalStorage) and W3C trace-context propagator: the Temporal interceptors
   // inject and extract through them.
   provider.register();
+  const tracer = provider.getTracer('poimen-relay', VERSION);
+  relayTracer = tracer;
   let closing: Promise<void> | undefined;
   return {
-    clientInterceptors: () => ({ workflow: [new OpenTelemetryWorkflowClientInterceptor()] }),
+    // The interceptors are handed this provider's tracer, not the global one another provider may hold.
+    clientInterceptors: () => ({ workflow: [new OpenTelemetryWorkflowClientInterceptor({ tracer })] }),
     workerOptions: () => ({
-      interceptors: { activity: [(ctx) => ({ inbound: new OpenTelemetryActivityInboundInterceptor(ctx) })] },
+      interceptors: {
+        activity: [(ctx) => ({ inbound: new OpenTelemetryActivityInboundInterceptor(ctx, { tracer }) })],
+      },
       sinks: { exporter: makeWorkflowExporter(processor, resource) },
     }),
-    close: () => (closing ??= provider.shutdown()),
+    close: () =>
+      (closing ??= (async () => {
+        if (relayTracer === tracer) relayTracer = undefined;
+        await provider.shutdown();
+      })()),
   };
 }
 
@@ -76,7 +92,7 @@ export function recordContext(traceparent: string | undefined): Context {
 
 /**
  * Runs `fn` inside a span (kind, attributes), ending it when `fn` settles and recording an error it throws.
- * With tracing off the span is the API's non-recording one: the cost is a function call.
+ * With tracing off `fn` runs with a non-recording span and no traceparent: the cost is a function call.
  */
 export async function inSpan<T>(
   name: string,
@@ -84,7 +100,8 @@ export async function inSpan<T>(
   /** `traceparent`: the span's own, to pass on (undefined while tracing is off). */
   fn: (traceparent: string | undefined, span: Span) => Promise<T>,
 ): Promise<T> {
-  const span = tracer().startSpan(
+  if (relayTracer === undefined) return fn(undefined, trace.wrapSpanContext(INVALID_SPAN_CONTEXT));
+  const span = relayTracer.startSpan(
     name,
     { kind: opts.kind, ...(opts.attributes ? { attributes: opts.attributes } : {}) },
     opts.parent ?? context.active(),
@@ -96,7 +113,7 @@ export async function inSpan<T>(
     return await context.with(ctx, () => fn(span.isRecording() ? carrier.traceparent : undefined, span));
   } catch (err) {
     span.recordException(err instanceof Error ? err : String(err));
-    span.setStatus({ code: 2 });
+    span.setStatus({ code: SpanStatusCode.ERROR });
     throw err;
   } finally {
     span.end();

@@ -44,7 +44,8 @@ const SOURCE_READ_TIMEOUT_MS = 20_000;
  */
 function installSdkRuntime(logger: Logger): MetricsBuffer | undefined {
   const sdkLog = logger.child({ component: 'temporal-sdk' });
-  const buffer = new MetricsBuffer({ useSecondsForDurations: true });
+  // Drained every second: room for a second's updates at hundreds of dispatches per second, and for a stall.
+  const buffer = new MetricsBuffer({ maxBufferSize: 100_000, useSecondsForDurations: true });
   try {
     Runtime.install({
       logger: new DefaultLogger('WARN', (e) =>

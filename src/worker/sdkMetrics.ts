@@ -11,7 +11,27 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 /** Seconds (the buffer is asked for seconds): from a local sync-match to a backlog that waits minutes. */
 const DURATION_BUCKETS_S = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 
-type Bridged = { kind: 'counter' | 'gauge' | 'histogram'; labels: string[]; m: Counter | Gauge | Histogram };
+type Kind = 'counter' | 'up-down-counter' | 'gauge' | 'histogram';
+type Bridged = { kind: Kind; m: Counter | Gauge | Histogram };
+
+/**
+ * Every attribute the SDK core puts on its worker and client metrics. prom-client fixes a metric's labels when it
+ * is made, and the first update of a metric may lack some (a request before a task queue exists): declaring all of
+ * them keeps a later update's labels. An attribute not listed is dropped.
+ */
+const SDK_LABELS = [
+  'service_name',
+  'namespace',
+  'task_queue',
+  'workflow_type',
+  'activity_type',
+  'worker_type',
+  'poller_type',
+  'operation',
+  'status_code',
+  'failure_reason',
+  'eager',
+];
 
 const DRAIN_EVERY_MS = 1_000;
 
@@ -27,42 +47,52 @@ export class SdkMetricsBridge {
     this.timer.unref();
   }
 
-  /** Moves what the SDK buffered into the registry. */
+  /** Moves what the SDK buffered into the registry; never throws (it runs on a timer and inside a scrape). */
   drain(): void {
-    for (const { metric, value, attributes } of this.buffer.retrieveUpdates()) {
-      const bridged = this.metricFor(metric.name, metric.kind, metric.description, Object.keys(attributes));
-      if (!bridged) continue;
-      // A label the metric was not declared with is dropped; one it lacks is empty (prom-client's labels are fixed).
-      const labels = Object.fromEntries(bridged.labels.map((l) => [l, String(attributes[l] ?? '')]));
-      if (bridged.kind === 'counter') (bridged.m as Counter).inc(labels, value);
-      else if (bridged.kind === 'gauge') (bridged.m as Gauge).set(labels, value);
-      else (bridged.m as Histogram).observe(labels, value);
+    let updates;
+    try {
+      updates = [...this.buffer.retrieveUpdates()];
+    } catch {
+      return; // the runtime is gone (shut down after its last worker)
+    }
+    for (const { metric, value, attributes } of updates) {
+      try {
+        const bridged = this.metricFor(metric.name, metric.kind, metric.description);
+        if (!bridged) continue;
+        // Every label is given: an attribute the update lacks is empty, which Prometheus treats as absent.
+        const labels = Object.fromEntries(
+          SDK_LABELS.map((l) => [l, attributes[l] === undefined ? '' : String(attributes[l])]),
+        );
+        if (bridged.kind === 'counter') (bridged.m as Counter).inc(labels, value);
+        else if (bridged.kind === 'up-down-counter') (bridged.m as Gauge).inc(labels, value);
+        else if (bridged.kind === 'gauge') (bridged.m as Gauge).set(labels, value);
+        else (bridged.m as Histogram).observe(labels, value);
+      } catch {
+        // One update the registry refuses (a name another kind holds) must not lose the others.
+      }
     }
   }
 
-  private metricFor(
-    name: string,
-    kind: string,
-    help: string | undefined,
-    labels: string[],
-  ): Bridged | undefined {
+  private metricFor(name: string, kind: Kind, help: string | undefined): Bridged | undefined {
     const known = this.metrics.get(name);
     if (known) return known;
     if (!/^[a-zA-Z_:][a-zA-Z0-9_:]*$/.test(name)) return undefined;
-    const labelNames = labels.filter((l) => /^[a-zA-Z_][a-zA-Z0-9_]*$/.test(l));
+    // A worker made again in the same process (an embedding application) finds its metrics registered already.
+    const existing = this.registry.getSingleMetric(name) as Counter | Gauge | Histogram | undefined;
     const common = {
       name,
       help: help || `Temporal SDK metric ${name}`,
-      labelNames,
+      labelNames: SDK_LABELS,
       registers: [this.registry],
       // A scrape sees every update up to its moment, not only up to the last tick.
       collect: () => this.drain(),
     };
-    let bridged: Bridged;
-    if (kind === 'counter') bridged = { kind, labels: labelNames, m: new Counter(common) };
-    else if (kind === 'histogram')
-      bridged = { kind, labels: labelNames, m: new Histogram({ ...common, buckets: DURATION_BUCKETS_S }) };
-    else bridged = { kind: 'gauge', labels: labelNames, m: new Gauge(common) };
+    let m: Counter | Gauge | Histogram;
+    if (existing) m = existing;
+    else if (kind === 'counter') m = new Counter(common);
+    else if (kind === 'histogram') m = new Histogram({ ...common, buckets: DURATION_BUCKETS_S });
+    else m = new Gauge(common);
+    const bridged = { kind, m };
     this.metrics.set(name, bridged);
     return bridged;
   }
