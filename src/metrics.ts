@@ -16,6 +16,7 @@ export interface RelayMetrics {
   runsApiDuration: Histogram;
   dispatchLatency: Histogram;
   pausedPartitions: Gauge<'topic'>;
+  tenantOpenDispatches: Gauge<'tenant'>;
   undecodablePartitions: Gauge<'topic' | 'partition'>;
   circuitState: Gauge;
   breakerWaiting: Gauge;
@@ -99,6 +100,12 @@ export function createMetrics(opts: { defaultMetrics?: boolean; role?: ProcessRo
       name: 'poimen_ingest_paused_partitions',
       help: 'Dispatch partitions the ingester holds paused because a record of theirs cannot be started or dead-lettered yet (outage)',
       labelNames: ['topic'],
+      registers,
+    }),
+    tenantOpenDispatches: new Gauge({
+      name: 'poimen_ingest_tenant_open_dispatches',
+      help: 'Dispatches this ingester started for the tenant that are still open, counted only under POIMEN_INGEST_TENANT_MAX_OPEN (at the bound, the tenant waits in Kafka)',
+      labelNames: ['tenant'],
       registers,
     }),
     undecodablePartitions: new Gauge({

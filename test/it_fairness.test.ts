@@ -76,3 +76,62 @@ describe('fairness between tenants', () => {
     await h.expectCommittedAtLogEnd();
   });
 });
+
+describe('admission per tenant (POIMEN_INGEST_TENANT_MAX_OPEN)', () => {
+  test("a tenant at its bound of open dispatches waits in Kafka, uncommitted, while another tenant's dispatches flow; room lets the rest in and everything completes", async () => {
+    const BOUND = 5;
+    const FLOOD = 30;
+    const FEW = 3;
+    h = await createHarness({ tenants: 2 });
+    const [flooder, other] = h.tenants as [string, string];
+    h.env.POIMEN_INGEST_TENANT_MAX_OPEN = String(BOUND);
+    // The flooding tenant's calls are held at the API: its started dispatches stay open until the test lets go.
+    h.api.faultPolicy((key) => (key?.startsWith('a-') ? { kind: 'hold' } : undefined));
+    await h.startWorker();
+    const ingester = await h.startIngester();
+    for (let i = 0; i < FLOOD; i++) {
+      await h.publish(h.dispatchValue(`a-${i}`), { topic: topics.dispatch(flooder) });
+    }
+    await waitFor(() => h.api.heldCount === BOUND, {
+      timeoutMs: 60_000,
+      what: `${BOUND} of the flooding tenant's calls held at the API`,
+    });
+    for (let i = 0; i < FEW; i++) {
+      await h.publish(h.dispatchValue(`b-${i}`), { topic: topics.dispatch(other) });
+    }
+    await waitFor(() => h.api.runs.size === FEW, {
+      timeoutMs: 60_000,
+      what: `the other tenant's ${FEW} runs while the flooding tenant is at its bound`,
+    });
+
+    // The other tenant went through while the flooding tenant stayed at its bound: the ingester started no more of
+    // its records, and the rest of its backlog is in Kafka, not committed.
+    const metrics = await fetch(`http://127.0.0.1:${ingester.metricsPort}/metrics`).then((r) => r.text());
+    expect(
+      metricValue(metrics, 'poimen_dispatch_records_total', { tenant: flooder, outcome: 'started' }),
+    ).toBe(BOUND);
+    expect(metricValue(metrics, 'poimen_ingest_tenant_open_dispatches', { tenant: flooder })).toBe(BOUND);
+    const committed = async () =>
+      (await h.offsets(flooder)).reduce((n, p) => n + Math.max(0, p.committed), 0);
+    await waitFor(async () => (await committed()) === BOUND, {
+      timeoutMs: 30_000,
+      what: `the flooding tenant's committed offsets to cover exactly its ${BOUND} started records`,
+    });
+    expect(h.api.heldCount).toBe(BOUND);
+
+    h.api.faultPolicy(undefined);
+    h.api.release();
+    await waitFor(() => h.api.runs.size === FLOOD + FEW, {
+      timeoutMs: 120_000,
+      what: `all ${FLOOD + FEW} runs once the flooding tenant's calls are answered`,
+    });
+    await h.expectCommittedAtLogEnd();
+    await waitFor(
+      async () => {
+        const text = await fetch(`http://127.0.0.1:${ingester.metricsPort}/metrics`).then((r) => r.text());
+        return metricValue(text, 'poimen_ingest_tenant_open_dispatches', { tenant: flooder }) === 0;
+      },
+      { timeoutMs: 30_000, what: 'no dispatch of the flooding tenant counted open' },
+    );
+  });
+});

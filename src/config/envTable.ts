@@ -236,6 +236,11 @@ export const ENV_VARS: readonly EnvVar[] = [
     readBy: ['ingest'],
   },
   {
+    name: 'POIMEN_INGEST_TENANT_MAX_OPEN',
+    description: "a tenant's started, still-open dispatches per ingester at most (0: no bound)",
+    readBy: ['ingest'],
+  },
+  {
     name: 'POIMEN_INGEST_PARTITIONS_CONCURRENTLY',
     description: 'partitions consumed at the same time',
     readBy: ['ingest'],

@@ -10,7 +10,9 @@ import { type Closeable, type RelayService, type RelayServiceDeps, closeOnce } f
 import { checkTemporalTls, createClientConnection } from '../temporal/connection';
 import { requireSearchAttributes } from '../temporal/searchAttributes';
 import { startTracing } from '../tracing/tracing';
+import { TenantAdmission } from './admission';
 import { Ingester } from './ingester';
+import { watchClose } from '../temporal/watchClose';
 import { dispatchPolicyOf } from './policy';
 
 export async function createIngester(
@@ -31,16 +33,22 @@ export async function createIngester(
     const kafka = createKafka(cfg.kafka, logger);
     const dlq = new DlqPublisher(kafka, metrics, logger.child({ component: 'dlq' }));
     parts.push({ name: 'DLQ producer', close: () => dlq.close() });
+    const client = new Client({
+      connection,
+      namespace: cfg.temporal.namespace,
+      // The start's own span, and its context in the workflow's header for the workflow's spans.
+      ...(tracing ? { interceptors: tracing.clientInterceptors() } : {}),
+    });
+    const admission = new TenantAdmission(
+      cfg.ingest.tenantMaxOpen,
+      (workflowId, runId, signal) => watchClose(client, workflowId, runId, signal),
+      metrics.tenantOpenDispatches,
+    );
     const ingester = new Ingester(
       cfg,
       kafka,
       {
-        client: new Client({
-          connection,
-          namespace: cfg.temporal.namespace,
-          // The start's own span, and its context in the workflow's header for the workflow's spans.
-          ...(tracing ? { interceptors: tracing.clientInterceptors() } : {}),
-        }),
+        client,
         dlq,
         taskQueue: cfg.temporal.taskQueue,
         maxBytes: cfg.dispatchMaxBytes,
@@ -52,6 +60,7 @@ export async function createIngester(
       metrics,
       logger,
       cfg.ingest,
+      { admission },
     );
     let stopped!: () => void;
     const done = new Promise<void>((resolve) => (stopped = resolve));

@@ -29,6 +29,7 @@ import { codecErrorIn } from '../kafka/codecs';
 import type { Logger } from '../logger';
 import type { RelayMetrics } from '../metrics';
 import { dispatchTopics } from './dispatchTopics';
+import { TenantAdmission } from './admission';
 import { BatchCommits } from './batchCommits';
 import { GroupGeneration } from './generation';
 import { IngestMonitor } from './monitor';
@@ -52,6 +53,11 @@ export type IngesterOptions = Pick<
   | 'batchSliceMs'
 >;
 
+export interface IngesterParts {
+  /** Admission per tenant (admission.ts); without one, no bound. */
+  admission?: TenantAdmission;
+}
+
 /**
  * How long a batch's last offset commit keeps trying (a coordinator moving after a broker's death takes tens of
  * seconds on a loaded machine, and one attempt can take kafkajs's 30 s request timeout) before the batch hands its
@@ -74,6 +80,7 @@ export class Ingester {
   private readonly paused: PausedPartitions;
   private crashRestarts = 0;
   private readonly semaphore: Semaphore;
+  private readonly admission: TenantAdmission;
   private watcher: NodeJS.Timeout | undefined;
   private readonly monitor: IngestMonitor;
   private readonly undecodable: UndecodablePartitions;
@@ -88,7 +95,9 @@ export class Ingester {
     private readonly metrics: RelayMetrics,
     private readonly logger: Logger,
     private readonly opts: IngesterOptions,
+    parts: IngesterParts = {},
   ) {
+    this.admission = parts.admission ?? new TenantAdmission(0, () => Promise.resolve());
     this.admin = kafka.admin();
     this.semaphore = new Semaphore(opts.maxInFlight, opts.maxInFlightBytes);
     this.paused = new PausedPartitions(metrics.pausedPartitions);
@@ -265,6 +274,7 @@ export class Ingester {
     this.consumer = undefined;
     this.joined = false;
     this.paused.clear();
+    this.admission.forgetWaiters();
     // The batches in progress see the consumer replaced, take no further record, finish their in-flight starts and
     // commit them — before disconnect(): kafkajs marks the consumer stopped as disconnect() begins, and from then
     // on drops every commitOffsets, so a batch left to finish inside disconnect() would exit uncommitted.
@@ -327,11 +337,18 @@ export class Ingester {
     try {
       for (let i = 0; i < batch.messages.length; i++) {
         if (!goOn() || turnOver(i)) break;
+        // The tenant has its bound of dispatches open: its partition waits (paused) for one to close, and the rest
+        // of this batch stays in Kafka, fetched again once there is room (admission.ts).
+        if (!this.admission.take(tenant)) {
+          this.waitForRoom(consumer, tenant, batch.topic, batch.partition);
+          break;
+        }
         const message = batch.messages[i]!;
         const weight = await this.semaphore.acquire(message.value?.length ?? 0);
         // Waiting for room may have outlasted the batch's turn: a failure, a stop, a replaced consumer, its slice.
         if (!goOn() || turnOver(i)) {
           this.semaphore.release(weight);
+          this.admission.giveBack(tenant);
           break;
         }
         if (i === 0) sliceEnd = performance.now() + this.opts.batchSliceMs;
@@ -352,6 +369,15 @@ export class Ingester {
     }
   }
 
+  private waitForRoom(consumer: KafkaConsumer, tenant: string, topic: string, partition: number): void {
+    consumer.pause([{ topic, partitions: [partition] }]);
+    this.admission.whenRoom(tenant, () => {
+      // A replaced consumer forgot the pause; a partition in an outage is resumed by its own backoff.
+      if (consumer !== this.consumer || this.paused.holds(topic, partition)) return;
+      consumer.resume([{ topic, partitions: [partition] }]);
+    });
+  }
+
   /**
    * True when the record's outcome is durable. False when it failed (its partition is then paused and resumed
    * after a backoff, and the record fetched again: pausedPartitions.ts) or the ingester is stopping.
@@ -364,8 +390,14 @@ export class Ingester {
     message: KafkaRecord,
     log: Logger,
   ): Promise<boolean> {
+    // The record's admission slot: held while the execution it started is open, else given back here.
+    let held = false;
+    const onStarted = (workflowId: string, runId: string) => {
+      held = true;
+      this.admission.holdUntilClosed(tenant, workflowId, runId);
+    };
     try {
-      const outcome = await handleRecord(this.startCtx, tenant, topic, partition, message, log);
+      const outcome = await handleRecord(this.startCtx, tenant, topic, partition, message, log, onStarted);
       this.metrics.dispatchRecords.inc({ tenant, outcome });
       if (consumer === this.consumer && this.paused.succeeded(consumer, topic, partition)) {
         log.info('infrastructure back; the partition flows again');
@@ -385,6 +417,8 @@ export class Ingester {
         );
       }
       return false;
+    } finally {
+      if (!held) this.admission.giveBack(tenant);
     }
   }
 
@@ -400,5 +434,6 @@ export class Ingester {
     );
     await this.monitor.refreshLag();
     await this.admin.disconnect().catch(() => undefined);
+    this.admission.close();
   }
 }

@@ -86,6 +86,11 @@ export class PausedPartitions {
     for (const topic of topics) this.count(topic);
   }
 
+  /** True while the partition waits out an outage's backoff: its resume is the outage's to make. */
+  holds(topic: string, partition: number): boolean {
+    return this.outages.get(`${topic}/${partition}`)?.timer !== undefined;
+  }
+
   get size(): number {
     return this.outages.size;
   }

@@ -123,6 +123,8 @@ export async function handleRecord(
   message: KafkaRecord,
   /** Each record's outcome is logged here at debug, with the fields of recordFields (logger.ts). */
   log?: Logger,
+  /** Called with the execution a record started or joined (the ingester's admission watches it close). */
+  onStarted?: (workflowId: string, runId: string) => void,
 ): Promise<DispatchOutcome> {
   const traceparent = validTraceparent(header(message, 'traceparent'));
   // The relay's hop as a span (consume → start), a child of the record's trace or a new root; the workflow start
@@ -140,7 +142,7 @@ export async function handleRecord(
         'poimen.tenant': tenant,
       },
     },
-    () => handleRecordInSpan(ctx, tenant, topic, partition, message, traceparent, log),
+    () => handleRecordInSpan(ctx, tenant, topic, partition, message, traceparent, log, onStarted),
   );
 }
 
@@ -152,6 +154,7 @@ async function handleRecordInSpan(
   message: KafkaRecord,
   traceparent: string | undefined,
   log?: Logger,
+  onStarted?: (workflowId: string, runId: string) => void,
 ): Promise<DispatchOutcome> {
   const source: DlqSource = { topic, partition, offset: message.offset, timestamp: message.timestamp };
   const deadLetter = async (
@@ -235,6 +238,7 @@ async function handleRecordInSpan(
     const handle = await ctx.client.connection.withDeadline(Date.now() + ctx.startTimeoutMs, () =>
       ctx.client.workflow.start(WORKFLOW_TYPE, options),
     );
+    onStarted?.(options.workflowId, handle.firstExecutionRunId);
     // Also when the start joined a running execution (USE_EXISTING): the run id says which one.
     log?.debug(
       {

@@ -25,7 +25,20 @@ export interface FairnessOptions {
   /** How long B's last records may still take after the flooded window before the rest count as unserved. */
   settleS: number;
   partitions: number;
+  /** POIMEN_INGEST_TENANT_MAX_OPEN in the round with admission per tenant. */
+  tenantMaxOpen: number;
 }
+
+/**
+ * The rounds, each on a fresh Temporal: admission per tenant with server fairness (the design), server fairness
+ * alone (the design before admission), and neither (first come, first served, as before both).
+ */
+const ROUNDS = [
+  { name: 'admission', serverFairness: true, admission: true },
+  { name: 'on', serverFairness: true, admission: false },
+  { name: 'off', serverFairness: false, admission: false },
+] as const;
+type RoundName = (typeof ROUNDS)[number]['name'];
 
 interface Sent {
   key: string;
@@ -111,7 +124,7 @@ async function startedAfter(t: BenchTarget, tenant: string, sent: Sent[]) {
   };
 }
 
-export async function fairnessRound(t: BenchTarget, o: FairnessOptions, label: string) {
+export async function fairnessRound(t: BenchTarget, o: FairnessOptions, label: string, maxOpen: number) {
   const api = await RunsApiDouble.start({ record: true });
   const a = await newTenant(t, o.partitions);
   const b = await newTenant(t, o.partitions);
@@ -119,6 +132,7 @@ export async function fairnessRound(t: BenchTarget, o: FairnessOptions, label: s
     TEMPORAL_TASK_QUEUE: `bench-fair-${a}`,
     KAFKA_GROUP_ID: `bench-fair-${a}`,
     DISPATCH_TOPIC_PATTERN: `^poimen\\.(${a}|${b})\\.dispatch$`,
+    POIMEN_INGEST_TENANT_MAX_OPEN: String(maxOpen),
   });
   const workers = await startWorkers(t, env, 1, `fairness-${label}`);
   const ingester = await startRelayProcess({
@@ -187,25 +201,30 @@ export interface FairnessServers {
 }
 
 export async function fairness(servers: FairnessServers, o: FairnessOptions, progress: (l: string) => void) {
-  const rounds: Record<'on' | 'off', Awaited<ReturnType<typeof fairnessRound>>> = {} as never;
-  for (const mode of ['on', 'off'] as const) {
+  const rounds: Record<RoundName, Awaited<ReturnType<typeof fairnessRound>>> = {} as never;
+  for (const r of ROUNDS) {
+    const maxOpen = r.admission ? o.tenantMaxOpen : 0;
     progress(
-      `fairness ${mode}: tenant B at ${o.steadyPerS}/s, ${o.aloneS} s alone, then ${o.floodedS} s while tenant A floods ${o.floodN} records`,
+      `fairness ${r.name} (server fairness ${r.serverFairness ? 'on' : 'off'}, POIMEN_INGEST_TENANT_MAX_OPEN=${maxOpen}): tenant B at ${o.steadyPerS}/s, ${o.aloneS} s alone, then ${o.floodedS} s while tenant A floods ${o.floodN} records`,
     );
-    const server = await servers.start(mode === 'on');
+    const server = await servers.start(r.serverFairness);
     try {
-      rounds[mode] = await fairnessRound(server.target, o, mode);
+      rounds[r.name] = await fairnessRound(server.target, o, r.name, maxOpen);
     } finally {
       await server.stop();
     }
   }
   const ratio = (r: (typeof rounds)['on']) => round(r.flooded.p99_ms / r.alone.p99_ms, 2);
   return {
-    fairness_b_p50_ms_alone: rounds.on.alone.p50_ms,
-    fairness_b_p99_ms_alone: rounds.on.alone.p99_ms,
-    fairness_b_p50_ms_flooded: rounds.on.flooded.p50_ms,
-    fairness_b_p99_ms_flooded: rounds.on.flooded.p99_ms,
-    fairness_p99_ratio: ratio(rounds.on),
+    fairness_b_p50_ms_alone: rounds.admission.alone.p50_ms,
+    fairness_b_p99_ms_alone: rounds.admission.alone.p99_ms,
+    fairness_b_p50_ms_flooded: rounds.admission.flooded.p50_ms,
+    fairness_b_p99_ms_flooded: rounds.admission.flooded.p99_ms,
+    fairness_p99_ratio: ratio(rounds.admission),
+    // Server fairness without admission per tenant: the design before admission.
+    fairness_unbounded_b_p99_ms_alone: rounds.on.alone.p99_ms,
+    fairness_unbounded_b_p99_ms_flooded: rounds.on.flooded.p99_ms,
+    fairness_unbounded_p99_ratio: ratio(rounds.on),
     // The same phase on a Temporal without fairness: every task of the queue first come, first served.
     fairness_off_b_p99_ms_alone: rounds.off.alone.p99_ms,
     fairness_off_b_p99_ms_flooded: rounds.off.flooded.p99_ms,

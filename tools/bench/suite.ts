@@ -35,7 +35,15 @@ export const SIZES = {
     scaleN: 300,
     outageN: 300,
     outageS: 15,
-    fairness: { floodN: 2000, steadyPerS: 5, aloneS: 15, floodedS: 15, settleS: 30, partitions: 4 },
+    fairness: {
+      floodN: 2000,
+      steadyPerS: 5,
+      aloneS: 15,
+      floodedS: 15,
+      settleS: 30,
+      partitions: 4,
+      tenantMaxOpen: 16,
+    },
   },
   full: {
     n: 3000,
@@ -46,7 +54,15 @@ export const SIZES = {
     scaleN: 1000,
     outageN: 2000,
     outageS: 60,
-    fairness: { floodN: 20_000, steadyPerS: 5, aloneS: 60, floodedS: 60, settleS: 120, partitions: 4 },
+    fairness: {
+      floodN: 20_000,
+      steadyPerS: 5,
+      aloneS: 60,
+      floodedS: 60,
+      settleS: 120,
+      partitions: 4,
+      tenantMaxOpen: 16,
+    },
   },
 };
 
@@ -253,8 +269,13 @@ export async function runSuite(
         ? ` (${r.flooded.unserved} of ${r.flooded.n} never served: a lower bound)`
         : '');
     rows.push(
-      [`fairness: B alone → A flooding ${size.fairness.floodN}`, row(f.fairness_rounds.on)],
+      [
+        `fairness: B alone → A flooding ${size.fairness.floodN} (A ≤ ${size.fairness.tenantMaxOpen} open)`,
+        row(f.fairness_rounds.admission),
+      ],
       ['fairness: B p99 flooded ÷ alone', `${f.fairness_p99_ratio} (target ≤ 2)`],
+      ['… without admission per tenant', row(f.fairness_rounds.on)],
+      ['… B p99 flooded ÷ alone, without admission', `${f.fairness_unbounded_p99_ratio}`],
       ['… Temporal without fairness', row(f.fairness_rounds.off)],
       [
         '… B p99 flooded ÷ alone, without',

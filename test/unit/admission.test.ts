@@ -1,0 +1,174 @@
+/**
+ * Admission per tenant (src/ingest/admission.ts): a tenant's open dispatches stay within POIMEN_INGEST_TENANT_MAX_OPEN,
+ * a full tenant's partition waits paused and its rest stays in Kafka, and the other tenants are not held. The
+ * consumer is a recording stub and the start (`handleRecord`) a stub that reports each record's execution; the
+ * watch for an execution's close is a deferred the test resolves. Real Kafka and Temporal: it_fairness.
+ */
+import type { EachBatchPayload, KafkaMessage } from 'kafkajs';
+import { loadRelayConfig } from '../../src/config';
+import { TenantAdmission } from '../../src/ingest/admission';
+import { Ingester } from '../../src/ingest/ingester';
+import { handleRecord } from '../../src/ingest/startDispatch';
+import { createLogger } from '../../src/logger';
+import { createMetrics } from '../../src/metrics';
+import { waitFor } from '../support/wait';
+
+jest.mock('../../src/ingest/startDispatch', () => ({ handleRecord: jest.fn() }));
+const handle = handleRecord as jest.MockedFunction<typeof handleRecord>;
+
+/** Watches the test closes by hand, by workflow id. */
+function watches() {
+  const open = new Map<string, () => void>();
+  const watch = (workflowId: string, _runId: string, signal: AbortSignal) =>
+    new Promise<void>((resolve, reject) => {
+      open.set(workflowId, resolve);
+      signal.addEventListener('abort', () => reject(new Error('aborted')));
+    });
+  const close = (workflowId: string) => {
+    open.get(workflowId)!();
+    open.delete(workflowId);
+  };
+  return { open, watch, close };
+}
+
+beforeEach(() => handle.mockReset());
+
+test('a tenant takes at most its bound; a record that started nothing gives its slot back at once', () => {
+  const a = new TenantAdmission(2, () => new Promise(() => undefined));
+  expect([a.take('acme'), a.take('acme'), a.take('acme')]).toEqual([true, true, false]);
+  expect(a.take('beta')).toBe(true); // another tenant has its own bound
+  a.giveBack('acme');
+  expect(a.take('acme')).toBe(true);
+  expect(a.openOf('acme')).toBe(2);
+});
+
+test('without a bound every record is admitted and nothing is watched', () => {
+  const watch = jest.fn(() => Promise.resolve());
+  const a = new TenantAdmission(0, watch);
+  for (let i = 0; i < 1000; i++) expect(a.take('acme')).toBe(true);
+  a.holdUntilClosed('acme', 'w', 'r');
+  expect(watch).not.toHaveBeenCalled();
+});
+
+test('a started execution holds its slot until it closes; a full tenant is woken only once a quarter of its bound is free', async () => {
+  const w = watches();
+  const a = new TenantAdmission(4, w.watch);
+  const woken = jest.fn();
+  for (const id of ['w1', 'w2', 'w3', 'w4']) {
+    expect(a.take('acme')).toBe(true);
+    a.holdUntilClosed('acme', id, 'run');
+  }
+  expect(a.take('acme')).toBe(false);
+  a.whenRoom('acme', woken);
+  w.close('w1');
+  await waitFor(() => a.openOf('acme') === 3);
+  expect(woken).toHaveBeenCalledTimes(1); // 4 − max(1, 4/4) = 3 open: room again
+  a.close();
+});
+
+test('a watch that fails (Temporal unreachable) is asked again: the slot stays held until the close is seen', async () => {
+  let calls = 0;
+  let closeIt!: () => void;
+  const a = new TenantAdmission(1, () => {
+    calls++;
+    if (calls === 1) return Promise.reject(new Error('UNAVAILABLE'));
+    return new Promise<void>((r) => (closeIt = r));
+  });
+  a.take('acme');
+  a.holdUntilClosed('acme', 'w1', 'run');
+  await waitFor(() => calls === 2, { timeoutMs: 5000, what: 'the watch asked again' });
+  expect(a.openOf('acme')).toBe(1);
+  closeIt();
+  await waitFor(() => a.openOf('acme') === 0);
+});
+
+function stubConsumer() {
+  const calls: string[] = [];
+  return {
+    calls,
+    commitOffsets: jest.fn(async () => undefined),
+    pause: jest.fn((t: { topic: string; partitions?: number[] }[]) =>
+      calls.push(`pause ${t[0]!.topic}/${t[0]!.partitions}`),
+    ),
+    resume: jest.fn((t: { topic: string; partitions?: number[] }[]) =>
+      calls.push(`resume ${t[0]!.topic}/${t[0]!.partitions}`),
+    ),
+  };
+}
+
+function batchPayload(topic: string, offsets: number[], consumer: ReturnType<typeof stubConsumer>) {
+  const resolved: string[] = [];
+  const commits: string[] = [];
+  const payload = {
+    commitOffsetsIfNecessary: async (o: { topics: { partitions: { offset: string }[] }[] }) => {
+      commits.push(o.topics[0]!.partitions[0]!.offset);
+      await consumer.commitOffsets();
+    },
+    batch: {
+      topic,
+      partition: 0,
+      messages: offsets.map(
+        (o) => ({ offset: String(o), value: Buffer.from('{}'), key: null }) as unknown as KafkaMessage,
+      ),
+    },
+    heartbeat: async () => undefined,
+    isRunning: () => true,
+    isStale: () => false,
+    resolveOffset: (o: string) => resolved.push(o),
+  } as unknown as EachBatchPayload;
+  return { payload, resolved, commits };
+}
+
+test('a tenant at its bound: its partition is paused, its batch ends committed after what it started, the other tenant flows, and room resumes it', async () => {
+  // Every record starts an execution named after its topic and offset.
+  handle.mockImplementation(async (_ctx, _tenant, topic, _p, m, _log, onStarted) => {
+    onStarted?.(`${topic}@${m.offset}`, 'run');
+    return 'started';
+  });
+  const w = watches();
+  const cfg = loadRelayConfig('ingester', {});
+  const metrics = createMetrics({ defaultMetrics: false });
+  const admission = new TenantAdmission(2, w.watch, metrics.tenantOpenDispatches);
+  const ing = new Ingester(
+    cfg,
+    { admin: () => ({}) } as never,
+    {} as never,
+    metrics,
+    createLogger('test', 'silent'),
+    { ...cfg.ingest, maxInFlight: 8, commitEveryRecords: 1 },
+    { admission },
+  );
+  const consumer = stubConsumer();
+  (ing as unknown as { consumer: unknown }).consumer = consumer;
+  const each = (b: EachBatchPayload) =>
+    (ing as unknown as { eachBatch(c: unknown, p: EachBatchPayload): Promise<void> }).eachBatch(consumer, b);
+
+  const flood = batchPayload('poimen.a.dispatch', [0, 1, 2, 3, 4], consumer);
+  const trickle = batchPayload('poimen.b.dispatch', [0, 1], consumer);
+  await Promise.all([each(flood.payload), each(trickle.payload)]);
+
+  // A took its bound of 2 and stopped: committed through offset 1, the rest left for the refetch.
+  expect(handle.mock.calls.filter((c) => c[2] === 'poimen.a.dispatch')).toHaveLength(2);
+  expect(flood.resolved).toEqual(['0', '1']);
+  expect(flood.commits.at(-1)).toBe('2');
+  expect(consumer.calls).toEqual(['pause poimen.a.dispatch/0']);
+  // B's records all started beside it (within its own bound).
+  expect(trickle.resolved).toEqual(['0', '1']);
+  expect(
+    (await metrics.registry.getSingleMetric('poimen_ingest_tenant_open_dispatches')!.get()).values,
+  ).toEqual(expect.arrayContaining([expect.objectContaining({ labels: { tenant: 'a' }, value: 2 })]));
+
+  // One of A's executions closes: room again, and the partition is resumed for kafkajs to fetch its rest.
+  w.close('poimen.a.dispatch@0');
+  await waitFor(() => consumer.calls.length === 2);
+  expect(consumer.calls[1]).toBe('resume poimen.a.dispatch/0');
+  admission.close();
+});
+
+test('POIMEN_INGEST_TENANT_MAX_OPEN: 0 (no bound) by default; a bad value fails the start naming it', () => {
+  expect(loadRelayConfig('ingester', {}).ingest.tenantMaxOpen).toBe(0);
+  expect(loadRelayConfig('ingester', { POIMEN_INGEST_TENANT_MAX_OPEN: '64' }).ingest.tenantMaxOpen).toBe(64);
+  expect(() => loadRelayConfig('ingester', { POIMEN_INGEST_TENANT_MAX_OPEN: '-1' })).toThrow(
+    /POIMEN_INGEST_TENANT_MAX_OPEN/,
+  );
+});
