@@ -2,7 +2,7 @@ import { Command, Option } from 'commander';
 import { type StackConfig, loadStackConfig } from '../config';
 import { EXIT } from '../errors';
 import { consoleProgress } from '../devstack/stack/progress';
-import { provision } from '../devstack/stack/provision';
+import { ensureKafkaTools, provision } from '../devstack/stack/provision';
 import { provisionCluster } from '../devstack/stack/provisionCluster';
 import { STACK_PROFILES, type StackProfile, openStack, stackEndpoints } from '../devstack/stack/profiles';
 import type { ServiceStatus } from '../devstack/stack/stack';
@@ -39,10 +39,15 @@ export function stackCommand(): Command {
     )
     .addOption(profileOption())
     .option('--tctl', 'also build tctl (the archived Temporal CLI; minutes the first time)')
-    .action(async (opts: { tctl?: boolean; profile: StackProfile }) => {
+    .option(
+      '--kafka-tools',
+      "also download Kafka's command-line tools (what deploy/scripts/create-topics.sh runs) into the cache",
+    )
+    .action(async (opts: { tctl?: boolean; kafkaTools?: boolean; profile: StackProfile }) => {
       const cfg = loadStackConfig();
       if (opts.profile === 'cluster') await provisionCluster(cfg, consoleProgress());
       else await provision(cfg, consoleProgress(), { tctl: opts.tctl === true });
+      if (opts.kafkaTools) await ensureKafkaTools(cfg, consoleProgress());
     });
 
   stack

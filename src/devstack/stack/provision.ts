@@ -76,21 +76,54 @@ export function run(
 }
 
 export async function ensureKafka(cfg: StackConfig, progress: Progress): Promise<string> {
-  const libs = kafkaLibsDir(cfg);
+  return resolveFromMaven(cfg, progress, {
+    name: 'kafka',
+    pom: 'pom.xml',
+    artifact: 'kafka_2.13',
+    libs: kafkaLibsDir(cfg),
+  });
+}
+
+export function kafkaToolsLibsDir(cfg: StackConfig): string {
+  return path.join(cfg.cacheDir, 'kafka-tools', cfg.kafkaVersion, 'libs');
+}
+
+/**
+ * Kafka's command-line tools (org.apache.kafka.tools.TopicCommand, BrokerApiVersionsCommand: what kafka-topics.sh
+ * and kafka-broker-api-versions.sh run), for the suite that runs deploy/scripts/create-topics.sh and for
+ * `stack provision --kafka-tools`, never for the stack itself. Their own folder, not the broker's libs/: a cache
+ * made before them stays valid, and a running broker's classpath is never replaced under it.
+ */
+export async function ensureKafkaTools(cfg: StackConfig, progress: Progress): Promise<string> {
+  return resolveFromMaven(cfg, progress, {
+    name: 'kafka-tools',
+    pom: 'tools-pom.xml',
+    artifact: 'kafka-tools',
+    libs: kafkaToolsLibsDir(cfg),
+  });
+}
+
+/** `mvn dependency:copy-dependencies` of one of stack/kafka's poms into `libs`, once (a `.complete` beside it). */
+async function resolveFromMaven(
+  cfg: StackConfig,
+  progress: Progress,
+  what: { name: string; pom: string; artifact: string; libs: string },
+): Promise<string> {
+  const { name, libs } = what;
   const done = path.join(path.dirname(libs), '.complete');
   if (fs.existsSync(done)) {
-    progress(`kafka ${cfg.kafkaVersion}: cached in ${libs}`);
+    progress(`${name} ${cfg.kafkaVersion}: cached in ${libs}`);
     return libs;
   }
   requireTool('java');
   requireTool('mvn');
-  const work = fs.mkdtempSync(path.join(ensureDir(path.join(cfg.cacheDir, 'tmp')), 'kafka-'));
+  const work = fs.mkdtempSync(path.join(ensureDir(path.join(cfg.cacheDir, 'tmp')), `${name}-`));
   const logFile = path.join(work, 'mvn.log');
-  fs.copyFileSync(path.join(PACKAGE_ROOT, 'stack', 'kafka', 'pom.xml'), path.join(work, 'pom.xml'));
+  fs.copyFileSync(path.join(PACKAGE_ROOT, 'stack', 'kafka', what.pom), path.join(work, 'pom.xml'));
   progress(
-    `kafka ${cfg.kafkaVersion}: resolving org.apache.kafka:kafka_2.13 and its runtime from Maven Central (log ${logFile})`,
+    `${name} ${cfg.kafkaVersion}: resolving org.apache.kafka:${what.artifact} and its runtime from Maven Central (log ${logFile})`,
   );
-  const watch = watchBuild(`kafka ${cfg.kafkaVersion}`, progress);
+  const watch = watchBuild(`${name} ${cfg.kafkaVersion}`, progress);
   await run(
     'mvn',
     [
@@ -104,15 +137,15 @@ export async function ensureKafka(cfg: StackConfig, progress: Progress): Promise
     { cwd: work, logFile, watch },
   ).finally(() => watch.stop());
   const jars = fs.readdirSync(path.join(work, 'libs'));
-  if (!jars.some((j) => j.startsWith(`kafka_2.13-${cfg.kafkaVersion}`))) {
-    throw new StackError(`maven did not produce kafka_2.13-${cfg.kafkaVersion}.jar (see ${logFile})`);
+  if (!jars.some((j) => j.startsWith(`${what.artifact}-${cfg.kafkaVersion}`))) {
+    throw new StackError(`maven did not produce ${what.artifact}-${cfg.kafkaVersion}.jar (see ${logFile})`);
   }
   const target = path.dirname(libs);
   fs.rmSync(target, { recursive: true, force: true });
   ensureDir(path.dirname(target));
   fs.renameSync(work, target);
   fs.writeFileSync(done, new Date().toISOString());
-  progress(`kafka ${cfg.kafkaVersion}: ${jars.length} jars in ${libs} (${watch.stop()})`);
+  progress(`${name} ${cfg.kafkaVersion}: ${jars.length} jars in ${libs} (${watch.stop()})`);
   return libs;
 }
 
