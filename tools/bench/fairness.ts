@@ -9,6 +9,8 @@
 import path from 'node:path';
 import type { Producer } from 'kafkajs';
 import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import { tsToMs } from '@temporalio/common/lib/time';
 import { topics, workflowId } from '../../src/contract';
 import { freePort } from '../../src/devstack/ports';
 import { startRelayProcess } from '../../src/devstack/relayProcess';
@@ -87,6 +89,44 @@ function latencies(api: RunsApiDouble, sent: Sent[], nowMs: number) {
   return { n: sent.length, unserved, p50_ms: percentile(ms, 50), p99_ms: percentile(ms, 99) };
 }
 
+interface Stages {
+  /** First workflow task: scheduled → picked up by a worker (the queue, and the worker's slots). */
+  workflow_task_wait_ms: number;
+  /** The call's activity task: scheduled → picked up. */
+  activity_task_wait_ms: number;
+  /** The activity's attempt: picked up → completed (the HTTP call and the worker's own work). */
+  call_ms: number;
+  /** Activity completed → execution completed (the last workflow task, sticky). */
+  after_call_ms: number;
+}
+
+function stages(history: temporal.api.history.v1.IHistory): Stages | undefined {
+  const at = (type: string, nth = 0) => {
+    const e = (history.events ?? []).filter(
+      (ev) => ev.eventType === temporal.api.enums.v1.EventType[type as 'EVENT_TYPE_UNSPECIFIED'],
+    )[nth];
+    return e?.eventTime ? tsToMs(e.eventTime) : undefined;
+  };
+  const wfScheduled = at('EVENT_TYPE_WORKFLOW_TASK_SCHEDULED');
+  const wfStarted = at('EVENT_TYPE_WORKFLOW_TASK_STARTED');
+  const actScheduled = at('EVENT_TYPE_ACTIVITY_TASK_SCHEDULED');
+  const actStarted = at('EVENT_TYPE_ACTIVITY_TASK_STARTED');
+  const actCompleted = at('EVENT_TYPE_ACTIVITY_TASK_COMPLETED');
+  const closed = at('EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED');
+  if (
+    wfScheduled === undefined ||
+    wfStarted === undefined ||
+    actScheduled === undefined ||
+    actStarted === undefined ||
+    actCompleted === undefined ||
+    closed === undefined
+  ) {
+    return undefined;
+  }
+  const [a, b, c, d, e, f] = [wfScheduled, wfStarted, actScheduled, actStarted, actCompleted, closed];
+  return { workflow_task_wait_ms: b - a, activity_task_wait_ms: d - c, call_ms: e - d, after_call_ms: f - e };
+}
+
 /**
  * Record → workflow start (the ingester's share of the latency; the rest is Temporal's queues and the worker), from
  * each execution's start time. A record not started yet counts with what it has waited so far.
@@ -95,14 +135,23 @@ async function startedAfter(t: BenchTarget, tenant: string, sent: Sent[]) {
   const connection = await Connection.connect({ address: t.temporalAddress });
   const client = new Client({ connection, namespace: t.namespace });
   const ms: number[] = [];
+  const parts: Record<keyof Stages, number[]> = {
+    workflow_task_wait_ms: [],
+    activity_task_wait_ms: [],
+    call_ms: [],
+    after_call_ms: [],
+  };
   let notStarted = 0;
   let describeErrors = 0;
   const now = Date.now();
   try {
     await mapLimit(sent, 8, async (s) => {
       try {
-        const d = await client.workflow.getHandle(workflowId(tenant, s.key)).describe();
+        const handle = client.workflow.getHandle(workflowId(tenant, s.key));
+        const d = await handle.describe();
         ms.push(d.startTime.getTime() - s.sentAtMs);
+        const st = stages(await handle.fetchHistory());
+        if (st) for (const k of Object.keys(parts) as (keyof Stages)[]) parts[k].push(st[k]);
       } catch (err) {
         if (err instanceof WorkflowNotFoundError) {
           notStarted++;
@@ -116,9 +165,16 @@ async function startedAfter(t: BenchTarget, tenant: string, sent: Sent[]) {
     await connection.close();
   }
   ms.sort((a, b) => a - b);
+  const p50 = (xs: number[]) =>
+    percentile(
+      [...xs].sort((a, b) => a - b),
+      50,
+    );
   return {
     to_start_p50_ms: percentile(ms, 50),
     to_start_p99_ms: percentile(ms, 99),
+    // Where the rest goes, medians from each execution's history (Temporal's event times).
+    after_start_p50: Object.fromEntries(Object.entries(parts).map(([k, xs]) => [k, p50(xs)])),
     not_started: notStarted,
     describe_errors: describeErrors,
   };
