@@ -54,6 +54,7 @@ function detectTools(host) {
     mvn: { ok: host.run('mvn', ['-v']).ok },
     go: { ok: goOk, ...(go.ok && !goOk ? { found: go.output.trim() } : {}) },
     promtool: { ok: host.run('promtool', ['--version']).ok },
+    prometheus: { ok: host.run('prometheus', ['--version']).ok },
     chromium: { ok: host.exists(host.env.POIMEN_TEST_CHROMIUM ?? CHROMIUM_DEFAULT) },
     openssl: { ok: host.run('openssl', ['version']).ok },
     haproxy: { ok: HAPROXY_PATHS.some((p) => host.exists(p)) },

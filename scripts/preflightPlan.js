@@ -14,7 +14,7 @@ const MIN_GO = [1, 21];
 const GO_TARBALL_VERSION = '1.25.0';
 
 /**
- * @typedef {'jdk' | 'mvn' | 'go' | 'promtool' | 'chromium' | 'openssl' | 'haproxy' | 'postgres'} ToolName
+ * @typedef {'jdk' | 'mvn' | 'go' | 'promtool' | 'prometheus' | 'chromium' | 'openssl' | 'haproxy' | 'postgres'} ToolName
  * @typedef {{ ok: boolean, found?: string }} ToolFact  `found`: what is there when it is not usable, e.g. "java 11"
  * @typedef {'ok' | 'denied' | 'absent'} CgroupFact  denied: not root; absent: no memory controller to use
  * @typedef {{
@@ -51,6 +51,9 @@ const REQUIREMENTS = [
   // prebuilt (a promtool build is minutes of compiling the Prometheus tree), and the alert tests were verified
   // against Debian's promtool.
   { name: 'promtool', label: 'promtool', apt: 'prometheus', needed: (f) => !isCluster(f) },
+  // The server itself, from the same package: test/it_live_alerts.test.ts runs it against the relay's processes
+  // and waits for the shipped alerts to fire.
+  { name: 'prometheus', label: 'Prometheus', apt: 'prometheus', needed: (f) => !isCluster(f) },
   // Drives the Temporal Web UI check.
   { name: 'chromium', label: 'Chromium', apt: 'chromium', needed: (f) => !isCluster(f) },
   // The transport-security suite makes its certificates with openssl and terminates Temporal mTLS with HAProxy
@@ -116,6 +119,14 @@ function goTarballCommand(arch, sudo) {
 }
 
 /**
+ * Each package once: promtool and the Prometheus server both come from `prometheus`.
+ * @param {Requirement[]} reqs
+ */
+function aptPackages(reqs) {
+  return [...new Set(reqs.map((r) => r.apt))];
+}
+
+/**
  * @param {Facts} facts
  * @param {{ installTried?: boolean }} [options] installTried: apt-get already ran in this preflight
  * @returns {Plan}
@@ -141,7 +152,7 @@ function planPreflight(facts, options = {}) {
 
   if (facts.root && facts.apt && !options.installTried && byApt.length > 0) {
     // Installed now; a Go that apt cannot provide is named afterwards, when the preflight plans again.
-    return { install: byApt.map((r) => r.apt), stop: null };
+    return { install: aptPackages(byApt), stop: null };
   }
 
   const sudo = facts.root ? '' : 'sudo ';
@@ -165,7 +176,7 @@ function planPreflight(facts, options = {}) {
   }
   if (needsRoot) problems.push(`it must run as root: ${MEMORY_TEST}`);
 
-  const packages = byApt.map((r) => r.apt).join(' ');
+  const packages = aptPackages(byApt).join(' ');
   /** @type {string[]} */
   const commands = [];
   if (byApt.length > 0 && facts.apt) commands.push(`${sudo}apt-get install -y ${packages}`);

@@ -35,6 +35,7 @@ function forwardable(headers: http2.IncomingHttpHeaders, keep: string[]): http2.
 /**
  * `refuse` answers the named methods (`*`: every one) itself with that gRPC status (7 PERMISSION_DENIED, 16 UNAUTHENTICATED), as a
  * server checking each call's permissions does (Temporal Cloud's per-namespace API keys); the rest goes through.
+ * It is read at each call, so a test may change it while the proxy runs (a server that starts refusing).
  */
 export async function startGrpcProxy(
   upstream: string,

@@ -10,7 +10,17 @@ import path from 'node:path';
 import { detect, probeMemoryCgroup } from '../../scripts/preflight';
 import { type Facts, type ToolName, planPreflight } from '../../scripts/preflightPlan';
 
-const ALL_TOOLS: ToolName[] = ['jdk', 'mvn', 'go', 'promtool', 'chromium', 'openssl', 'haproxy', 'postgres'];
+const ALL_TOOLS: ToolName[] = [
+  'jdk',
+  'mvn',
+  'go',
+  'promtool',
+  'prometheus',
+  'chromium',
+  'openssl',
+  'haproxy',
+  'postgres',
+];
 
 /** A root Debian machine with everything: the tests name only what differs from it. */
 function machine(over: Partial<Omit<Facts, 'tools'>> & { missing?: ToolName[] } = {}): Facts {
@@ -64,6 +74,24 @@ describe('what the preflight does on a given machine', () => {
   test("the reviewer's machine as root (no Chromium, HAProxy, promtool): installs exactly those packages", () => {
     expect(planPreflight(machine({ missing: ['chromium', 'haproxy', 'promtool'] }))).toEqual({
       install: ['prometheus', 'chromium', 'haproxy'],
+      stop: null,
+    });
+  });
+
+  test('the Prometheus server (the live alerts test) comes from the package that has promtool: named once', () => {
+    expect(planPreflight(machine({ missing: ['prometheus'] }))).toEqual({
+      install: ['prometheus'],
+      stop: null,
+    });
+    expect(planPreflight(machine({ missing: ['promtool', 'prometheus'] })).install).toEqual(['prometheus']);
+    expect(
+      planPreflight(machine({ root: false, memoryCgroup: 'denied', missing: ['prometheus'] })).stop,
+    ).toBe(
+      `npm test: Prometheus missing, and it must run as root: ${MEMORY}. ` +
+        'Run: sudo apt-get install -y prometheus && sudo env "PATH=$PATH" npm test',
+    );
+    expect(planPreflight(machine({ mode: 'cluster', missing: ['prometheus'] }))).toEqual({
+      install: [],
       stop: null,
     });
   });
@@ -165,6 +193,7 @@ describe('what the preflight finds on a machine', () => {
     mvn: { ok: true, output: 'Apache Maven 3.8.7' },
     go: { ok: true, output: 'go1.26.8\n' },
     promtool: { ok: true, output: 'promtool, version 2.42.0' },
+    prometheus: { ok: true, output: 'prometheus, version 2.42.0+ds' },
     openssl: { ok: true, output: 'OpenSSL 3.0.17' },
     'apt-get': { ok: true, output: 'apt 2.6.1' },
     'apt-cache': { ok: true, output: 'golang-go:\n  Installed: (none)\n  Candidate: 2:1.19~1\n' },
@@ -278,7 +307,7 @@ describe('the real script on a fresh machine', () => {
       const cgroup = probeMemoryCgroup(root);
       if (root && cgroup === 'ok') {
         expect(lines[0]).toMatch(
-          /^npm test: Java 17 \(JDK\), Maven, Go ≥ 1\.21, promtool, Chromium, openssl(, HAProxy)? missing and no apt-get .*\(the Debian\/Ubuntu packages: openjdk-17-jdk-headless maven prometheus chromium openssl( haproxy)?\), then run: curl -fsSL https:\/\/go\.dev\/dl\/go1\.25\.0\.linux-\w+\.tar\.gz \| tar -C \/usr\/local -xz && export PATH=\/usr\/local\/go\/bin:\$PATH && npm test$/,
+          /^npm test: Java 17 \(JDK\), Maven, Go ≥ 1\.21, promtool, Prometheus, Chromium, openssl(, HAProxy)? missing and no apt-get .*\(the Debian\/Ubuntu packages: openjdk-17-jdk-headless maven prometheus chromium openssl( haproxy)?\), then run: curl -fsSL https:\/\/go\.dev\/dl\/go1\.25\.0\.linux-\w+\.tar\.gz \| tar -C \/usr\/local -xz && export PATH=\/usr\/local\/go\/bin:\$PATH && npm test$/,
         );
       } else {
         expect(lines[0]).toMatch(/^npm test: .*memory cgroup/);
