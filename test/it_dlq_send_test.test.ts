@@ -6,12 +6,13 @@
  * count, leaving every real dead letter pending; bad arguments are one line and exit 2.
  */
 import { type Admin, Kafka, logLevel } from 'kafkajs';
-import { DLQ_TYPES, type DlqRecord, parseDlqRecord, topics } from '../src/contract';
+import { DLQ_TYPES, type DlqRecord, topics } from '../src/contract';
 import { ensureTopics, tenantTopicSpecs } from '../src/kafka/topics';
-import { readRange, watermarks } from '../src/kafka/readRange';
+import { watermarks } from '../src/kafka/readRange';
 import { dlqBacklog } from '../src/ops/dlq';
 import { type CliResult, cliEnv, runCli } from './support/cli';
-import { uniqueName, uniqueTenant } from './support/names';
+import { deadLetter, readAll, republished } from './support/dlqScenario';
+import { uniqueTenant } from './support/names';
 import { metricValue } from './support/relay';
 import { type Harness, createHarness } from './support/relayHarness';
 import { testServices } from './support/testEnv';
@@ -72,52 +73,6 @@ async function setup() {
   admin = h.kafka.admin();
   await admin.connect();
   return { hh: h, a: admin, dlq: topics.dlq(h.tenant), ingester };
-}
-
-interface Stored {
-  offset: number;
-  headers: Record<string, string>;
-  record: DlqRecord | undefined;
-}
-
-/** Every record of a one-partition topic up to its current end, with its Kafka headers, in offset order. */
-async function readAll(hh: Harness, a: Admin, topic: string): Promise<Stored[]> {
-  const marks = await watermarks(a, topic);
-  const out: Stored[] = [];
-  await readRange(hh.kafka, a, {
-    topic,
-    groupId: uniqueName('it-read-all'),
-    ranges: [...marks].map(([partition, { low, high }]) => ({ partition, start: low, end: high })),
-    commit: false,
-    onMessage: async (_partition, m) => {
-      const headers = Object.fromEntries(Object.entries(m.headers ?? {}).map(([k, v]) => [k, String(v)]));
-      out.push({ offset: Number(m.offset), headers, record: parseDlqRecord(m.value) });
-    },
-  });
-  return out.sort((x, y) => x.offset - y.offset);
-}
-
-/** Dead-letters each dispatch in turn (the API refuses it with 422), so DLQ offsets follow the order given. */
-async function deadLetter(hh: Harness, a: Admin, keys: string[]): Promise<void> {
-  const dlq = topics.dlq(hh.tenant);
-  for (const k of keys) {
-    const before = Number((await watermarks(a, dlq)).get(0)!.high);
-    hh.api.scriptFor(k, { kind: 'status', status: 422 });
-    await hh.publish(hh.dispatchValue(k));
-    await waitFor(async () => Number((await watermarks(a, dlq)).get(0)!.high) === before + 1, {
-      what: `the dead letter of ${k}`,
-    });
-  }
-}
-
-/** DLQ ids re-published to `.dispatch` (the `poimen-replay-of` header), with how often. */
-async function republished(hh: Harness, a: Admin): Promise<Record<string, number>> {
-  const counts: Record<string, number> = {};
-  for (const r of await readAll(hh, a, topics.dispatch(hh.tenant))) {
-    const of = r.headers['poimen-replay-of'];
-    if (of) counts[of] = (counts[of] ?? 0) + 1;
-  }
-  return counts;
 }
 
 /** Each key's replay went through: the run completed, and the API saw the refusal and then one success. */
