@@ -43,6 +43,8 @@ describe('help', () => {
       [['dlq', 'list'], ['--tenant'], ['--limit', '--json']],
       [['dlq', 'replay'], ['--tenant'], ['--id', '--dry-run']],
       [['dlq', 'discard'], ['--tenant'], ['--all']],
+      [['dlq', 'send-test'], ['--tenant'], ['--count', '--json']],
+      [['dlq', 'purge-tests'], ['--tenant'], ['--dry-run', '--json']],
       [['dispatch', 'status'], ['--tenant', '--key'], ['--json']],
     ] as const) {
       const help = await cli([...cmd, '--help']);

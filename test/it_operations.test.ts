@@ -273,6 +273,7 @@ describe('dlq and dispatch status', () => {
       filtered: 0,
       notReplayable: 1,
       unreadable: 0,
+      tests: 0,
       alreadyHandled: 0,
       deferred: 0,
     });

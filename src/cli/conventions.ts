@@ -35,6 +35,8 @@ export const COMMAND_READERS: Readonly<Record<string, EnvReader>> = {
   'dlq list': 'kafka-cli',
   'dlq replay': 'kafka-cli',
   'dlq discard': 'kafka-cli',
+  'dlq send-test': 'kafka-cli',
+  'dlq purge-tests': 'kafka-cli',
   'temporal setup': 'temporal-cli',
   'dispatch status': 'temporal-cli',
   'stack provision': 'stack',

@@ -1,9 +1,10 @@
-/** `poimen-relay dlq list | replay`: wiring only; the logic is src/ops/dlq.ts. */
+/** `poimen-relay dlq list | replay | discard | send-test | purge-tests`: wiring only; the logic is src/ops/dlq*.ts. */
 import { SingleBar } from 'cli-progress';
 import { Command } from 'commander';
 import { ConfigError } from '../errors';
 import { withKafkaAdmin } from './kafkaAdmin';
 import { type ReplayOptions, listDlq, parseDlqType, replayDlq } from '../ops/dlq';
+import { parseTestCount, sendTestDeadLetters } from '../ops/dlqSendTest';
 import { validateTenants } from '../ops/topics';
 
 function positive(flag: string) {
@@ -42,15 +43,17 @@ function age(iso: string): string {
 }
 
 export function dlqCommand(): Command {
-  const dlq = new Command('dlq').description('dead letters: list without consuming, replay to .dispatch');
+  const dlq = new Command('dlq').description(
+    'dead letters: list without consuming, replay to .dispatch, discard; send and purge test dead letters',
+  );
   dlq
     .command('list')
     .description(
-      'show the newest dead letters of a tenant (type, reason, key, age, attempts) without consuming them',
+      'show the newest dead letters of a tenant (type, reason, key, age, attempts) without consuming them; test dead letters show type "test"',
     )
     .requiredOption('--tenant <tenant>', 'tenant')
     .option('--limit <n>', 'how many (newest)', positive('--limit'), 50)
-    .option('--json', 'print JSON (one array of {partition, offset, record})')
+    .option('--json', 'print JSON (one array of {partition, offset, record, test})')
     .action(async (opts: { tenant: string; limit: number; json?: boolean }) => {
       validateTenants([opts.tenant]);
       const entries = await withKafkaAdmin((kafka, admin) =>
@@ -67,16 +70,19 @@ export function dlqCommand(): Command {
           continue;
         }
         process.stdout.write(
-          `${r.id}  ${r.type.padEnd(18)} key ${String(r.dispatch_key).padEnd(28)} age ${age(r.timestamp).padEnd(5)} ` +
+          `${r.id}  ${(e.test ? 'test' : r.type).padEnd(18)} key ${String(r.dispatch_key).padEnd(28)} age ${age(r.timestamp).padEnd(5)} ` +
             `attempts ${r.retry_count}${r.max_retries === null ? '' : `/${r.max_retries}`}  ${r.http_status ?? ''}  ${r.error}\n`,
         );
       }
-      process.stderr.write(`${entries.length} dead letter(s) shown\n`);
+      const tests = entries.filter((e) => e.test).length;
+      process.stderr.write(
+        `${entries.length} dead letter(s) shown${tests ? `, ${tests} of them test` : ''}\n`,
+      );
     });
   dlq
     .command('replay')
     .description(
-      're-publish the original dispatches to .dispatch (same dispatch_key: a succeeded dispatch is not run again)',
+      're-publish the original dispatches to .dispatch (same dispatch_key: a succeeded dispatch is not run again); test dead letters are never replayed, only counted',
     )
     .requiredOption('--tenant <tenant>', 'tenant')
     .option('--id <id...>', 'only these DLQ record ids')
@@ -95,7 +101,7 @@ export function dlqCommand(): Command {
     .option('--from-beginning', 're-read every retained record, not only those not yet replayed')
     .option(
       '--json',
-      'print the summary as JSON: {examined, replayed, wouldReplay, …, records} (the only thing on stdout)',
+      'print the summary as JSON: {examined, replayed, wouldReplay, …, tests, records} (the only thing on stdout)',
     )
     .action(async (opts: ReplayFlags & { rate?: number; force?: boolean; fromBeginning?: boolean }) => {
       await run(opts, {
@@ -124,6 +130,46 @@ export function dlqCommand(): Command {
         throw new ConfigError('--id, --type, --since or --all', 'is required: say which records to discard');
       await run(opts, { discard: { all: Boolean(opts.all) } });
     });
+  dlq
+    .command('send-test')
+    .description(
+      "publish marked test dead letters through the relay's DLQ publisher, to check the DLQ topic, the backlog gauges and their alerts end to end; never replayed; remove them with dlq purge-tests",
+    )
+    .requiredOption('--tenant <tenant>', 'tenant (its DLQ topic must exist)')
+    .option('--count <n>', 'how many (1 to 1000)', parseTestCount, 1)
+    .option('--json', 'print JSON: {topic, published, ids} (the only thing on stdout)')
+    .action(async (opts: { tenant: string; count: number; json?: boolean }) => {
+      validateTenants([opts.tenant]);
+      const result = await withKafkaAdmin((kafka, admin, logger) =>
+        sendTestDeadLetters(kafka, admin, logger, {
+          tenant: opts.tenant,
+          count: opts.count,
+          ...(opts.json ? {} : { onSent: (id) => process.stdout.write(`sent test dead letter ${id}\n`) }),
+        }),
+      );
+      if (opts.json) {
+        process.stdout.write(`${JSON.stringify(result)}\n`);
+        return;
+      }
+      process.stdout.write(
+        `published ${result.published} test dead letter(s) to ${result.topic}; they count in dlq_consumer_lag and ` +
+          `dlq_oldest_message_age_seconds until: poimen-relay dlq purge-tests --tenant ${opts.tenant}\n`,
+      );
+    });
+  dlq
+    .command('purge-tests')
+    .description(
+      'take the test dead letters (dlq send-test) out of the backlog, and nothing else: real dead letters stay counted; they stay readable until they expire',
+    )
+    .requiredOption('--tenant <tenant>', 'tenant')
+    .option('--dry-run', 'show what would be purged; record nothing')
+    .option(
+      '--json',
+      'print the summary as JSON: {examined, discarded (the tests purged), filtered (the others), …} (the only thing on stdout)',
+    )
+    .action(async (opts: ReplayFlags) => {
+      await run(opts, { discard: { all: false, tests: true } });
+    });
   return dlq;
 }
 
@@ -139,10 +185,10 @@ interface ReplayFlags {
 /** Replay or discard: progress on stderr; on stdout the records of a dry run and the summary (JSON with --json). */
 async function run(opts: ReplayFlags, extra: Partial<ReplayOptions>): Promise<void> {
   validateTenants([opts.tenant]);
-  const verb = extra.discard ? 'discard' : 'replay';
+  const verb = extra.discard?.tests ? 'purge' : extra.discard ? 'discard' : 'replay';
   const bar = new SingleBar({
     stream: process.stderr,
-    format: `${verb} [{bar}] {value}/{total} examined, {done} ${verb}ed`,
+    format: `${verb} [{bar}] {value}/{total} examined, {done} ${verb.replace(/e$/, '')}ed`,
     noTTYOutput: true,
     notTTYSchedule: 2000,
   });
@@ -161,7 +207,7 @@ async function run(opts: ReplayFlags, extra: Partial<ReplayOptions>): Promise<vo
         const r = entry.record;
         if ((outcome === 'would_replay' || outcome === 'would_discard') && !opts.json) {
           process.stdout.write(
-            `would ${verb} ${r ? `${r.id} ${r.type} key ${r.dispatch_key}` : `${entry.partition}/${entry.offset} (not a DLQ record)`}\n`,
+            `would ${verb} ${r ? `${r.id} ${entry.test ? 'test' : r.type} key ${r.dispatch_key}` : `${entry.partition}/${entry.offset} (not a DLQ record)`}\n`,
           );
         }
         bar.increment(1, { done });
@@ -178,11 +224,19 @@ async function run(opts: ReplayFlags, extra: Partial<ReplayOptions>): Promise<vo
     process.stdout.write(`${JSON.stringify(summary)}\n`);
     return;
   }
+  if (extra.discard?.tests) {
+    process.stdout.write(
+      `examined ${summary.examined}: ${opts.dryRun ? 'would purge' : 'purged'} ${summary.discarded} test dead letter(s); ` +
+        `${summary.filtered} other record(s) left in the backlog\n`,
+    );
+    return;
+  }
   const outcome = extra.discard
     ? `${opts.dryRun ? 'would discard' : 'discarded'} ${summary.discarded}`
     : `${opts.dryRun ? `would replay ${summary.wouldReplay}` : `replayed ${summary.replayed}`}, not replayable without --force ${summary.notReplayable}`;
   process.stdout.write(
     `examined ${summary.examined}: ${outcome}, filtered out ${summary.filtered}, unreadable ${summary.unreadable}` +
+      `${summary.tests && !extra.discard ? `; skipped ${summary.tests} test dead letter(s) (never replayed; remove them with dlq purge-tests)` : ''}` +
       `${summary.alreadyHandled ? `; skipped ${summary.alreadyHandled} already handled` : ''}\n`,
   );
 }

@@ -34,7 +34,7 @@ async function probe(cfg: KafkaConfig, logger: Logger, timeoutMs: number): Promi
  * Failures come out as one-line errors of the CLI's classes (unreachable, refused, not found).
  */
 export async function withKafkaAdmin<T>(
-  fn: (kafka: KafkaClient, admin: KafkaAdmin) => Promise<T>,
+  fn: (kafka: KafkaClient, admin: KafkaAdmin, logger: Logger) => Promise<T>,
 ): Promise<T> {
   const cfg = loadRelayConfig('cli');
   const logger = createLogger('poimen-relay', cfg.logLevel, { format: cfg.logFormat });
@@ -44,7 +44,7 @@ export async function withKafkaAdmin<T>(
     const kafka = createQuietKafka(cfg.kafka, logger);
     admin = kafka.admin();
     await admin.connect();
-    const result = await fn(kafka, admin);
+    const result = await fn(kafka, admin, logger);
     await admin.disconnect();
     return result;
   } catch (err) {

@@ -6,3 +6,4 @@
 export * from './dispatch';
 export * from './dlqRecord';
 export * from './names';
+export * from './testDeadLetter';

@@ -32,6 +32,8 @@ export interface PublishOptions {
   signal?: AbortSignal;
   /** Called after each failed try, before the pause (the `deadLetter` activity heartbeats here). */
   onRetry?: (failures: number, err: unknown) => void;
+  /** More Kafka headers beside `dlq-type` (`dlq send-test` marks its records here: contract/testDeadLetter.ts). */
+  headers?: Record<string, string>;
 }
 
 export class DlqPublisher {
@@ -85,11 +87,11 @@ export class DlqPublisher {
    * this process waits for it instead of sending a second copy.
    */
   async publish(record: DlqRecord, key: string | Buffer | null, opts: PublishOptions = {}): Promise<void> {
-    if (opts.signal) return this.publishUntil(record, key, opts.signal, opts.onRetry);
+    if (opts.signal) return this.publishUntil(record, key, opts.signal, opts);
     const budget = new AbortController();
     const timer = setTimeout(() => budget.abort(), DEFAULT_PUBLISH_BUDGET_MS);
     try {
-      return await this.publishUntil(record, key, budget.signal, opts.onRetry);
+      return await this.publishUntil(record, key, budget.signal, opts);
     } finally {
       clearTimeout(timer);
     }
@@ -99,7 +101,7 @@ export class DlqPublisher {
     record: DlqRecord,
     key: string | Buffer | null,
     signal: AbortSignal,
-    onRetry: PublishOptions['onRetry'],
+    { onRetry, headers }: PublishOptions,
   ): Promise<void> {
     let delayMs = RETRY_INITIAL_MS;
     let last: unknown;
@@ -109,7 +111,7 @@ export class DlqPublisher {
       // Acknowledged after an earlier caller had given up on it (a timed-out attempt's try that landed).
       if (this.acked.has(record.id)) return;
       try {
-        await untilAborted(this.attempt(record, key), signal);
+        await untilAborted(this.attempt(record, key, headers), signal);
         return;
       } catch (err) {
         if (signal.aborted) throw stopped(signal, failures, err === signal.reason ? last : err);
@@ -130,10 +132,14 @@ export class DlqPublisher {
   }
 
   /** The try in flight for this dead letter, or a new one. */
-  private attempt(record: DlqRecord, key: string | Buffer | null): Promise<void> {
+  private attempt(
+    record: DlqRecord,
+    key: string | Buffer | null,
+    headers: Record<string, string> | undefined,
+  ): Promise<void> {
     const running = this.inFlight.get(record.id);
     if (running) return running;
-    const started = this.sendOnce(record, key).finally(() => {
+    const started = this.sendOnce(record, key, headers).finally(() => {
       if (this.inFlight.get(record.id) === started) this.inFlight.delete(record.id);
     });
     // A caller that stopped waiting leaves this promise behind; its failure is reported to whoever waits next.
@@ -142,7 +148,11 @@ export class DlqPublisher {
     return started;
   }
 
-  private async sendOnce(record: DlqRecord, key: string | Buffer | null): Promise<void> {
+  private async sendOnce(
+    record: DlqRecord,
+    key: string | Buffer | null,
+    headers: Record<string, string> = {},
+  ): Promise<void> {
     await this.connect();
     if (!this.knownTopics.has(record.topic)) {
       const created = await ensureTopics(this.admin!, [
@@ -155,7 +165,7 @@ export class DlqPublisher {
       this.producer!.send({
         topic: record.topic,
         acks: -1,
-        messages: [{ key, value, headers: { 'dlq-type': record.type } }],
+        messages: [{ key, value, headers: { ...headers, 'dlq-type': record.type } }],
       });
     const value = JSON.stringify(record);
     try {

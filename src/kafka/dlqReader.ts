@@ -7,7 +7,7 @@
  */
 import crypto from 'node:crypto';
 import type { Admin, Kafka, KafkaMessage } from 'kafkajs';
-import { type DlqRecord, parseDlqRecord } from '../contract';
+import { type DlqRecord, isTestDeadLetter, parseDlqRecord } from '../contract';
 import { type PartitionRange, readRange, watermarks } from './readRange';
 
 export interface DeadLetter {
@@ -17,6 +17,8 @@ export interface DeadLetter {
   key: Buffer | null;
   /** Undefined when the value is not a DLQ record (written by something else). */
   record: DlqRecord | undefined;
+  /** A test dead letter (`dlq send-test`): never replayed, taken out of the backlog by `dlq purge-tests`. */
+  test: boolean;
   /** The raw value when it is not a DLQ record. */
   raw?: string;
 }
@@ -29,6 +31,7 @@ export function deadLetterOf(partition: number, message: KafkaMessage): DeadLett
     offset: message.offset,
     key: message.key,
     record,
+    test: isTestDeadLetter(record, message.headers),
     ...(record ? {} : { raw: message.value?.toString('utf8') ?? '' }),
   };
 }

@@ -10,6 +10,9 @@
  * records handled after it are kept in the commit's metadata (./dlqProgress.ts); a later replay skips those.
  * An interrupted replay resumes where it stopped; `--from-beginning` re-reads (and re-publishes) every retained
  * record.
+ *
+ * Test dead letters (`dlq send-test`) are never replayed: a replay passes them over like a filtered record, so
+ * they stay in the backlog (the gauges show what the operator sent) until `dlq purge-tests` discards exactly them.
  */
 import crypto from 'node:crypto';
 import {
@@ -22,42 +25,15 @@ import {
   dlqRecordPayload,
   topics,
 } from '../contract';
-import { ConfigError, NotFoundError } from '../errors';
-import { deadLetterOf, readDeadLetters } from '../kafka/dlqReader';
+import { ConfigError } from '../errors';
+import { deadLetterOf } from '../kafka/dlqReader';
 import type { KafkaAdmin, KafkaClient } from '../kafka/port';
-import { type PartitionRange, type RangeCommit, readRange, watermarks } from '../kafka/readRange';
+import { type PartitionRange, type RangeCommit, readRange } from '../kafka/readRange';
+import { type DlqEntry, dlqWatermarks } from './dlqList';
 import { loadProgress } from './dlqProgress';
 
 export { dlqBacklog } from './dlqBacklog';
-
-export interface DlqEntry {
-  partition: number;
-  offset: string;
-  record: DlqRecord | undefined;
-  /** The raw value when it is not a DLQ record (written by something else). */
-  raw?: string;
-}
-
-export async function listDlq(
-  kafka: KafkaClient,
-  admin: KafkaAdmin,
-  tenant: string,
-  limit: number,
-): Promise<DlqEntry[]> {
-  const topic = topics.dlq(tenant);
-  const marks = await dlqWatermarks(admin, topic);
-  // At most `limit` per partition, from the newest end; merged and cut to the newest `limit` overall.
-  const ranges: PartitionRange[] = [...marks].map(([partition, { low, high }]) => ({
-    partition,
-    start: high - BigInt(limit) > low ? high - BigInt(limit) : low,
-    end: high,
-  }));
-  const entries: DlqEntry[] = (
-    await readDeadLetters(kafka, admin, topic, { ranges, groupPrefix: 'poimen-relay-dlq-list' })
-  ).map(({ key: _key, ...entry }) => entry);
-  const ts = (e: DlqEntry) => (e.record ? Date.parse(e.record.timestamp) : 0);
-  return entries.sort((a, b) => ts(a) - ts(b)).slice(-limit);
-}
+export { type DlqEntry, listDlq } from './dlqList';
 
 export interface ReplayOptions {
   tenant: string;
@@ -68,8 +44,11 @@ export interface ReplayOptions {
   force?: boolean;
   ratePerSec?: number;
   fromBeginning?: boolean;
-  /** Mark the matching records handled without re-publishing them (`dlq discard`); `all` matches every record. */
-  discard?: { all: boolean };
+  /**
+   * Mark the matching records handled without re-publishing them (`dlq discard`); `all` matches every record,
+   * `tests` only test dead letters (`dlq purge-tests`), whatever else the options say.
+   */
+  discard?: { all: boolean; tests?: boolean };
   onStart?: (total: number) => void;
   onRecord?: (outcome: ReplayOutcome, entry: DlqEntry) => void;
 }
@@ -82,6 +61,7 @@ export type ReplayOutcome =
   | 'filtered'
   | 'not_replayable'
   | 'unreadable'
+  | 'test'
   | 'deferred';
 
 export interface ReplaySummary {
@@ -93,6 +73,12 @@ export interface ReplaySummary {
   filtered: number;
   notReplayable: number;
   unreadable: number;
+  /**
+   * Of the records examined, the test dead letters (`dlq send-test`). A replay passes every one over, whatever its
+   * filters or --force, and leaves it in the backlog; `dlq purge-tests` discards exactly these (its `discarded`),
+   * the other records counting as `filtered`.
+   */
+  tests: number;
   /** Handled by an earlier replay or discard (past a record still pending): skipped, not re-published. */
   alreadyHandled: number;
   /** Left for a later run: what this partition's progress can record is full (docs/operations.md). */
@@ -104,6 +90,7 @@ export interface ReplaySummary {
     dispatch_key: string | null;
     partition: number;
     offset: string;
+    test: boolean;
   }[];
 }
 
@@ -149,6 +136,7 @@ export async function replayDlq(
     filtered: 0,
     notReplayable: 0,
     unreadable: 0,
+    tests: 0,
     alreadyHandled: 0,
     deferred: 0,
     ...(opts.dryRun ? { records: [] } : {}),
@@ -185,9 +173,10 @@ export async function replayDlq(
         summary.examined++;
         const { key: _key, ...entry } = deadLetterOf(partition, message);
         const record = entry.record;
-        const verdict = decide(record, opts);
+        if (entry.test) summary.tests++;
+        const verdict = decide(record, entry.test, opts);
         if (typeof verdict === 'string') {
-          summary[verdict === 'not_replayable' ? 'notReplayable' : verdict]++;
+          if (verdict !== 'test') summary[verdict === 'not_replayable' ? 'notReplayable' : verdict]++;
           opts.onRecord?.(verdict, entry);
           return;
         }
@@ -200,6 +189,7 @@ export async function replayDlq(
             dispatch_key: r?.dispatch_key ?? null,
             partition,
             offset: message.offset,
+            test: entry.test,
           });
           opts.onRecord?.(opts.discard ? 'would_discard' : 'would_replay', entry);
           return;
@@ -254,8 +244,13 @@ export async function replayDlq(
 
 function decide(
   record: DlqRecord | undefined,
+  test: boolean,
   opts: ReplayOptions,
-): { record: DlqRecord | undefined } | 'filtered' | 'not_replayable' | 'unreadable' {
+): { record: DlqRecord | undefined } | 'filtered' | 'not_replayable' | 'unreadable' | 'test' {
+  // Only test dead letters, and no other record whatever it is: a real one stays pending.
+  if (opts.discard?.tests) return test ? { record } : 'filtered';
+  // Before the filters and --force: a test dead letter is reported as one, never re-published.
+  if (test && !opts.discard) return 'test';
   // Not a DLQ record (written by something else): only `dlq discard --all` takes it.
   if (!record) return opts.discard?.all ? { record } : 'unreadable';
   if (opts.ids && opts.ids.length > 0 && !opts.ids.includes(record.id)) return 'filtered';
@@ -273,14 +268,6 @@ function decide(
 
 function toBuffer(bytes: Uint8Array | null | undefined): Buffer | null {
   return bytes ? Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) : null;
-}
-
-/** Watermarks of a tenant's DLQ topic; a tenant without one is "not found", not a stack trace. */
-async function dlqWatermarks(admin: KafkaAdmin, topic: string) {
-  if (!(await admin.listTopics()).includes(topic)) {
-    throw new NotFoundError(`topic ${topic} does not exist (declare it with: poimen-relay topics apply)`);
-  }
-  return watermarks(admin, topic);
 }
 
 function replayKey(tenant: string, record: DlqRecord): Buffer | null {

@@ -27,6 +27,8 @@ test('every command that reports a result offers --json', () => {
     'dlq list',
     'dlq replay',
     'dlq discard',
+    'dlq send-test',
+    'dlq purge-tests',
     'dispatch status',
     'stack up',
     'stack status',
