@@ -78,7 +78,7 @@ describe('fairness between tenants', () => {
 });
 
 describe('admission per tenant (POIMEN_INGEST_TENANT_MAX_OPEN)', () => {
-  test("a tenant at its bound of open dispatches waits in Kafka, uncommitted, while another tenant's dispatches flow; room lets the rest in and everything completes", async () => {
+  test("a tenant at its bound of open dispatches waits in Kafka, uncommitted, while another tenant's dispatches flow; executions that close, completed or failed, let the rest in", async () => {
     const BOUND = 5;
     const FLOOD = 30;
     const FEW = 3;
@@ -119,12 +119,21 @@ describe('admission per tenant (POIMEN_INGEST_TENANT_MAX_OPEN)', () => {
     });
     expect(h.api.heldCount).toBe(BOUND);
 
-    h.api.faultPolicy(undefined);
+    // From here the API refuses a third of the flood for good (422): those dispatches are dead-lettered and their
+    // executions close failed, which must free their slots as a completion does, or the tenant would stop at its
+    // bound after five of them.
+    const refused = (key: string) => Number(key.slice(2)) >= 20;
+    h.api.faultPolicy((key) =>
+      key?.startsWith('a-') && refused(key) ? { kind: 'status', status: 422 } : undefined,
+    );
     h.api.release();
-    await waitFor(() => h.api.runs.size === FLOOD + FEW, {
+    const settled = (key: string) =>
+      h.api.runs.has(key) || h.api.requestsFor(key).some((r) => r.answer === 422);
+    await waitFor(() => Array.from({ length: FLOOD }, (_, i) => `a-${i}`).every(settled), {
       timeoutMs: 120_000,
-      what: `all ${FLOOD + FEW} runs once the flooding tenant's calls are answered`,
+      what: `all ${FLOOD} of the flooding tenant's dispatches run or refused once its calls are answered`,
     });
+    expect(h.api.requests.filter((r) => r.answer === 422).length).toBeGreaterThan(BOUND);
     await h.expectCommittedAtLogEnd();
     await waitFor(
       async () => {

@@ -43,6 +43,7 @@ export async function createIngester(
       cfg.ingest.tenantMaxOpen,
       (workflowId, runId, signal) => watchClose(client, workflowId, runId, signal),
       metrics.tenantOpenDispatches,
+      logger.child({ component: 'admission' }),
     );
     const ingester = new Ingester(
       cfg,

@@ -65,6 +65,9 @@ export interface IngesterParts {
  */
 const LAST_COMMIT_BUDGET_MS = 60_000;
 
+/** How long a fetch waits for news while admission per tenant is on (docs/design.md, "Fair turns for tenants"). */
+const ADMISSION_FETCH_WAIT_MS = 250;
+
 export class Ingester {
   private consumer: KafkaConsumer | undefined;
   private readonly admin;
@@ -187,6 +190,9 @@ export class Ingester {
       sessionTimeout: this.opts.sessionTimeoutMs,
       heartbeatInterval: Math.max(1000, Math.floor(this.opts.sessionTimeoutMs / 10)),
       retry: { retries: 10 },
+      // With admission on, a tenant's partitions pause for room and resume when one of its dispatches closes; a
+      // fetch that waits kafkajs's default 5 s for the other partitions' news would hold that resume back as long.
+      ...(this.admission.bounded ? { maxWaitTimeInMs: ADMISSION_FETCH_WAIT_MS } : {}),
     });
     consumer.on(consumer.events.GROUP_JOIN, (e) => this.onGroupJoin(consumer, e.payload.memberAssignment));
     consumer.on(consumer.events.CRASH, (e) => {
@@ -370,8 +376,16 @@ export class Ingester {
   }
 
   private waitForRoom(consumer: KafkaConsumer, tenant: string, topic: string, partition: number): void {
-    consumer.pause([{ topic, partitions: [partition] }]);
-    this.admission.whenRoom(tenant, () => {
+    try {
+      consumer.pause([{ topic, partitions: [partition] }]);
+    } catch (err) {
+      // kafkajs between a crash and its restart: no group to pause in; its next fetch finds the tenant full again.
+      this.logger.debug({ err, topic, partition }, 'could not pause a partition to wait for room');
+    }
+    // An outage whose backoff already resumed the partition is over as far as anyone knows: its record was not
+    // tried again, only refused a slot. Left, it would keep the process unready until room comes back.
+    this.paused.forgetResumed(topic, partition);
+    this.admission.whenRoom(tenant, `${topic}/${partition}`, () => {
       // A replaced consumer forgot the pause; a partition in an outage is resumed by its own backoff.
       if (consumer !== this.consumer || this.paused.holds(topic, partition)) return;
       consumer.resume([{ topic, partitions: [partition] }]);

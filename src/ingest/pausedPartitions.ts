@@ -91,6 +91,16 @@ export class PausedPartitions {
     return this.outages.get(`${topic}/${partition}`)?.timer !== undefined;
   }
 
+  /** Ends the partition's outage if its backoff already resumed it (no retry pending); true when one ended. */
+  forgetResumed(topic: string, partition: number): boolean {
+    const key = `${topic}/${partition}`;
+    const outage = this.outages.get(key);
+    if (!outage || outage.timer !== undefined) return false;
+    this.outages.delete(key);
+    this.count(topic);
+    return true;
+  }
+
   get size(): number {
     return this.outages.size;
   }

@@ -8,6 +8,7 @@ import type { EachBatchPayload, KafkaMessage } from 'kafkajs';
 import { loadRelayConfig } from '../../src/config';
 import { TenantAdmission } from '../../src/ingest/admission';
 import { Ingester } from '../../src/ingest/ingester';
+import type { PausedPartitions } from '../../src/ingest/pausedPartitions';
 import { handleRecord } from '../../src/ingest/startDispatch';
 import { createLogger } from '../../src/logger';
 import { createMetrics } from '../../src/metrics';
@@ -52,17 +53,52 @@ test('without a bound every record is admitted and nothing is watched', () => {
 
 test('a started execution holds its slot until it closes; a full tenant is woken only once a quarter of its bound is free', async () => {
   const w = watches();
-  const a = new TenantAdmission(4, w.watch);
+  const a = new TenantAdmission(8, w.watch);
   const woken = jest.fn();
-  for (const id of ['w1', 'w2', 'w3', 'w4']) {
+  for (let i = 1; i <= 8; i++) {
     expect(a.take('acme')).toBe(true);
-    a.holdUntilClosed('acme', id, 'run');
+    a.holdUntilClosed('acme', `w${i}`, 'run');
   }
   expect(a.take('acme')).toBe(false);
-  a.whenRoom('acme', woken);
+  a.whenRoom('acme', 'poimen.acme.dispatch/0', woken);
   w.close('w1');
-  await waitFor(() => a.openOf('acme') === 3);
-  expect(woken).toHaveBeenCalledTimes(1); // 4 − max(1, 4/4) = 3 open: room again
+  await waitFor(() => a.openOf('acme') === 7);
+  expect(woken).not.toHaveBeenCalled(); // one slot free is not yet a quarter of 8
+  w.close('w2');
+  await waitFor(() => a.openOf('acme') === 6);
+  expect(woken).toHaveBeenCalledTimes(1); // 8 − 8/4 = 6 open: room again
+  a.close();
+});
+
+test('a record that joins an execution already counted (a redelivery) takes no second slot', async () => {
+  const w = watches();
+  const a = new TenantAdmission(2, w.watch);
+  a.take('acme');
+  a.holdUntilClosed('acme', 'dispatch:acme:d-1', 'run-1');
+  a.take('acme');
+  a.holdUntilClosed('acme', 'dispatch:acme:d-1', 'run-1');
+  expect(a.openOf('acme')).toBe(1);
+  expect(w.open.size).toBe(1);
+  w.close('dispatch:acme:d-1');
+  await waitFor(() => a.openOf('acme') === 0);
+  a.close();
+});
+
+test('a partition that pauses again before it was resumed keeps one waiter; a resume that throws does not keep the others paused', async () => {
+  const w = watches();
+  const a = new TenantAdmission(1, w.watch);
+  a.take('acme');
+  a.holdUntilClosed('acme', 'w1', 'run');
+  const resumed: string[] = [];
+  a.whenRoom('acme', 'p0', () => resumed.push('p0 first'));
+  a.whenRoom('acme', 'p0', () => resumed.push('p0'));
+  a.whenRoom('acme', 'p1', () => {
+    throw new Error('Consumer group was not initialized');
+  });
+  a.whenRoom('acme', 'p2', () => resumed.push('p2'));
+  w.close('w1');
+  await waitFor(() => a.openOf('acme') === 0);
+  expect(resumed).toEqual(['p0', 'p2']);
   a.close();
 });
 
@@ -82,6 +118,17 @@ test('a watch that fails (Temporal unreachable) is asked again: the slot stays h
   await waitFor(() => a.openOf('acme') === 0);
 });
 
+test('close() ends every watch (their slots come back) and asks nothing more', async () => {
+  const w = watches();
+  const a = new TenantAdmission(3, w.watch);
+  for (const id of ['w1', 'w2']) {
+    a.take('acme');
+    a.holdUntilClosed('acme', id, 'run');
+  }
+  a.close();
+  await waitFor(() => a.openOf('acme') === 0);
+});
+
 function stubConsumer() {
   const calls: string[] = [];
   return {
@@ -96,7 +143,12 @@ function stubConsumer() {
   };
 }
 
-function batchPayload(topic: string, offsets: number[], consumer: ReturnType<typeof stubConsumer>) {
+function batchPayload(
+  topic: string,
+  offsets: number[],
+  consumer: ReturnType<typeof stubConsumer>,
+  partition = 0,
+) {
   const resolved: string[] = [];
   const commits: string[] = [];
   const payload = {
@@ -106,7 +158,7 @@ function batchPayload(topic: string, offsets: number[], consumer: ReturnType<typ
     },
     batch: {
       topic,
-      partition: 0,
+      partition,
       messages: offsets.map(
         (o) => ({ offset: String(o), value: Buffer.from('{}'), key: null }) as unknown as KafkaMessage,
       ),
@@ -171,4 +223,64 @@ test('POIMEN_INGEST_TENANT_MAX_OPEN: 0 (no bound) by default; a bad value fails 
   expect(() => loadRelayConfig('ingester', { POIMEN_INGEST_TENANT_MAX_OPEN: '-1' })).toThrow(
     /POIMEN_INGEST_TENANT_MAX_OPEN/,
   );
+});
+
+function boundIngester(maxOpen: number, w: ReturnType<typeof watches>) {
+  const cfg = loadRelayConfig('ingester', {});
+  const metrics = createMetrics({ defaultMetrics: false });
+  const admission = new TenantAdmission(maxOpen, w.watch, metrics.tenantOpenDispatches);
+  const ing = new Ingester(
+    cfg,
+    { admin: () => ({}) } as never,
+    {} as never,
+    metrics,
+    createLogger('test', 'silent'),
+    { ...cfg.ingest, maxInFlight: 8, commitEveryRecords: 1 },
+    { admission },
+  );
+  const consumer = stubConsumer();
+  (ing as unknown as { consumer: unknown }).consumer = consumer;
+  const each = (b: EachBatchPayload) =>
+    (ing as unknown as { eachBatch(c: unknown, p: EachBatchPayload): Promise<void> }).eachBatch(consumer, b);
+  return { ing, admission, consumer, each };
+}
+
+test('records that start nothing open give their slots back: a duplicate, a dead letter, a start that failed', async () => {
+  handle.mockImplementation(async (_ctx, _tenant, _topic, _p, m) => {
+    if (m.offset === '0') return 'duplicate';
+    if (m.offset === '1') return 'dead_lettered';
+    throw new Error('Temporal unreachable');
+  });
+  const w = watches();
+  const { admission, consumer, each } = boundIngester(2, w);
+  await each(batchPayload('poimen.a.dispatch', [0, 1, 2], consumer).payload);
+  expect(handle).toHaveBeenCalledTimes(3); // the bound of 2 never filled: each slot came back
+  expect(admission.openOf('a')).toBe(0);
+  expect(w.open.size).toBe(0);
+  admission.close();
+});
+
+test('a partition an outage resumed that then finds its tenant full is waiting for room, not in an outage: the ingester stays ready', async () => {
+  handle.mockImplementation(async (_ctx, _tenant, topic, _p, m, _log, onStarted) => {
+    onStarted?.(`${topic}@${m.offset}`, 'run');
+    return 'started';
+  });
+  const w = watches();
+  const { ing, admission, consumer, each } = boundIngester(1, w);
+  const paused = (ing as unknown as { paused: PausedPartitions }).paused;
+  // An earlier record of partition 0 failed, and the outage's backoff has resumed the partition since.
+  jest.useFakeTimers();
+  paused.failed(consumer, 'poimen.a.dispatch', 0, 'start timed out');
+  jest.runOnlyPendingTimers();
+  jest.useRealTimers();
+  (ing as unknown as { joined: boolean }).joined = true;
+  expect(ing.ready()).toBe(false);
+
+  // Another partition of the tenant takes its only slot; partition 0's refetched record finds no room.
+  await each(batchPayload('poimen.a.dispatch', [0], consumer, 1).payload);
+  const p0 = batchPayload('poimen.a.dispatch', [5], consumer);
+  await each(p0.payload);
+  expect(p0.resolved).toEqual([]);
+  expect(ing.ready()).toBe(true);
+  admission.close();
 });
