@@ -27,8 +27,10 @@ export interface FairnessOptions {
   /** How long B's last records may still take after the flooded window before the rest count as unserved. */
   settleS: number;
   partitions: number;
-  /** POIMEN_INGEST_TENANT_MAX_OPEN in the round with admission per tenant. */
+  /** POIMEN_INGEST_TENANT_MAX_OPEN in the round with admission per tenant (the headline figures). */
   tenantMaxOpen: number;
+  /** Further bounds, one round each: the trade between B's latency and A's throughput. */
+  tenantMaxOpenSweep: number[];
 }
 
 /**
@@ -41,6 +43,7 @@ const ROUNDS = [
   { name: 'off', serverFairness: false, admission: false },
 ] as const;
 type RoundName = (typeof ROUNDS)[number]['name'];
+type Round = Awaited<ReturnType<typeof fairnessRound>>;
 
 interface Sent {
   key: string;
@@ -257,19 +260,23 @@ export interface FairnessServers {
 }
 
 export async function fairness(servers: FairnessServers, o: FairnessOptions, progress: (l: string) => void) {
-  const rounds: Record<RoundName, Awaited<ReturnType<typeof fairnessRound>>> = {} as never;
-  for (const r of ROUNDS) {
-    const maxOpen = r.admission ? o.tenantMaxOpen : 0;
+  const rounds: Record<RoundName, Round> = {} as never;
+  const run = async (label: string, serverFairness: boolean, maxOpen: number) => {
     progress(
-      `fairness ${r.name} (server fairness ${r.serverFairness ? 'on' : 'off'}, POIMEN_INGEST_TENANT_MAX_OPEN=${maxOpen}): tenant B at ${o.steadyPerS}/s, ${o.aloneS} s alone, then ${o.floodedS} s while tenant A floods ${o.floodN} records`,
+      `fairness ${label} (server fairness ${serverFairness ? 'on' : 'off'}, POIMEN_INGEST_TENANT_MAX_OPEN=${maxOpen}): tenant B at ${o.steadyPerS}/s, ${o.aloneS} s alone, then ${o.floodedS} s while tenant A floods ${o.floodN} records`,
     );
-    const server = await servers.start(r.serverFairness);
+    const server = await servers.start(serverFairness);
     try {
-      rounds[r.name] = await fairnessRound(server.target, o, r.name, maxOpen);
+      return await fairnessRound(server.target, o, label, maxOpen);
     } finally {
       await server.stop();
     }
+  };
+  for (const r of ROUNDS) {
+    rounds[r.name] = await run(r.name, r.serverFairness, r.admission ? o.tenantMaxOpen : 0);
   }
+  const sweep: Record<string, Round> = {};
+  for (const n of o.tenantMaxOpenSweep) sweep[String(n)] = await run(`admission-${n}`, true, n);
   const ratio = (r: (typeof rounds)['on']) => round(r.flooded.p99_ms / r.alone.p99_ms, 2);
   return {
     fairness_b_p50_ms_alone: rounds.admission.alone.p50_ms,
@@ -288,6 +295,14 @@ export async function fairness(servers: FairnessServers, o: FairnessOptions, pro
     // Records of B never served in the off round count with what they had waited: its figures are lower bounds.
     fairness_off_lower_bound: rounds.off.flooded.unserved > 0,
     fairness_rounds: rounds,
+    // B's p99 ratio and A's runs in the window for each further bound: less open, B faster and A slower.
+    fairness_sweep: Object.fromEntries(
+      Object.entries(sweep).map(([n, r]) => [
+        n,
+        { p99_ratio: ratio(r), b_p99_ms_flooded: r.flooded.p99_ms, a_runs_in_window: r.flood_runs_in_window },
+      ]),
+    ),
+    fairness_sweep_rounds: sweep,
     fairness_settings: { ...o, servers: servers.describe },
   };
 }

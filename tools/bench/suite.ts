@@ -42,7 +42,8 @@ export const SIZES = {
       floodedS: 15,
       settleS: 30,
       partitions: 4,
-      tenantMaxOpen: 16,
+      tenantMaxOpen: 4,
+      tenantMaxOpenSweep: [],
     },
   },
   full: {
@@ -61,7 +62,8 @@ export const SIZES = {
       floodedS: 60,
       settleS: 120,
       partitions: 4,
-      tenantMaxOpen: 16,
+      tenantMaxOpen: 4,
+      tenantMaxOpenSweep: [2, 16],
     },
   },
 };
@@ -274,6 +276,10 @@ export async function runSuite(
         row(f.fairness_rounds.admission),
       ],
       ['fairness: B p99 flooded ÷ alone', `${f.fairness_p99_ratio} (target ≤ 2)`],
+      ...Object.entries(f.fairness_sweep).map(([n, x]): [string, string] => [
+        `… with A ≤ ${n} open`,
+        `B p99 flooded ÷ alone ${x.p99_ratio}, A's runs in the window ${x.a_runs_in_window}`,
+      ]),
       ['… without admission per tenant', row(f.fairness_rounds.on)],
       ['… B p99 flooded ÷ alone, without admission', `${f.fairness_unbounded_p99_ratio}`],
       ['… Temporal without fairness', row(f.fairness_rounds.off)],
