@@ -8,11 +8,11 @@
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import type { Admin } from 'kafkajs';
-import { DLQ_REPLAY_GROUP, topics, type DlqRecord, parseDlqRecord } from '../src/contract';
-import { readRange, watermarks } from '../src/kafka/readRange';
+import { DLQ_REPLAY_GROUP, topics, type DlqRecord } from '../src/contract';
+import { watermarks } from '../src/kafka/readRange';
 import { dlqBacklog } from '../src/ops/dlq';
 import { type CliResult, REPO_ROOT, runCli, cliEnv } from './support/cli';
-import { uniqueName } from './support/names';
+import { type Stored, deadLetter, readAll, republished } from './support/dlqScenario';
 import { metricValue } from './support/relay';
 import { type Harness, createHarness } from './support/relayHarness';
 import { waitFor } from './support/wait';
@@ -46,58 +46,9 @@ async function replay(tenant: string, ...args: string[]): Promise<Summary> {
   );
 }
 
-interface Stored {
-  offset: number;
-  timestampMs: number;
-  headers: Record<string, string>;
-  value: Buffer | null;
-}
-
-/** Every record of a topic up to its current end, in offset order (one partition). */
-async function readAll(hh: Harness, a: Admin, topic: string): Promise<Stored[]> {
-  const marks = await watermarks(a, topic);
-  const out: Stored[] = [];
-  await readRange(hh.kafka, a, {
-    topic,
-    groupId: uniqueName('it-read-all'),
-    ranges: [...marks].map(([partition, { low, high }]) => ({ partition, start: low, end: high })),
-    commit: false,
-    onMessage: async (_partition, m) => {
-      const headers = Object.fromEntries(
-        Object.entries(m.headers ?? {}).map(([k, v]) => [k, String(v)]),
-      ) as Record<string, string>;
-      out.push({ offset: Number(m.offset), timestampMs: Number(m.timestamp), headers, value: m.value });
-    },
-  });
-  return out.sort((x, y) => x.offset - y.offset);
-}
-
-/** Dead-letters each dispatch in turn (a 422 refusal), so their DLQ offsets follow the order given. */
-async function deadLetter(hh: Harness, a: Admin, keys: string[]): Promise<void> {
-  const dlq = topics.dlq(hh.tenant);
-  for (const k of keys) {
-    const before = Number((await watermarks(a, dlq)).get(0)!.high);
-    hh.api.scriptFor(k, { kind: 'status', status: 422 });
-    await hh.publish(hh.dispatchValue(k));
-    await waitFor(async () => Number((await watermarks(a, dlq)).get(0)!.high) === before + 1, {
-      what: `the dead letter of ${k}`,
-    });
-  }
-}
-
 async function dlqRecords(hh: Harness, a: Admin): Promise<(Stored & { record: DlqRecord })[]> {
   const stored = await readAll(hh, a, topics.dlq(hh.tenant));
-  return stored.map((s) => ({ ...s, record: parseDlqRecord(s.value)! }));
-}
-
-/** How often each DLQ id was re-published to `.dispatch` (the `poimen-replay-of` header). */
-async function republished(hh: Harness, a: Admin): Promise<Record<string, number>> {
-  const counts: Record<string, number> = {};
-  for (const r of await readAll(hh, a, topics.dispatch(hh.tenant))) {
-    const of = r.headers['poimen-replay-of'];
-    if (of) counts[of] = (counts[of] ?? 0) + 1;
-  }
-  return counts;
+  return stored.map((s) => ({ ...s, record: s.record! }));
 }
 
 async function executions(hh: Harness, key: string): Promise<number> {

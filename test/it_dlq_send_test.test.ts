@@ -9,7 +9,7 @@ import { type Admin, Kafka, logLevel } from 'kafkajs';
 import { DLQ_TYPES, type DlqRecord, topics } from '../src/contract';
 import { ensureTopics, tenantTopicSpecs } from '../src/kafka/topics';
 import { watermarks } from '../src/kafka/readRange';
-import { dlqBacklog } from '../src/ops/dlq';
+import { type ReplaySummary, dlqBacklog } from '../src/ops/dlq';
 import { type CliResult, cliEnv, runCli } from './support/cli';
 import { deadLetter, readAll, republished } from './support/dlqScenario';
 import { uniqueTenant } from './support/names';
@@ -44,26 +44,14 @@ function json<T>(res: CliResult): T {
   return JSON.parse(res.stdout) as T;
 }
 
-interface Summary {
-  examined: number;
-  replayed: number;
-  wouldReplay: number;
-  discarded: number;
-  filtered: number;
-  notReplayable: number;
-  tests: number;
-  alreadyHandled: number;
-  records?: { id: string; test: boolean }[];
-}
-
 const sendTest = async (tenant: string, count: number) =>
   json<{ topic: string; published: number; ids: string[] }>(
     await cli(['dlq', 'send-test', '--tenant', tenant, '--count', String(count), '--json']),
   );
 const replay = async (tenant: string, ...args: string[]) =>
-  json<Summary>(await cli(['dlq', 'replay', '--tenant', tenant, '--json', ...args]));
+  json<ReplaySummary>(await cli(['dlq', 'replay', '--tenant', tenant, '--json', ...args]));
 const purgeTests = async (tenant: string, ...args: string[]) =>
-  json<Summary>(await cli(['dlq', 'purge-tests', '--tenant', tenant, '--json', ...args]));
+  json<ReplaySummary>(await cli(['dlq', 'purge-tests', '--tenant', tenant, '--json', ...args]));
 
 async function setup() {
   h = await createHarness({ env: { POIMEN_DLQ_REFRESH_MS: '500' } });

@@ -11,7 +11,10 @@ import { waitFor } from './wait';
 
 export interface Stored {
   offset: number;
+  timestampMs: number;
   headers: Record<string, string>;
+  value: Buffer | null;
+  /** The value parsed as a §6 record; undefined when it is not one. */
   record: DlqRecord | undefined;
 }
 
@@ -26,7 +29,13 @@ export async function readAll(hh: Harness, a: Admin, topic: string): Promise<Sto
     commit: false,
     onMessage: async (_partition, m) => {
       const headers = Object.fromEntries(Object.entries(m.headers ?? {}).map(([k, v]) => [k, String(v)]));
-      out.push({ offset: Number(m.offset), headers, record: parseDlqRecord(m.value) });
+      out.push({
+        offset: Number(m.offset),
+        timestampMs: Number(m.timestamp),
+        headers,
+        value: m.value,
+        record: parseDlqRecord(m.value),
+      });
     },
   });
   return out.sort((x, y) => x.offset - y.offset);

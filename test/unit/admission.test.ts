@@ -171,16 +171,10 @@ function batchPayload(
   return { payload, resolved, commits };
 }
 
-test('a tenant at its bound: its partition is paused, its batch ends committed after what it started, the other tenant flows, and room resumes it', async () => {
-  // Every record starts an execution named after its topic and offset.
-  handle.mockImplementation(async (_ctx, _tenant, topic, _p, m, _log, onStarted) => {
-    onStarted?.(`${topic}@${m.offset}`, 'run');
-    return 'started';
-  });
-  const w = watches();
+function boundIngester(maxOpen: number, w: ReturnType<typeof watches>) {
   const cfg = loadRelayConfig('ingester', {});
   const metrics = createMetrics({ defaultMetrics: false });
-  const admission = new TenantAdmission(2, w.watch, metrics.tenantOpenDispatches);
+  const admission = new TenantAdmission(maxOpen, w.watch, metrics.tenantOpenDispatches);
   const ing = new Ingester(
     cfg,
     { admin: () => ({}) } as never,
@@ -194,6 +188,17 @@ test('a tenant at its bound: its partition is paused, its batch ends committed a
   (ing as unknown as { consumer: unknown }).consumer = consumer;
   const each = (b: EachBatchPayload) =>
     (ing as unknown as { eachBatch(c: unknown, p: EachBatchPayload): Promise<void> }).eachBatch(consumer, b);
+  return { ing, admission, consumer, each, metrics };
+}
+
+test('a tenant at its bound: its partition is paused, its batch ends committed after what it started, the other tenant flows, and room resumes it', async () => {
+  // Every record starts an execution named after its topic and offset.
+  handle.mockImplementation(async (_ctx, _tenant, topic, _p, m, _log, onStarted) => {
+    onStarted?.(`${topic}@${m.offset}`, 'run');
+    return 'started';
+  });
+  const w = watches();
+  const { admission, consumer, each, metrics } = boundIngester(2, w);
 
   const flood = batchPayload('poimen.a.dispatch', [0, 1, 2, 3, 4], consumer);
   const trickle = batchPayload('poimen.b.dispatch', [0, 1], consumer);
@@ -224,26 +229,6 @@ test('POIMEN_INGEST_TENANT_MAX_OPEN: 0 (no bound) by default; a bad value fails 
     /POIMEN_INGEST_TENANT_MAX_OPEN/,
   );
 });
-
-function boundIngester(maxOpen: number, w: ReturnType<typeof watches>) {
-  const cfg = loadRelayConfig('ingester', {});
-  const metrics = createMetrics({ defaultMetrics: false });
-  const admission = new TenantAdmission(maxOpen, w.watch, metrics.tenantOpenDispatches);
-  const ing = new Ingester(
-    cfg,
-    { admin: () => ({}) } as never,
-    {} as never,
-    metrics,
-    createLogger('test', 'silent'),
-    { ...cfg.ingest, maxInFlight: 8, commitEveryRecords: 1 },
-    { admission },
-  );
-  const consumer = stubConsumer();
-  (ing as unknown as { consumer: unknown }).consumer = consumer;
-  const each = (b: EachBatchPayload) =>
-    (ing as unknown as { eachBatch(c: unknown, p: EachBatchPayload): Promise<void> }).eachBatch(consumer, b);
-  return { ing, admission, consumer, each };
-}
 
 test('records that start nothing open give their slots back: a duplicate, a dead letter, a start that failed', async () => {
   handle.mockImplementation(async (_ctx, _tenant, _topic, _p, m) => {
