@@ -59,9 +59,13 @@ describe('fairness between tenants', () => {
       .map((r) => (r.json as { dispatch_key: string }).dispatch_key);
     const otherPositions = order.map((k, i) => (k.startsWith('b-') ? i : -1)).filter((i) => i >= 0);
     expect(otherPositions).toHaveLength(FEW);
-    // In turns, the other tenant's 10 are served among the first tasks of the queue; first come, first served
-    // puts them at positions 200–209. Half the queue is a bound that only fairness meets.
-    expect(Math.max(...otherPositions)).toBeLessThan((FLOOD + FEW) / 2);
+    // First come, first served puts the other tenant's 10 at positions 200–209, after all of the flood. Temporal
+    // serves turns within each of the queue's four partitions, and a worker with two pollers can drain one
+    // partition after the others: the other tenant's tasks in that one go first there, about three quarters
+    // through the whole (measured: 141–164; with one partition, positions 0–14 every time). So: its first
+    // dispatch among the first few, and none after all of the flood.
+    expect(Math.min(...otherPositions)).toBeLessThan(FEW);
+    expect(Math.max(...otherPositions)).toBeLessThan(FLOOD);
 
     for (const [tenant, key, weight] of [
       [flooder, 'a-0', 0],

@@ -11,6 +11,7 @@ import { ConfigError } from '../errors';
 import {
   BREAKER_DEFAULTS,
   DEFAULT_METRICS_PORT,
+  FETCH_MAX_BYTES_PER_PARTITION_DEFAULT,
   RETRY_DEFAULTS,
   RUNS_API_TIMEOUT_MS_DEFAULT,
 } from './defaults';
@@ -246,6 +247,7 @@ export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig
   const token = read(env, 'RUNS_API_TOKEN', headerToken);
   const runsApiUrl = read(env, 'RUNS_API_URL', httpUrl, 'http://127.0.0.1:8080');
   const runsApiCa = read(env, 'RUNS_API_CA', caFile);
+  const tenantMaxOpen = read(env, 'POIMEN_INGEST_TENANT_MAX_OPEN', intIn(0, 1_000_000), 0);
   if (runsApiCa && !runsApiUrl.startsWith('https://')) {
     throw new ConfigError('RUNS_API_CA', 'is set but RUNS_API_URL is not https://');
   }
@@ -305,12 +307,14 @@ export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig
         env,
         'POIMEN_KAFKA_FETCH_MAX_BYTES_PER_PARTITION',
         intIn(1024, 1024 ** 3),
-        1024 * 1024,
+        tenantMaxOpen > 0
+          ? FETCH_MAX_BYTES_PER_PARTITION_DEFAULT.admission
+          : FETCH_MAX_BYTES_PER_PARTITION_DEFAULT.unbounded,
       ),
       sessionTimeoutMs: read(env, 'POIMEN_KAFKA_SESSION_TIMEOUT_MS', intIn(6_000, 300_000), 30_000),
       batchSliceMs: read(env, 'POIMEN_INGEST_BATCH_SLICE_MS', intIn(10, 600_000), 500),
       tenantWeights: read(env, 'POIMEN_TENANT_WEIGHTS', tenantWeights, {}),
-      tenantMaxOpen: read(env, 'POIMEN_INGEST_TENANT_MAX_OPEN', intIn(0, 1_000_000), 0),
+      tenantMaxOpen,
       // Temporal's default blob size limit is 2 MiB; the rest of the input (source, policy) is small.
       maxInputBytes: read(
         env,

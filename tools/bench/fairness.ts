@@ -16,6 +16,7 @@ import { freePort } from '../../src/devstack/ports';
 import { startRelayProcess } from '../../src/devstack/relayProcess';
 import { waitUntil } from '../../src/poll';
 import { RunsApiDouble } from '../../test/support/runsApiDouble';
+import { cpuWindow, perSecond } from './cpu';
 import { mapLimit, percentile, round } from './measure';
 import { type BenchTarget, dispatchValue, newTenant, relayEnv, startWorkers } from './rig';
 
@@ -38,10 +39,35 @@ export interface FairnessOptions {
  * alone (the design before admission), and neither (first come, first served, as before both).
  */
 const ROUNDS = [
-  { name: 'admission', serverFairness: true, admission: true },
-  { name: 'on', serverFairness: true, admission: false },
-  { name: 'off', serverFairness: false, admission: false },
+  {
+    name: 'admission',
+    serverFairness: true,
+    admission: true,
+    serverDefaultPollRate: false,
+    fetch1MiB: false,
+  },
+  // The same with the dev server's one shard reading its transfer queue at the server's default 20/s instead of the
+  // stack's 160/s (src/devstack/stack/devServerTuning.ts): what that per-shard limit alone does to B.
+  {
+    name: 'admission_poll20',
+    serverFairness: true,
+    admission: true,
+    serverDefaultPollRate: true,
+    fetch1MiB: false,
+  },
+  // The same with the ingester fetching 1 MiB per partition, its default without admission, instead of 64 KiB.
+  {
+    name: 'admission_fetch1mib',
+    serverFairness: true,
+    admission: true,
+    serverDefaultPollRate: false,
+    fetch1MiB: true,
+  },
+  { name: 'on', serverFairness: true, admission: false, serverDefaultPollRate: false, fetch1MiB: false },
+  { name: 'off', serverFairness: false, admission: false, serverDefaultPollRate: false, fetch1MiB: false },
 ] as const;
+/** The server's own default for `history.transferProcessorMaxPollRPS`, given back to one round. */
+const SERVER_DEFAULT_POLL_RATE = ['history.transferProcessorMaxPollRPS=20'];
 type RoundName = (typeof ROUNDS)[number]['name'];
 type Round = Awaited<ReturnType<typeof fairnessRound>>;
 
@@ -183,7 +209,13 @@ async function startedAfter(t: BenchTarget, tenant: string, sent: Sent[]) {
   };
 }
 
-export async function fairnessRound(t: BenchTarget, o: FairnessOptions, label: string, maxOpen: number) {
+export async function fairnessRound(
+  t: BenchTarget,
+  o: FairnessOptions,
+  label: string,
+  maxOpen: number,
+  extraEnv: Record<string, string> = {},
+) {
   const api = await RunsApiDouble.start({ record: true });
   const a = await newTenant(t, o.partitions);
   const b = await newTenant(t, o.partitions);
@@ -192,6 +224,7 @@ export async function fairnessRound(t: BenchTarget, o: FairnessOptions, label: s
     KAFKA_GROUP_ID: `bench-fair-${a}`,
     DISPATCH_TOPIC_PATTERN: `^poimen\\.(${a}|${b})\\.dispatch$`,
     POIMEN_INGEST_TENANT_MAX_OPEN: String(maxOpen),
+    ...extraEnv,
   });
   const workers = await startWorkers(t, env, 1, `fairness-${label}`);
   const ingester = await startRelayProcess({
@@ -207,8 +240,17 @@ export async function fairnessRound(t: BenchTarget, o: FairnessOptions, label: s
   await floodProducer.connect();
   const runsOf = (tenant: string) =>
     api.requests.filter((r) => r.answer === 201 && r.headers['x-tenant-id'] === tenant).length;
+  const pids = {
+    ingester: [ingester.child.pid!],
+    worker: workers.map((w) => w.child.pid!),
+    ...(t.serverPids?.() ?? { temporal: [], postgres: [], kafka: [] }),
+  };
   try {
+    // CPU ms per second of each process over each window: whether the flood saturates the machine, and where.
+    let cpu = cpuWindow(pids);
     const alone = await trickle(producer, b, o.steadyPerS, 'alone', Date.now() + o.aloneS * 1000);
+    const aloneCpu = perSecond(cpu.end(), o.aloneS);
+    cpu = cpuWindow(pids);
     // The flood goes out at once beside the trickle: A's records in 1000-record sends, as fast as Kafka takes them.
     const floodStart = Date.now();
     const flood = (async () => {
@@ -223,6 +265,7 @@ export async function fairnessRound(t: BenchTarget, o: FairnessOptions, label: s
       return Date.now() - floodStart;
     })();
     const flooded = await trickle(producer, b, o.steadyPerS, 'flooded', floodStart + o.floodedS * 1000);
+    const floodedCpu = perSecond(cpu.end(), o.floodedS);
     const floodPublishMs = await flood;
     const aRunsInWindow = runsOf(a);
     const bKeys = new Set([...alone, ...flooded].map((s) => s.key));
@@ -236,8 +279,16 @@ export async function fairnessRound(t: BenchTarget, o: FairnessOptions, label: s
     );
     const now = Date.now();
     return {
-      alone: { ...latencies(api, alone, now), ...(await startedAfter(t, b, alone)) },
-      flooded: { ...latencies(api, flooded, now), ...(await startedAfter(t, b, flooded)) },
+      alone: {
+        ...latencies(api, alone, now),
+        ...(await startedAfter(t, b, alone)),
+        cpu_ms_per_s: aloneCpu,
+      },
+      flooded: {
+        ...latencies(api, flooded, now),
+        ...(await startedAfter(t, b, flooded)),
+        cpu_ms_per_s: floodedCpu,
+      },
       flood_n: o.floodN,
       flood_publish_s: round(floodPublishMs / 1000),
       // How much of A's flood the relay had served when B's flooded window closed: A was still queued throughout.
@@ -254,26 +305,40 @@ export async function fairnessRound(t: BenchTarget, o: FairnessOptions, label: s
 
 /** A Temporal for one round: fresh, with or without task queue fairness, stopped after its round. */
 export interface FairnessServers {
-  start(fairness: boolean): Promise<{ target: BenchTarget; stop(): Promise<void> }>;
+  /** `dynamicConfig`: key=value pairs given to the server after the stack's own (so they win). */
+  start(fairness: boolean, dynamicConfig?: string[]): Promise<{ target: BenchTarget; stop(): Promise<void> }>;
   /** What each server is, for the result. */
   describe: string;
 }
 
 export async function fairness(servers: FairnessServers, o: FairnessOptions, progress: (l: string) => void) {
   const rounds: Record<RoundName, Round> = {} as never;
-  const run = async (label: string, serverFairness: boolean, maxOpen: number) => {
+  const run = async (
+    label: string,
+    serverFairness: boolean,
+    maxOpen: number,
+    dynamicConfig: string[] = [],
+    env: Record<string, string> = {},
+  ) => {
+    const settings = [...dynamicConfig, ...Object.entries(env).map(([k, v]) => `${k}=${v}`)];
     progress(
-      `fairness ${label} (server fairness ${serverFairness ? 'on' : 'off'}, POIMEN_INGEST_TENANT_MAX_OPEN=${maxOpen}): tenant B at ${o.steadyPerS}/s, ${o.aloneS} s alone, then ${o.floodedS} s while tenant A floods ${o.floodN} records`,
+      `fairness ${label} (server fairness ${serverFairness ? 'on' : 'off'}, POIMEN_INGEST_TENANT_MAX_OPEN=${maxOpen}${settings.map((kv) => `, ${kv}`).join('')}): tenant B at ${o.steadyPerS}/s, ${o.aloneS} s alone, then ${o.floodedS} s while tenant A floods ${o.floodN} records`,
     );
-    const server = await servers.start(serverFairness);
+    const server = await servers.start(serverFairness, dynamicConfig);
     try {
-      return await fairnessRound(server.target, o, label, maxOpen);
+      return await fairnessRound(server.target, o, label, maxOpen, env);
     } finally {
       await server.stop();
     }
   };
   for (const r of ROUNDS) {
-    rounds[r.name] = await run(r.name, r.serverFairness, r.admission ? o.tenantMaxOpen : 0);
+    rounds[r.name] = await run(
+      r.name,
+      r.serverFairness,
+      r.admission ? o.tenantMaxOpen : 0,
+      r.serverDefaultPollRate ? SERVER_DEFAULT_POLL_RATE : [],
+      r.fetch1MiB ? { POIMEN_KAFKA_FETCH_MAX_BYTES_PER_PARTITION: String(1024 * 1024) } : {},
+    );
   }
   const sweep: Record<string, Round> = {};
   for (const n of o.tenantMaxOpenSweep) sweep[String(n)] = await run(`admission-${n}`, true, n);
@@ -284,6 +349,14 @@ export async function fairness(servers: FairnessServers, o: FairnessOptions, pro
     fairness_b_p50_ms_flooded: rounds.admission.flooded.p50_ms,
     fairness_b_p99_ms_flooded: rounds.admission.flooded.p99_ms,
     fairness_p99_ratio: ratio(rounds.admission),
+    // The same design on a dev server whose one shard reads its transfer queue at the server's default rate.
+    fairness_poll20_b_p99_ms_alone: rounds.admission_poll20.alone.p99_ms,
+    fairness_poll20_b_p99_ms_flooded: rounds.admission_poll20.flooded.p99_ms,
+    fairness_poll20_p99_ratio: ratio(rounds.admission_poll20),
+    // The same design with the ingester fetching 1 MiB per partition (its default without admission).
+    fairness_fetch1mib_b_p99_ms_alone: rounds.admission_fetch1mib.alone.p99_ms,
+    fairness_fetch1mib_b_p99_ms_flooded: rounds.admission_fetch1mib.flooded.p99_ms,
+    fairness_fetch1mib_p99_ratio: ratio(rounds.admission_fetch1mib),
     // Server fairness without admission per tenant: the design before admission.
     fairness_unbounded_b_p99_ms_alone: rounds.on.alone.p99_ms,
     fairness_unbounded_b_p99_ms_flooded: rounds.on.flooded.p99_ms,

@@ -24,6 +24,7 @@ import {
 import { postgresBinDir } from '../../src/devstack/stack/provisionCluster';
 import { stackPaths } from '../../src/devstack/stack/services';
 import { LocalStack } from '../../src/devstack/stack/stack';
+import { devServerDynamicConfigValues } from '../../src/devstack/stack/devServerTuning';
 import { codecDecodeBench, codecTable } from './codecs';
 import { round } from './measure';
 import type { FairnessServers } from './fairness';
@@ -157,10 +158,11 @@ async function main(): Promise<void> {
   // so each round starts from an empty queue and its 20,000-record flood is left nowhere.
   let fairStack: LocalStack | undefined;
   const fairness: FairnessServers = {
-    describe: `in-memory dev server (CLI ${cfg.temporalCliVersion}, server 1.29.1), fresh for each round`,
-    async start(on) {
+    describe: `in-memory dev server (CLI ${cfg.temporalCliVersion}, server 1.29.1, one history shard, ${devServerDynamicConfigValues({ temporalFairness: false, temporalDynamicConfig: [] }).join(' ')}), fresh for each round`,
+    async start(on, dynamicConfig = []) {
       const fairCfg = {
         ...memCfg,
+        temporalDynamicConfig: [...memCfg.temporalDynamicConfig, ...dynamicConfig],
         stateDir: fs.mkdtempSync(path.join(os.tmpdir(), 'poimen-bench-fair-')),
         temporalPort: await freePort(),
         temporalUiPort: await freePort(),

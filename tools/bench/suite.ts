@@ -280,6 +280,14 @@ export async function runSuite(
         `… with A ≤ ${n} open`,
         `B p99 flooded ÷ alone ${x.p99_ratio}, A's runs in the window ${x.a_runs_in_window}`,
       ]),
+      [
+        "… the dev server's shard reading its transfer queue at the default 20/s",
+        `${row(f.fairness_rounds.admission_poll20)}; B p99 flooded ÷ alone ${f.fairness_poll20_p99_ratio}`,
+      ],
+      [
+        '… the ingester fetching 1 MiB per partition',
+        `${row(f.fairness_rounds.admission_fetch1mib)}; B p99 flooded ÷ alone ${f.fairness_fetch1mib_p99_ratio}`,
+      ],
       ['… without admission per tenant', row(f.fairness_rounds.on)],
       ['… B p99 flooded ÷ alone, without admission', `${f.fairness_unbounded_p99_ratio}`],
       ['… Temporal without fairness', row(f.fairness_rounds.off)],

@@ -13,7 +13,7 @@ import { SEARCH_ATTRIBUTE_NAMES } from '../../contract';
 import { StackError } from '../../errors';
 import { createLocalKafka } from '../../kafka/client';
 import { PACKAGE_ROOT } from '../../version';
-import { fairnessDevServerValues } from './fairness';
+import { devServerDynamicConfigValues } from './devServerTuning';
 import { ensureDir, kafkaLibsDir, temporalBinPath } from './provision';
 import { livePid, startDaemon, stopDaemon } from './processes';
 
@@ -299,12 +299,7 @@ export function temporalService(cfg: StackConfig): Service {
               // OFF survives a killed server process (the OS still holds the writes), not a power loss: fine here.
               'synchronous=OFF',
             ]),
-        '--dynamic-config-value',
-        'frontend.enableServerVersionCheck=false',
-        ...(cfg.temporalFairness
-          ? fairnessDevServerValues().flatMap((kv) => ['--dynamic-config-value', kv])
-          : []),
-        ...cfg.temporalDynamicConfig.flatMap((kv) => ['--dynamic-config-value', kv]),
+        ...devServerDynamicConfigValues(cfg).flatMap((kv) => ['--dynamic-config-value', kv]),
         '--log-level',
         'warn',
         ...SEARCH_ATTRIBUTE_NAMES.flatMap((name) => ['--search-attribute', `${name}=Keyword`]),
