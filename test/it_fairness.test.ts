@@ -21,7 +21,7 @@ async function started(metricsPort: number, tenant: string): Promise<number> {
 }
 
 describe('fairness between tenants', () => {
-  test("a tenant's backlog waiting in Temporal does not hold back another tenant's dispatches, and every start carries its tenant as fairness key (with its configured weight)", async () => {
+  test("a tenant's backlog waiting in Temporal does not hold another tenant's dispatches back to its end (turns are taken within each task queue partition), and every start carries its tenant as fairness key (with its configured weight)", async () => {
     const FLOOD = 200;
     const FEW = 10;
     h = await createHarness({ tenants: 2 });
@@ -60,10 +60,10 @@ describe('fairness between tenants', () => {
     const otherPositions = order.map((k, i) => (k.startsWith('b-') ? i : -1)).filter((i) => i >= 0);
     expect(otherPositions).toHaveLength(FEW);
     // First come, first served puts the other tenant's 10 at positions 200–209, after all of the flood. Temporal
-    // serves turns within each of the queue's four partitions, and a worker with two pollers can drain one
-    // partition after the others: the other tenant's tasks in that one go first there, about three quarters
-    // through the whole (measured: 141–164; with one partition, positions 0–14 every time). So: its first
-    // dispatch among the first few, and none after all of the flood.
+    // serves turns within each of the queue's four partitions, and this worker (one poller on the normal workflow
+    // queue, two on the activity queue) can drain one partition after the others: the other tenant's tasks in
+    // that one go first there, about three quarters through the whole (measured: 141–164; with one partition,
+    // positions 0–14 every time). So: its first dispatch among the first few, and none after all of the flood.
     expect(Math.min(...otherPositions)).toBeLessThan(FEW);
     expect(Math.max(...otherPositions)).toBeLessThan(FLOOD);
 

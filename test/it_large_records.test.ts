@@ -124,45 +124,6 @@ describe('records at the size limit, under the heap limits', () => {
     await h.expectCommittedAtLogEnd();
   }, 600_000);
 
-  it("with admission per tenant on (64 KiB fetched per partition), 0.9 MB records still arrive whole and start while the tenant's other partitions have a backlog of small ones", async () => {
-    // The broker returns a partition's first batch whole even when it is over the fetch's per-partition bound;
-    // the relay relies on it once admission lowers that bound to 64 KiB (src/config/defaults.ts).
-    const t = await createHarness({ partitions: 4, env: { POIMEN_INGEST_TENANT_MAX_OPEN: '4' } });
-    try {
-      const big = Array.from({ length: 3 }, (_, i) => `admitted-big-${i}`);
-      const small = Array.from({ length: 300 }, (_, i) => `admitted-small-${i}`);
-      // A backlog of small ones on partition 0, one big one on each other partition: fetches that hold both.
-      await t.producer.send({
-        topic: topics.dispatch(t.tenant),
-        acks: -1,
-        messages: small.map((k) => ({ partition: 0, value: t.dispatchValue(k) })),
-      });
-      for (const [i, key] of big.entries()) {
-        await t.producer.send({
-          topic: topics.dispatch(t.tenant),
-          acks: -1,
-          messages: [{ partition: i + 1, value: stringInput(key, RECORD_BYTES) }],
-        });
-      }
-      await t.startWorker();
-      await t.startIngester();
-      await t.api.waitFor(
-        (api) => [...big, ...small].every((k) => api.runs.has(k)),
-        300_000,
-        'every big and small dispatch to have a run, four open at a time',
-      );
-      const sent = t.api.requestsFor('admitted-big-1')[0]!.json as { input: string };
-      expect(sent.input).toHaveLength(
-        JSON.parse(stringInput('admitted-big-1', RECORD_BYTES).toString('utf8')).input.length,
-      );
-      // The bound held: never more than 4 of the tenant's calls at the API at once.
-      expect(t.api.maxInFlight).toBeLessThanOrEqual(4);
-      await t.expectCommittedAtLogEnd();
-    } finally {
-      await t.cleanup();
-    }
-  }, 600_000);
-
   it('150 large dispatches waiting on a slow API: none crashes the worker, each gets its run, and a refused one is dead-lettered whole', async () => {
     // Once, the worker (128 MiB heap) ran out of memory with 41 such calls waiting. Large calls now run a few
     // at a time per worker (POIMEN_WORKER_MAX_LARGE_ACTIVITIES), reading their input from the start event;

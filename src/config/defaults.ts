@@ -29,16 +29,3 @@ export const RUNS_API_TIMEOUT_MS_DEFAULT = 10_000;
 
 /** Where /metrics, /healthz and /readyz listen when METRICS_PORT is unset (0: a one-shot command serves none). */
 export const DEFAULT_METRICS_PORT = { ingester: 9464, worker: 9465, cli: 0 } as const;
-
-/**
- * What one fetch may hold per partition (POIMEN_KAFKA_FETCH_MAX_BYTES_PER_PARTITION). With admission per tenant
- * on, a partition resumed for room takes a slot or a few and drops the rest of its fetch, to fetch it again later;
- * at 1 MiB of ~100-byte dispatches that was thousands of records decoded per record started, and under one
- * tenant's flood the ingester spent its time decoding instead of starting the others' records (docs/performance.md,
- * "Fairness between tenants"). A record larger than the bound is still fetched whole: the broker returns an
- * oversized first batch rather than nothing.
- */
-export const FETCH_MAX_BYTES_PER_PARTITION_DEFAULT = {
-  unbounded: 1024 * 1024,
-  admission: 64 * 1024,
-} as const;

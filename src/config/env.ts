@@ -11,7 +11,6 @@ import { ConfigError } from '../errors';
 import {
   BREAKER_DEFAULTS,
   DEFAULT_METRICS_PORT,
-  FETCH_MAX_BYTES_PER_PARTITION_DEFAULT,
   RETRY_DEFAULTS,
   RUNS_API_TIMEOUT_MS_DEFAULT,
 } from './defaults';
@@ -247,7 +246,6 @@ export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig
   const token = read(env, 'RUNS_API_TOKEN', headerToken);
   const runsApiUrl = read(env, 'RUNS_API_URL', httpUrl, 'http://127.0.0.1:8080');
   const runsApiCa = read(env, 'RUNS_API_CA', caFile);
-  const tenantMaxOpen = read(env, 'POIMEN_INGEST_TENANT_MAX_OPEN', intIn(0, 1_000_000), 0);
   if (runsApiCa && !runsApiUrl.startsWith('https://')) {
     throw new ConfigError('RUNS_API_CA', 'is set but RUNS_API_URL is not https://');
   }
@@ -307,14 +305,12 @@ export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig
         env,
         'POIMEN_KAFKA_FETCH_MAX_BYTES_PER_PARTITION',
         intIn(1024, 1024 ** 3),
-        tenantMaxOpen > 0
-          ? FETCH_MAX_BYTES_PER_PARTITION_DEFAULT.admission
-          : FETCH_MAX_BYTES_PER_PARTITION_DEFAULT.unbounded,
+        1024 * 1024,
       ),
       sessionTimeoutMs: read(env, 'POIMEN_KAFKA_SESSION_TIMEOUT_MS', intIn(6_000, 300_000), 30_000),
       batchSliceMs: read(env, 'POIMEN_INGEST_BATCH_SLICE_MS', intIn(10, 600_000), 500),
       tenantWeights: read(env, 'POIMEN_TENANT_WEIGHTS', tenantWeights, {}),
-      tenantMaxOpen,
+      tenantMaxOpen: read(env, 'POIMEN_INGEST_TENANT_MAX_OPEN', intIn(0, 1_000_000), 0),
       // Temporal's default blob size limit is 2 MiB; the rest of the input (source, policy) is small.
       maxInputBytes: read(
         env,

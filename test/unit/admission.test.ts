@@ -230,19 +230,6 @@ test('POIMEN_INGEST_TENANT_MAX_OPEN: 0 (no bound) by default; a bad value fails 
   );
 });
 
-test('with admission on, a fetch holds 64 KiB per partition by default instead of 1 MiB (a resumed tenant takes a slot or a few, the rest of its fetch is decoded for nothing); a value set explicitly wins', () => {
-  expect(loadRelayConfig('ingester', {}).ingest.fetchMaxBytesPerPartition).toBe(1024 * 1024);
-  expect(
-    loadRelayConfig('ingester', { POIMEN_INGEST_TENANT_MAX_OPEN: '4' }).ingest.fetchMaxBytesPerPartition,
-  ).toBe(64 * 1024);
-  expect(
-    loadRelayConfig('ingester', {
-      POIMEN_INGEST_TENANT_MAX_OPEN: '4',
-      POIMEN_KAFKA_FETCH_MAX_BYTES_PER_PARTITION: '1048576',
-    }).ingest.fetchMaxBytesPerPartition,
-  ).toBe(1024 * 1024);
-});
-
 test('records that start nothing open give their slots back: a duplicate, a dead letter, a start that failed', async () => {
   handle.mockImplementation(async (_ctx, _tenant, _topic, _p, m) => {
     if (m.offset === '0') return 'duplicate';

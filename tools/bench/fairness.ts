@@ -1,10 +1,8 @@
 /**
- * The fairness phase (issue 14 item 1): tenant B publishes a steady trickle; first alone, then while tenant A
- * publishes a large backlog at once. B's record→API latency in both windows of the same run says whether A's flood
- * makes B wait behind it. The phase runs once against a Temporal with task queue fairness and once against one
- * without, the same relay code in both: without fairness the server ignores the fairness keys and serves the queue
- * first come, first served, as it did before the relay set them. (The ingester's turns, the other half of the
- * change, are in both rounds; what they changed is in docs/performance.md.)
+ * One round of the fairness phase (issue 14 item 1): tenant B publishes a steady trickle, first alone, then while
+ * tenant A publishes a large backlog at once. B's record→API latency in both windows of the same round says
+ * whether A's flood makes B wait behind it; the history of each of B's executions says where the wait is. The
+ * rounds, and what each changes, are in ./fairnessPhase.ts.
  */
 import path from 'node:path';
 import type { Producer } from 'kafkajs';
@@ -32,44 +30,12 @@ export interface FairnessOptions {
   tenantMaxOpen: number;
   /** Further bounds, one round each: the trade between B's latency and A's throughput. */
   tenantMaxOpenSweep: number[];
+  /**
+   * POIMEN_KAFKA_FETCH_MAX_BYTES_PER_PARTITION in the rounds with admission (but the one that measures the
+   * default): a little above the bench's ~100-byte dispatches, as operations.md tells an operator to set it.
+   */
+  fetchMaxBytesPerPartition: number;
 }
-
-/**
- * The rounds, each on a fresh Temporal: admission per tenant with server fairness (the design), server fairness
- * alone (the design before admission), and neither (first come, first served, as before both).
- */
-const ROUNDS = [
-  {
-    name: 'admission',
-    serverFairness: true,
-    admission: true,
-    serverDefaultPollRate: false,
-    fetch1MiB: false,
-  },
-  // The same with the dev server's one shard reading its transfer queue at the server's default 20/s instead of the
-  // stack's 160/s (src/devstack/stack/devServerTuning.ts): what that per-shard limit alone does to B.
-  {
-    name: 'admission_poll20',
-    serverFairness: true,
-    admission: true,
-    serverDefaultPollRate: true,
-    fetch1MiB: false,
-  },
-  // The same with the ingester fetching 1 MiB per partition, its default without admission, instead of 64 KiB.
-  {
-    name: 'admission_fetch1mib',
-    serverFairness: true,
-    admission: true,
-    serverDefaultPollRate: false,
-    fetch1MiB: true,
-  },
-  { name: 'on', serverFairness: true, admission: false, serverDefaultPollRate: false, fetch1MiB: false },
-  { name: 'off', serverFairness: false, admission: false, serverDefaultPollRate: false, fetch1MiB: false },
-] as const;
-/** The server's own default for `history.transferProcessorMaxPollRPS`, given back to one round. */
-const SERVER_DEFAULT_POLL_RATE = ['history.transferProcessorMaxPollRPS=20'];
-type RoundName = (typeof ROUNDS)[number]['name'];
-type Round = Awaited<ReturnType<typeof fairnessRound>>;
 
 interface Sent {
   key: string;
@@ -301,81 +267,4 @@ export async function fairnessRound(
     await Promise.all(workers.map((w) => w.stop()));
     await api.close();
   }
-}
-
-/** A Temporal for one round: fresh, with or without task queue fairness, stopped after its round. */
-export interface FairnessServers {
-  /** `dynamicConfig`: key=value pairs given to the server after the stack's own (so they win). */
-  start(fairness: boolean, dynamicConfig?: string[]): Promise<{ target: BenchTarget; stop(): Promise<void> }>;
-  /** What each server is, for the result. */
-  describe: string;
-}
-
-export async function fairness(servers: FairnessServers, o: FairnessOptions, progress: (l: string) => void) {
-  const rounds: Record<RoundName, Round> = {} as never;
-  const run = async (
-    label: string,
-    serverFairness: boolean,
-    maxOpen: number,
-    dynamicConfig: string[] = [],
-    env: Record<string, string> = {},
-  ) => {
-    const settings = [...dynamicConfig, ...Object.entries(env).map(([k, v]) => `${k}=${v}`)];
-    progress(
-      `fairness ${label} (server fairness ${serverFairness ? 'on' : 'off'}, POIMEN_INGEST_TENANT_MAX_OPEN=${maxOpen}${settings.map((kv) => `, ${kv}`).join('')}): tenant B at ${o.steadyPerS}/s, ${o.aloneS} s alone, then ${o.floodedS} s while tenant A floods ${o.floodN} records`,
-    );
-    const server = await servers.start(serverFairness, dynamicConfig);
-    try {
-      return await fairnessRound(server.target, o, label, maxOpen, env);
-    } finally {
-      await server.stop();
-    }
-  };
-  for (const r of ROUNDS) {
-    rounds[r.name] = await run(
-      r.name,
-      r.serverFairness,
-      r.admission ? o.tenantMaxOpen : 0,
-      r.serverDefaultPollRate ? SERVER_DEFAULT_POLL_RATE : [],
-      r.fetch1MiB ? { POIMEN_KAFKA_FETCH_MAX_BYTES_PER_PARTITION: String(1024 * 1024) } : {},
-    );
-  }
-  const sweep: Record<string, Round> = {};
-  for (const n of o.tenantMaxOpenSweep) sweep[String(n)] = await run(`admission-${n}`, true, n);
-  const ratio = (r: (typeof rounds)['on']) => round(r.flooded.p99_ms / r.alone.p99_ms, 2);
-  return {
-    fairness_b_p50_ms_alone: rounds.admission.alone.p50_ms,
-    fairness_b_p99_ms_alone: rounds.admission.alone.p99_ms,
-    fairness_b_p50_ms_flooded: rounds.admission.flooded.p50_ms,
-    fairness_b_p99_ms_flooded: rounds.admission.flooded.p99_ms,
-    fairness_p99_ratio: ratio(rounds.admission),
-    // The same design on a dev server whose one shard reads its transfer queue at the server's default rate.
-    fairness_poll20_b_p99_ms_alone: rounds.admission_poll20.alone.p99_ms,
-    fairness_poll20_b_p99_ms_flooded: rounds.admission_poll20.flooded.p99_ms,
-    fairness_poll20_p99_ratio: ratio(rounds.admission_poll20),
-    // The same design with the ingester fetching 1 MiB per partition (its default without admission).
-    fairness_fetch1mib_b_p99_ms_alone: rounds.admission_fetch1mib.alone.p99_ms,
-    fairness_fetch1mib_b_p99_ms_flooded: rounds.admission_fetch1mib.flooded.p99_ms,
-    fairness_fetch1mib_p99_ratio: ratio(rounds.admission_fetch1mib),
-    // Server fairness without admission per tenant: the design before admission.
-    fairness_unbounded_b_p99_ms_alone: rounds.on.alone.p99_ms,
-    fairness_unbounded_b_p99_ms_flooded: rounds.on.flooded.p99_ms,
-    fairness_unbounded_p99_ratio: ratio(rounds.on),
-    // The same phase on a Temporal without fairness: every task of the queue first come, first served.
-    fairness_off_b_p99_ms_alone: rounds.off.alone.p99_ms,
-    fairness_off_b_p99_ms_flooded: rounds.off.flooded.p99_ms,
-    fairness_off_p99_ratio: ratio(rounds.off),
-    // Records of B never served in the off round count with what they had waited: its figures are lower bounds.
-    fairness_off_lower_bound: rounds.off.flooded.unserved > 0,
-    fairness_rounds: rounds,
-    // B's p99 ratio and A's runs in the window for each further bound: less open, B faster and A slower.
-    fairness_sweep: Object.fromEntries(
-      Object.entries(sweep).map(([n, r]) => [
-        n,
-        { p99_ratio: ratio(r), b_p99_ms_flooded: r.flooded.p99_ms, a_runs_in_window: r.flood_runs_in_window },
-      ]),
-    ),
-    fairness_sweep_rounds: sweep,
-    fairness_settings: { ...o, servers: servers.describe },
-  };
 }

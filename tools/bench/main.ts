@@ -27,7 +27,7 @@ import { LocalStack } from '../../src/devstack/stack/stack';
 import { devServerDynamicConfigValues } from '../../src/devstack/stack/devServerTuning';
 import { codecDecodeBench, codecTable } from './codecs';
 import { round } from './measure';
-import type { FairnessServers } from './fairness';
+import type { FairnessServers } from './fairnessPhase';
 import { outage } from './outage';
 import type { BenchTarget } from './phases';
 import { BENCH_RELAY_SETTINGS } from './rig';
@@ -158,7 +158,7 @@ async function main(): Promise<void> {
   // so each round starts from an empty queue and its 20,000-record flood is left nowhere.
   let fairStack: LocalStack | undefined;
   const fairness: FairnessServers = {
-    describe: `in-memory dev server (CLI ${cfg.temporalCliVersion}, server 1.29.1, one history shard, ${devServerDynamicConfigValues({ temporalFairness: false, temporalDynamicConfig: [] }).join(' ')}), fresh for each round`,
+    describe: `in-memory dev server (CLI ${cfg.temporalCliVersion}, server 1.29.1, one history shard, ${devServerDynamicConfigValues({ ...memCfg, temporalFairness: false }).join(' ')}), fresh for each round`,
     async start(on, dynamicConfig = []) {
       const fairCfg = {
         ...memCfg,

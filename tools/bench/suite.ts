@@ -5,7 +5,7 @@
  */
 import { CPU_ROLES, type RoleFigures, cpuAboveIdle, cpuMsPerDispatch, cpuRow } from './cpu';
 import { round } from './measure';
-import { type FairnessServers, fairness } from './fairness';
+import { type FairnessServers, fairness } from './fairnessPhase';
 import { type BenchTarget, baseline, ceiling, ingesterMemory, latency, relayDrain } from './phases';
 
 export const PHASES = [
@@ -44,6 +44,7 @@ export const SIZES = {
       partitions: 4,
       tenantMaxOpen: 4,
       tenantMaxOpenSweep: [],
+      fetchMaxBytesPerPartition: 64 * 1024,
     },
   },
   full: {
@@ -64,6 +65,7 @@ export const SIZES = {
       partitions: 4,
       tenantMaxOpen: 4,
       tenantMaxOpenSweep: [2, 16],
+      fetchMaxBytesPerPartition: 64 * 1024,
     },
   },
 };
@@ -272,7 +274,7 @@ export async function runSuite(
         : '');
     rows.push(
       [
-        `fairness: B alone → A flooding ${size.fairness.floodN} (A ≤ ${size.fairness.tenantMaxOpen} open)`,
+        `fairness: B alone → A flooding ${size.fairness.floodN} (A ≤ ${size.fairness.tenantMaxOpen} open, fetch ${size.fairness.fetchMaxBytesPerPartition / 1024} KiB/partition)`,
         row(f.fairness_rounds.admission),
       ],
       ['fairness: B p99 flooded ÷ alone', `${f.fairness_p99_ratio} (target ≤ 2)`],
@@ -285,7 +287,7 @@ export async function runSuite(
         `${row(f.fairness_rounds.admission_poll20)}; B p99 flooded ÷ alone ${f.fairness_poll20_p99_ratio}`,
       ],
       [
-        '… the ingester fetching 1 MiB per partition',
+        "… the ingester's default fetch, 1 MiB per partition",
         `${row(f.fairness_rounds.admission_fetch1mib)}; B p99 flooded ÷ alone ${f.fairness_fetch1mib_p99_ratio}`,
       ],
       ['… without admission per tenant', row(f.fairness_rounds.on)],

@@ -7,15 +7,25 @@
  * more than 20 times a second, each task waits for the next read: about 25 ms per hop, three hops per dispatch. A
  * cluster of N shards reads N × 20 a second in all; the dev server, with its one shard, reads 20, and a second
  * tenant's load made every dispatch slower by that wait alone (docs/performance.md, "Fairness between tenants").
- * 160 is the aggregate of the cluster profile's 8 shards at the default. The cluster profile keeps the server's
- * defaults: its shards spread the load as production's do.
+ * The dev server gets the aggregate of the cluster profile's shards at the default (8 × 20 = 160). The cluster
+ * profile keeps the server's defaults: its shards spread the load as production's do.
  */
 import type { StackConfig } from '../../config';
 import { fairnessDevServerValues } from './fairness';
 
-export const DEV_SERVER_DYNAMIC_CONFIG: Record<string, number> = {
-  'history.transferProcessorMaxPollRPS': 160,
+/** Temporal's default `history.transferProcessorMaxPollRPS`: how often one shard reads its transfer queue. */
+export const TRANSFER_POLLS_PER_SHARD_PER_S = 20;
+
+type TuningInputs = Pick<StackConfig, 'temporalFairness' | 'temporalDynamicConfig'> & {
+  cluster: Pick<StackConfig['cluster'], 'historyShards'>;
 };
+
+/** The dev server's values beyond the defaults, as key → value. */
+export function devServerTuning(cfg: Pick<TuningInputs, 'cluster'>): Record<string, number> {
+  return {
+    'history.transferProcessorMaxPollRPS': cfg.cluster.historyShards * TRANSFER_POLLS_PER_SHARD_PER_S,
+  };
+}
 
 /**
  * Every `--dynamic-config-value` the dev server starts with, as `key=value`: the version check off (it would call
@@ -23,12 +33,10 @@ export const DEV_SERVER_DYNAMIC_CONFIG: Record<string, number> = {
  * own POIMEN_STACK_TEMPORAL_DYNAMIC_CONFIG, last: the dev server keeps the last value given for a key, so the
  * operator's win (the benchmark sets the poll rate back to 20 that way to measure what the tuning changes).
  */
-export function devServerDynamicConfigValues(
-  cfg: Pick<StackConfig, 'temporalFairness' | 'temporalDynamicConfig'>,
-): string[] {
+export function devServerDynamicConfigValues(cfg: TuningInputs): string[] {
   return [
     'frontend.enableServerVersionCheck=false',
-    ...Object.entries(DEV_SERVER_DYNAMIC_CONFIG).map(([k, v]) => `${k}=${String(v)}`),
+    ...Object.entries(devServerTuning(cfg)).map(([k, v]) => `${k}=${String(v)}`),
     ...(cfg.temporalFairness ? fairnessDevServerValues() : []),
     ...cfg.temporalDynamicConfig,
   ];
