@@ -67,16 +67,23 @@ describe('fairness between tenants', () => {
     expect(Math.min(...otherPositions)).toBeLessThan(FEW);
     expect(Math.max(...otherPositions)).toBeLessThan(FLOOD);
 
-    for (const [tenant, key, weight] of [
-      [flooder, 'a-0', 0],
-      [flooder, `a-${FLOOD - 1}`, 0],
-      [other, 'b-0', 2],
-    ] as const) {
+    // Every one of the 210 starts, as Temporal holds it: its tenant as fairness key, and the configured weight
+    // (0: not set, Temporal's default weight of 1).
+    const starts = [
+      ...Array.from({ length: FLOOD }, (_, i) => ({ tenant: flooder, key: `a-${i}`, weight: 0 })),
+      ...Array.from({ length: FEW }, (_, i) => ({ tenant: other, key: `b-${i}`, weight: 2 })),
+    ];
+    const held = [];
+    for (const { tenant, key } of starts) {
       const d = await h.client.workflow.getHandle(`dispatch:${tenant}:${key}`).describe();
-      expect(d.priority?.fairnessKey).toBe(tenant);
-      // 0: not set, Temporal's default weight of 1.
-      expect(d.priority?.fairnessWeight ?? 0).toBe(weight);
+      held.push({
+        tenant,
+        key,
+        weight: d.priority?.fairnessWeight ?? 0,
+        fairnessKey: d.priority?.fairnessKey,
+      });
     }
+    expect(held).toEqual(starts.map((s) => ({ ...s, fairnessKey: s.tenant })));
     await h.expectCommittedAtLogEnd();
   });
 });

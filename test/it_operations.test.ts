@@ -332,7 +332,7 @@ describe('dlq and dispatch status', () => {
     expect(h.api.runs.size).toBe(2);
   });
 
-  test('dispatch status shows a stuck dispatch (attempt, last error, HTTP status, next retry, Web UI link) and a completed one', async () => {
+  test('dispatch status shows a stuck dispatch (attempt, last error, HTTP status, next retry, Web UI link) and a completed one (the attempt it succeeded on, the failure before it)', async () => {
     h = await createHarness({ env: { RETRY_MAX_ATTEMPTS: '50', RETRY_MAX_INTERVAL_MS: '2000' } });
     await h.startWorker();
     await h.startIngester();
@@ -362,6 +362,8 @@ describe('dlq and dispatch status', () => {
     expect(text.stdout).toMatch(/status\s+RUNNING/);
     expect(text.stdout).toMatch(/http status\s+503/);
 
+    // Answered 503 once, then created: a completed dispatch says which attempt succeeded and what came before.
+    h.api.scriptFor('fine', { kind: 'status', status: 503, body: 'upstream busy' });
     await h.publish(h.dispatchValue('fine'));
     await waitFor(
       async () =>
@@ -381,7 +383,12 @@ describe('dlq and dispatch status', () => {
     expect(fine).toMatchObject({
       status: 'COMPLETED',
       result: { run_id: h.api.runs.get('fine'), admission: 'created' },
+      attempt: 2,
+      http_status: 503,
+      attempts: [],
     });
+    expect(fine.last_error).toMatch(/503.*upstream busy/);
+    expect(h.api.requestsFor('fine').map((r) => r.answer)).toEqual([503, 201]);
     const missing = await cli(['dispatch', 'status', '--tenant', h.tenant, '--key', 'never-sent'], env);
     expect(missing.code).toBe(1);
     expect(missing.stdout).toMatch(/no execution/);

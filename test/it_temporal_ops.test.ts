@@ -140,12 +140,39 @@ describe('operating dispatches with Temporal tools', () => {
 
     // 1. The workflow list, filtered the way an operator looks a dispatch up: by tenant and dispatch key.
     const query = `TenantId="${h.tenant}" AND DispatchKey="${key}"`;
+    const summaryColumns = { TenantId: h.tenant, WorkflowRef: 'onboarding@v3', DispatchKey: key };
     await page.goto(`${temporalUiUrl()}/namespaces/default/workflows?query=${encodeURIComponent(query)}`);
     const rows = page.getByTestId('workflows-summary-configurable-table-row');
     const row = rows.filter({ hasText: id });
     await row.waitFor();
-    await shot('1-workflow-list');
     expect(await rows.count()).toBe(1);
+    // Temporal's list API returns no user metadata, so no version of the UI lists summaries; the summary's three
+    // parts are search attributes, which an operator adds as columns once (the UI keeps them per namespace).
+    await page.getByTestId('workflows-summary-table-configuration-button').click();
+    for (const column of Object.keys(summaryColumns)) {
+      await page.getByRole('button', { name: `Add ${column} column` }).click();
+    }
+    // Room for them beside the id on one screen: the run id and end time say little about a running dispatch.
+    for (const column of ['Run ID', 'End'])
+      await page.getByRole('button', { name: `Remove ${column} column` }).click();
+    await page.getByTestId('drawer-close-button').click();
+    await page.getByTestId('drawer-close-button').waitFor({ state: 'hidden' });
+    const cellsByColumn = async (): Promise<Record<string, string>> => {
+      const headers = await page.locator('thead th').allInnerTexts();
+      const cells = await row.locator('td').allInnerTexts();
+      return Object.fromEntries(headers.map((hd, i) => [hd.trim(), (cells[i] ?? '').trim()]));
+    };
+    const listed = await waitFor(
+      async () => {
+        const byColumn = await cellsByColumn();
+        return Object.keys(summaryColumns).every((c) => c in byColumn) ? byColumn : undefined;
+      },
+      { what: 'the summary columns in the workflow list' },
+    );
+    await page.setViewportSize({ width: 1920, height: 600 });
+    await shot('1-workflow-list');
+    await page.setViewportSize({ width: 1440, height: 900 });
+    for (const [column, value] of Object.entries(summaryColumns)) expect(listed[column]).toBe(value);
     const rowText = await row.innerText();
     expect(rowText).toContain('Running');
     expect(rowText).toContain('dispatch');

@@ -14,7 +14,7 @@ import {
   mergedHistory,
   throughAttempt,
 } from '../contract/attempts';
-import { historyOfFailure, lastCallHistory } from '../temporal/callAttempts';
+import { completedCall, historyOfFailure, lastCallHistory } from '../temporal/callAttempts';
 import type { BreakerWaitDetails, DispatchResult, PostRunFailureDetails } from '../workflows/types';
 
 export interface DispatchStatus {
@@ -41,7 +41,8 @@ export interface DispatchStatus {
   result: DispatchResult | null;
   /**
    * The attempts made so far, oldest first (contract §6 `attempts`; the running attempt is `attempt`). A dispatch
-   * that completed shows none: its failed attempts, if any, are not kept past its success.
+   * that completed shows none: its failed attempts are not kept past its success (Temporal keeps a call's
+   * heartbeat only while it runs); `attempt` is the one it succeeded on, `last_error` the failure before it.
    */
   attempts: AttemptEntry[];
   attempts_omitted: number;
@@ -55,6 +56,19 @@ function iso(ts: { seconds?: unknown; nanos?: number | null } | null | undefined
   if (!ts || ts.seconds === undefined || ts.seconds === null) return null;
   // seconds is a protobuf Long (or number); its decimal string is exact either way.
   return new Date(Number(String(ts.seconds)) * 1000 + Math.floor((ts.nanos ?? 0) / 1e6)).toISOString();
+}
+
+/** A call attempt's failure as `last_error` and `http_status` (in its details when the API answered). */
+function failureFields(
+  failure: temporal.api.failure.v1.IFailure,
+): Pick<DispatchStatus, 'last_error' | 'http_status'> {
+  const payload = failure.applicationFailureInfo?.details?.payloads?.[0];
+  return {
+    last_error: failure.message ?? null,
+    http_status: payload
+      ? (defaultPayloadConverter.fromPayload<PostRunFailureDetails>(payload).httpStatus ?? null)
+      : null,
+  };
 }
 
 export async function dispatchStatus(
@@ -134,15 +148,22 @@ export async function dispatchStatus(
       const history = mergedHistory(historyOfBeat(wait, pending.attempt ?? 1), historyOfFailure(failure));
       Object.assign(status, throughAttempt(history ?? emptyHistory(), (pending.attempt ?? 1) - 1));
     }
-    if (failure) {
-      status.last_error = failure.message ?? null;
-      const payload = failure.applicationFailureInfo?.details?.payloads?.[0];
-      if (payload)
-        status.http_status =
-          defaultPayloadConverter.fromPayload<PostRunFailureDetails>(payload).httpStatus ?? null;
+    if (failure) Object.assign(status, failureFields(failure));
+  }
+  if (desc.status.name === 'COMPLETED') {
+    status.result = (await handle.result()) as DispatchResult;
+    // The attempt it succeeded on and what the one before it answered; the list of a completed call is not kept.
+    const call = await completedCall(
+      (req) => client.workflowService.getWorkflowExecutionHistoryReverse(req),
+      namespace,
+      id,
+      desc.runId,
+    );
+    if (call) {
+      status.attempt = call.attempt;
+      if (call.lastFailure) Object.assign(status, failureFields(call.lastFailure));
     }
   }
-  if (desc.status.name === 'COMPLETED') status.result = (await handle.result()) as DispatchResult;
   if (desc.status.name === 'FAILED') {
     try {
       await handle.result();

@@ -53,17 +53,17 @@ export function historyOfFailure(failure: Failure | null | undefined): AttemptHi
 /** Upper bound on history pages read: a dispatch execution has a dozen events, a reset one a few more. */
 const MAX_PAGES = 20;
 
-/**
- * The history of the call an execution's last failed or timed-out activity left; undefined when it has none. Read
- * newest first, stopping at that event: only `postRun` attempts fail before the dead letter is scheduled (a
- * `deadLetter` that never succeeds never fails either: it has no attempt limit), so it is the call's.
- */
-export async function lastCallHistory(
-  getHistoryReverse: (req: HistoryRequest) => Promise<HistoryResponse>,
+type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+type ReadReverse = (req: HistoryRequest) => Promise<HistoryResponse>;
+
+/** The first event, newest first, that `pick` maps to a value, and that value; undefined when none does. */
+async function newest<T>(
+  getHistoryReverse: ReadReverse,
   namespace: string,
   workflowId: string,
   runId: string,
-): Promise<AttemptHistory | undefined> {
+  pick: (e: HistoryEvent) => T | undefined,
+): Promise<T | undefined> {
   let nextPageToken: Uint8Array | undefined;
   for (let page = 0; page < MAX_PAGES; page++) {
     const res = await getHistoryReverse({
@@ -73,12 +73,48 @@ export async function lastCallHistory(
       nextPageToken,
     });
     for (const e of res.history?.events ?? []) {
-      const failure =
-        e.activityTaskFailedEventAttributes?.failure ?? e.activityTaskTimedOutEventAttributes?.failure;
-      if (failure) return historyOfFailure(failure);
+      const found = pick(e);
+      if (found !== undefined) return found;
     }
     if (!res.nextPageToken || res.nextPageToken.length === 0) return undefined;
     nextPageToken = res.nextPageToken;
   }
   return undefined;
+}
+
+/**
+ * The history of the call an execution's last failed or timed-out activity left; undefined when it has none. Read
+ * newest first, stopping at that event: only `postRun` attempts fail before the dead letter is scheduled (a
+ * `deadLetter` that never succeeds never fails either: it has no attempt limit), so it is the call's.
+ */
+export async function lastCallHistory(
+  getHistoryReverse: ReadReverse,
+  namespace: string,
+  workflowId: string,
+  runId: string,
+): Promise<AttemptHistory | undefined> {
+  return newest(getHistoryReverse, namespace, workflowId, runId, (e) => {
+    const failure =
+      e.activityTaskFailedEventAttributes?.failure ?? e.activityTaskTimedOutEventAttributes?.failure;
+    return failure ? (historyOfFailure(failure) ?? null) : undefined;
+  }).then((h) => h ?? undefined);
+}
+
+/**
+ * For a completed dispatch: the attempt its call succeeded on and the failure of the attempt before it. Temporal
+ * writes an activity's `ActivityTaskStarted` when the activity ends, with the attempt that ended it and the last
+ * failure before it; the earlier attempts' entries lived in heartbeats, which a completed activity does not keep.
+ * A completed execution's only activity is its call (a dead letter fails the execution), so the newest such event is
+ * the call's.
+ */
+export async function completedCall(
+  getHistoryReverse: ReadReverse,
+  namespace: string,
+  workflowId: string,
+  runId: string,
+): Promise<{ attempt: number; lastFailure: Failure | null } | undefined> {
+  return newest(getHistoryReverse, namespace, workflowId, runId, (e) => {
+    const started = e.activityTaskStartedEventAttributes;
+    return started ? { attempt: started.attempt ?? 1, lastFailure: started.lastFailure ?? null } : undefined;
+  });
 }

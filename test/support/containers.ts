@@ -5,7 +5,9 @@
  * Not exercised on this project's CI machines (no Docker engine there); the local stack is.
  */
 import { GenericContainer, type StartedTestContainer, Wait } from 'testcontainers';
+import { loadStackConfig } from '../../src/config';
 import { SEARCH_ATTRIBUTE_NAMES } from '../../src/contract';
+import { devServerDynamicConfigValues } from '../../src/devstack/stack/devServerTuning';
 
 const started: StartedTestContainer[] = [];
 
@@ -39,8 +41,8 @@ export async function startContainers(): Promise<{ kafkaBrokers: string; tempora
       // Persist inside the container so a stop/start in a fault test keeps the executions.
       '--db-filename',
       '/tmp/temporal.db',
-      '--dynamic-config-value',
-      'frontend.enableServerVersionCheck=false',
+      // The local stack's dev server values (fairness, the transfer poll rate): the suites assume that server.
+      ...devServerDynamicConfigValues(loadStackConfig()).flatMap((kv) => ['--dynamic-config-value', kv]),
       ...SEARCH_ATTRIBUTE_NAMES.flatMap((n) => ['--search-attribute', `${n}=Keyword`]),
     ])
     .withWaitStrategy(Wait.forListeningPorts())
