@@ -81,8 +81,13 @@ test('a dispatch answered 503, 503, timeout, 422 has exactly those four attempts
   expect(shown.attempts).toEqual(record!.attempts);
   const table = (await status(h.tenant, 'four', false)).stdout;
   expect(table).toMatch(/attempts/);
-  expect(table).toMatch(/\n\s*1\s+\S+\s+503\s+\d+ ms\s+runs API answered 503/);
-  expect(table).toMatch(/\n\s*4\s+\S+\s+422\s+\d+ ms\s+/);
+  // One row per attempt, in order: number, time, status (- for the timeout), duration, error.
+  const rows = table.split('\n').filter((l) => /^\s+\d+\s+\d{4}-/.test(l));
+  expect(rows).toHaveLength(4);
+  expect(rows[0]).toMatch(/^\s*1\s+\S+\s+503\s+\d+ ms\s+runs API answered 503/);
+  expect(rows[1]).toMatch(/^\s*2\s+\S+\s+503\s+\d+ ms\s+runs API answered 503/);
+  expect(rows[2]).toMatch(/^\s*3\s+\S+\s+-\s+\d+ ms\s+.*(timed out|timeout)/i);
+  expect(rows[3]).toMatch(/^\s*4\s+\S+\s+422\s+\d+ ms\s+/);
 });
 
 test('a worker killed mid-attempt leaves that attempt in the history, with its start time and "no outcome recorded"', async () => {
