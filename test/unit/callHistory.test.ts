@@ -1,0 +1,108 @@
+/**
+ * Reading a dispatch's call back from its history, newest first (src/temporal/callAttempts.ts): the dead letter and
+ * `dispatch status` take a failed call's attempts from its last failure event; a completed call's attempt and the
+ * failure before it from its ActivityTaskStarted event. Pages are read until the event is found, and no further.
+ */
+import { defaultPayloadConverter } from '@temporalio/common';
+import type { temporal } from '@temporalio/proto';
+import { completedCall, lastCallHistory } from '../../src/temporal/callAttempts';
+
+type Event = temporal.api.history.v1.IHistoryEvent;
+type Request = temporal.api.workflowservice.v1.IGetWorkflowExecutionHistoryReverseRequest;
+
+const payloads = (value: unknown) => ({ payloads: [defaultPayloadConverter.toPayload(value)] });
+
+/** A reverse-history reader over pages of events (newest first), recording the requests it was asked. */
+function reader(pages: Event[][]) {
+  const requests: Request[] = [];
+  const read = async (req: Request) => {
+    requests.push(req);
+    const index = req.nextPageToken ? Number(Buffer.from(req.nextPageToken).toString()) : 0;
+    const next = index + 1 < pages.length ? new Uint8Array(Buffer.from(String(index + 1))) : new Uint8Array();
+    return { history: { events: pages[index] ?? [] }, nextPageToken: next };
+  };
+  return { read, requests };
+}
+
+const completed: Event = { workflowExecutionCompletedEventAttributes: {} };
+const task: Event = { workflowTaskCompletedEventAttributes: {} };
+const activityCompleted: Event = { activityTaskCompletedEventAttributes: {} };
+const started = (attempt: number, lastFailure?: temporal.api.failure.v1.IFailure): Event => ({
+  activityTaskStartedEventAttributes: { attempt, lastFailure },
+});
+const answered503 = {
+  message: 'runs API answered 503: upstream busy',
+  applicationFailureInfo: { details: payloads({ httpStatus: 503, attempt: 1 }) },
+};
+
+describe('a completed call', () => {
+  test('succeeded on its first attempt: attempt 1, no failure before it', async () => {
+    const { read } = reader([[completed, task, activityCompleted, started(1)]]);
+    await expect(completedCall(read, 'default', 'w', 'r')).resolves.toEqual({
+      attempt: 1,
+      lastFailure: null,
+    });
+  });
+
+  test('succeeded on a retry: that attempt, and the failure of the one before, found on a later page', async () => {
+    const { read, requests } = reader([
+      [completed, task, activityCompleted],
+      [started(2, answered503)],
+      [started(9)],
+    ]);
+    const call = await completedCall(read, 'default', 'w', 'r');
+    expect(call?.attempt).toBe(2);
+    expect(call?.lastFailure?.message).toBe('runs API answered 503: upstream busy');
+    // Stops at the page that held it.
+    expect(requests).toHaveLength(2);
+    expect(requests[0]).toMatchObject({ namespace: 'default', execution: { workflowId: 'w', runId: 'r' } });
+  });
+
+  test('a history without a started call gives nothing', async () => {
+    const { read } = reader([[completed, task]]);
+    await expect(completedCall(read, 'default', 'w', 'r')).resolves.toBeUndefined();
+  });
+});
+
+describe("a failed call's attempts", () => {
+  test('come from the newest failure event, and the reading stops there', async () => {
+    const older = {
+      activityTaskFailedEventAttributes: { failure: { message: 'older', applicationFailureInfo: {} } },
+    };
+    const newest = {
+      activityTaskFailedEventAttributes: {
+        failure: {
+          message: 'runs API answered 422: refused',
+          applicationFailureInfo: { details: payloads({ httpStatus: 422, attempt: 3 }) },
+        },
+      },
+    };
+    const { read, requests } = reader([[task], [newest, older], [older]]);
+    const h = await lastCallHistory(read, 'default', 'w', 'r');
+    expect(h?.attempts).toEqual([
+      { attempt: 3, at: null, http_status: 422, error: 'runs API answered 422: refused', duration_ms: null },
+    ]);
+    expect(requests).toHaveLength(2);
+  });
+
+  test('a failure event without a history gives none, without reading on', async () => {
+    const bare = { activityTaskFailedEventAttributes: { failure: { message: 'x' } } };
+    const later = {
+      activityTaskFailedEventAttributes: {
+        failure: {
+          message: 'y',
+          applicationFailureInfo: { details: payloads({ httpStatus: 503, attempt: 1 }) },
+        },
+      },
+    };
+    const { read, requests } = reader([[bare], [later]]);
+    await expect(lastCallHistory(read, 'default', 'w', 'r')).resolves.toBeUndefined();
+    expect(requests).toHaveLength(1);
+  });
+
+  test('no failure in the whole history gives none', async () => {
+    const { read, requests } = reader([[task], [task], [task]]);
+    await expect(lastCallHistory(read, 'default', 'w', 'r')).resolves.toBeUndefined();
+    expect(requests).toHaveLength(3);
+  });
+});
