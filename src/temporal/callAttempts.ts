@@ -56,14 +56,14 @@ const MAX_PAGES = 20;
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 type ReadReverse = (req: HistoryRequest) => Promise<HistoryResponse>;
 
-/** The first event, newest first, that `pick` maps to a value, and that value; undefined when none does. */
-async function newest<T>(
+/** The newest event that `is` accepts, reading pages newest first until one does; undefined when none does. */
+async function newestEvent(
   getHistoryReverse: ReadReverse,
   namespace: string,
   workflowId: string,
   runId: string,
-  pick: (e: HistoryEvent) => T | undefined,
-): Promise<T | undefined> {
+  is: (e: HistoryEvent) => boolean,
+): Promise<HistoryEvent | undefined> {
   let nextPageToken: Uint8Array | undefined;
   for (let page = 0; page < MAX_PAGES; page++) {
     const res = await getHistoryReverse({
@@ -72,15 +72,16 @@ async function newest<T>(
       maximumPageSize: 20,
       nextPageToken,
     });
-    for (const e of res.history?.events ?? []) {
-      const found = pick(e);
-      if (found !== undefined) return found;
-    }
+    const found = res.history?.events?.find(is);
+    if (found) return found;
     if (!res.nextPageToken || res.nextPageToken.length === 0) return undefined;
     nextPageToken = res.nextPageToken;
   }
   return undefined;
 }
+
+const failureOf = (e: HistoryEvent): Failure | null | undefined =>
+  e.activityTaskFailedEventAttributes?.failure ?? e.activityTaskTimedOutEventAttributes?.failure;
 
 /**
  * The history of the call an execution's last failed or timed-out activity left; undefined when it has none. Read
@@ -93,11 +94,8 @@ export async function lastCallHistory(
   workflowId: string,
   runId: string,
 ): Promise<AttemptHistory | undefined> {
-  return newest(getHistoryReverse, namespace, workflowId, runId, (e) => {
-    const failure =
-      e.activityTaskFailedEventAttributes?.failure ?? e.activityTaskTimedOutEventAttributes?.failure;
-    return failure ? (historyOfFailure(failure) ?? null) : undefined;
-  }).then((h) => h ?? undefined);
+  const failed = await newestEvent(getHistoryReverse, namespace, workflowId, runId, (e) => !!failureOf(e));
+  return failed ? historyOfFailure(failureOf(failed)) : undefined;
 }
 
 /**
@@ -113,8 +111,14 @@ export async function completedCall(
   workflowId: string,
   runId: string,
 ): Promise<{ attempt: number; lastFailure: Failure | null } | undefined> {
-  return newest(getHistoryReverse, namespace, workflowId, runId, (e) => {
-    const started = e.activityTaskStartedEventAttributes;
-    return started ? { attempt: started.attempt ?? 1, lastFailure: started.lastFailure ?? null } : undefined;
-  });
+  const started = (
+    await newestEvent(
+      getHistoryReverse,
+      namespace,
+      workflowId,
+      runId,
+      (e) => !!e.activityTaskStartedEventAttributes,
+    )
+  )?.activityTaskStartedEventAttributes;
+  return started ? { attempt: started.attempt ?? 1, lastFailure: started.lastFailure ?? null } : undefined;
 }
