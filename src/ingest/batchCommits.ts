@@ -90,7 +90,7 @@ export class BatchCommits {
 
   /** Waits for the commit in flight, unless the generation ends first (then it can only fail). */
   private settle(): Promise<void> {
-    return Promise.race([this.committing, this.o.generation.ended]);
+    return this.o.generation.until(this.committing);
   }
 
   private async commit(budgetMs: number): Promise<void> {
@@ -128,7 +128,7 @@ export class BatchCommits {
           );
           return;
         }
-        await Promise.race([new Promise((r) => setTimeout(r, delayMs).unref()), this.o.generation.ended]);
+        await this.o.generation.sleep(delayMs);
       }
     }
   }

@@ -11,9 +11,13 @@
 export class GroupGeneration {
   private endedBy: Error | undefined;
   private superseded = false;
-  private resolveOver!: () => void;
-  /** Resolves when the generation is over: a wait on a commit races it. */
-  readonly ended: Promise<void> = new Promise((resolve) => (this.resolveOver = resolve));
+  /**
+   * Who waits for the end now: one entry per wait in progress, removed when the wait ends either way. Not a
+   * promise raced by every wait: a generation lasts as long as the group is stable (weeks), and each race on a
+   * pending promise leaves a reaction on it until it settles, a few hundred bytes per batch for the whole
+   * generation (test/unit/generationRetention.test.ts).
+   */
+  private readonly waiters = new Set<() => void>();
 
   /** The answer that ended the generation, to be rethrown to kafkajs; undefined otherwise. */
   get endedByError(): Error | undefined {
@@ -29,13 +33,52 @@ export class GroupGeneration {
   end(err: Error): boolean {
     if (this.over) return false;
     this.endedBy = err;
-    this.resolveOver();
+    this.wakeAll();
     return true;
   }
 
   /** A newer generation was joined: nothing to hand back, kafkajs has rejoined already. */
   supersede(): void {
     this.superseded = true;
-    this.resolveOver();
+    this.wakeAll();
+  }
+
+  /** How many waits are in progress (each ends with its work or with the generation). */
+  get waiting(): number {
+    return this.waiters.size;
+  }
+
+  /**
+   * Waits for `work` unless the generation ends first; never rejects (a commit's failure is the committer's to
+   * report). Leaves nothing behind once either has happened.
+   */
+  until(work: Promise<unknown> | undefined): Promise<void> {
+    if (work === undefined || this.over) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        this.waiters.delete(done);
+        resolve();
+      };
+      this.waiters.add(done);
+      work.then(done, done);
+    });
+  }
+
+  /** Sleeps `ms` unless the generation ends first; the timer is cleared either way. */
+  sleep(ms: number): Promise<void> {
+    if (this.over) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.waiters.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms).unref();
+      this.waiters.add(done);
+    });
+  }
+
+  private wakeAll(): void {
+    for (const wake of [...this.waiters]) wake();
   }
 }

@@ -68,6 +68,7 @@ describe('a long group generation', () => {
     const grownBytes = heapAfterGc() - before;
     // A reaction left per batch is ~600 bytes, 60 MB here; no retention is noise of well under a megabyte.
     expect(grownBytes).toBeLessThan(4 * 1024 * 1024);
+    expect(generation.waiting).toBe(0);
     // The generation still ends every batch that waits on it.
     generation.supersede();
     expect(generation.over).toBe(true);
