@@ -200,6 +200,7 @@ export class Ingester {
       // A crash kafkajs restarts from is an outage it rides out (WARN); one it does not is the relay's to handle.
       const level = e.payload.restart ? 'warn' : 'error';
       this.logger[level]({ err: e.payload.error, restart: e.payload.restart }, 'consumer crashed');
+      if (e.payload.restart && consumer === this.consumer) this.paused.consumerRestarted();
       // kafkajs restarts the consumer itself after a retriable error; after any other it leaves it stopped.
       if (!e.payload.restart && consumer === this.consumer) {
         if (codecErrorIn(e.payload.error)) this.holdUndecodable(e.payload.error);
@@ -231,6 +232,8 @@ export class Ingester {
     this.generation = new GroupGeneration();
     this.joined = true;
     this.crashRestarts = 0;
+    // Outages of partitions that went to another member are theirs to ride out, not this process's.
+    this.paused.retainAssigned(consumer, assignment);
     // Before the first fetch: a held partition must not be fetched with the others.
     const held = this.undecodable.among(assignment);
     if (held.length > 0) consumer.pause(held);

@@ -8,6 +8,9 @@
  *   broker;
  * - each pause has one owner that lifts it (its timer), so no topic stays paused because another failed (the
  *   process-wide flag this replaces left some paused for good after a short Temporal outage).
+ * Outages outlive neither the consumer's crash nor the partition's assignment: between a kafkajs crash and its
+ * restart pause and resume throw (the restarted consumer has forgotten every pause and fetches the record again,
+ * whose next failure pauses it anew), and a partition the group moved to another member is that member's to try.
  */
 import type { Gauge } from 'prom-client';
 
@@ -54,7 +57,7 @@ export class PausedPartitions {
       const o = outage;
       o.timer = setTimeout(() => {
         o.timer = undefined;
-        consumer.resume([{ topic, partitions: [partition] }]);
+        resumeQuietly(consumer, topic, partition);
       }, delayMs);
     }
     this.count(topic);
@@ -69,10 +72,27 @@ export class PausedPartitions {
     this.outages.delete(key);
     if (outage.timer !== undefined) {
       clearTimeout(outage.timer);
-      consumer.resume([{ topic, partitions: [partition] }]);
+      resumeQuietly(consumer, topic, partition);
     }
     this.count(topic);
     return true;
+  }
+
+  /**
+   * The group assigned this member `assignment`: outages of partitions it no longer owns end here, their pauses
+   * lifted (kafkajs keeps a pause across assignments, and one left behind would hold the partition if it came
+   * back). Without this, a rebalance during an outage kept the process unready for good.
+   */
+  retainAssigned(consumer: Pausable, assignment: Record<string, number[]>): void {
+    const topics = new Set<string>();
+    for (const [key, o] of this.outages) {
+      if (assignment[o.topic]?.includes(o.partition)) continue;
+      if (o.timer !== undefined) clearTimeout(o.timer);
+      this.outages.delete(key);
+      resumeQuietly(consumer, o.topic, o.partition);
+      topics.add(o.topic);
+    }
+    for (const topic of topics) this.count(topic);
   }
 
   /** The consumer is gone (restart, topic change): kafkajs forgets its pauses with it. */
@@ -84,6 +104,18 @@ export class PausedPartitions {
     }
     this.outages.clear();
     for (const topic of topics) this.count(topic);
+  }
+
+  /**
+   * kafkajs restarted the consumer after a crash: the new one has forgotten every pause and fetches these
+   * partitions at once. The outages stay (the process stays unready), their timers go, so the next failure pauses
+   * the partition again with the next backoff instead of being retried at fetch speed until the old timer fires.
+   */
+  consumerRestarted(): void {
+    for (const o of this.outages.values()) {
+      if (o.timer !== undefined) clearTimeout(o.timer);
+      o.timer = undefined;
+    }
   }
 
   /** True while the partition waits out an outage's backoff: its resume is the outage's to make. */
@@ -118,5 +150,17 @@ export class PausedPartitions {
     let n = 0;
     for (const o of this.outages.values()) if (o.topic === topic) n++;
     this.gauge.set({ topic }, n);
+  }
+}
+
+/**
+ * Resumes a partition; a consumer between a crash and its restart throws instead, and has forgotten the pause
+ * anyway. Never throws: this runs from timers, where a throw ends the process.
+ */
+function resumeQuietly(consumer: Pausable, topic: string, partition: number): void {
+  try {
+    consumer.resume([{ topic, partitions: [partition] }]);
+  } catch {
+    // Nothing to lift: the restarted consumer fetches the partition from its committed offset.
   }
 }

@@ -90,6 +90,26 @@ function batch(topic: string, partition: number, offsets: number[], consumer: ob
   } as unknown as EachBatchPayload;
 }
 
+describe('a consumer kafkajs restarted during an outage', () => {
+  it('pauses the partition again at its next failure, with the next backoff', () => {
+    jest.useFakeTimers();
+    const metrics = createMetrics({ defaultMetrics: false });
+    const paused = new PausedPartitions(metrics.pausedPartitions);
+    const consumer = crashedConsumer();
+    paused.failed(consumer, 'poimen.a.dispatch', 0, 'Temporal unreachable');
+    paused.failed(consumer, 'poimen.a.dispatch', 0, 'Temporal unreachable');
+    // The restarted consumer forgot the pause and fetched the record again, which failed again.
+    paused.consumerRestarted();
+    expect(paused.failed(consumer, 'poimen.a.dispatch', 0, 'Temporal unreachable')).toBe(3);
+    expect(consumer.calls).toEqual(['pause poimen.a.dispatch/0', 'pause poimen.a.dispatch/0']);
+    expect(paused.size).toBe(1);
+    jest.advanceTimersByTime(999); // the third failure's backoff: 250 ms x 2^2
+    expect(consumer.calls).toHaveLength(2);
+    jest.advanceTimersByTime(1);
+    expect(consumer.calls.at(-1)).toBe('resume poimen.a.dispatch/0');
+  });
+});
+
 describe('a rebalance during an outage', () => {
   beforeEach(() => handle.mockReset());
 
