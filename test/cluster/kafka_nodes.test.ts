@@ -71,6 +71,26 @@ test("the relay's own declarations: every tenant topic, the DLQ's included, 3 re
   }
 });
 
+test("the brokers run Kafka's production group setting: a fresh group's first join waits 3 s for more members", async () => {
+  const admin = t.h.kafka.admin();
+  await admin.connect();
+  try {
+    const { brokers } = await admin.describeCluster();
+    const configs = await admin.describeConfigs({
+      includeSynonyms: false,
+      resources: brokers.map((b) => ({
+        type: ConfigResourceTypes.BROKER,
+        name: String(b.nodeId),
+        configNames: ['group.initial.rebalance.delay.ms'],
+      })),
+    });
+    const values = configs.resources.map((r) => r.configEntries[0]?.configValue);
+    expect(values).toEqual(['3000', '3000', '3000']);
+  } finally {
+    await admin.disconnect();
+  }
+});
+
 test('kill -9 the partition leader mid-stream, later the active controller: nothing lost, nothing doubled, offsets at the log end', async () => {
   const s = streamDispatches(t.h, 'leader-kill');
   await afterPublished(s, 150);

@@ -73,6 +73,9 @@ export class ClusterStack extends StackBase {
           'default.replication.factor=3',
           'min.insync.replicas=2',
           'unclean.leader.election.enable=false',
+          // Kafka's production default, stated: every fresh group (a DLQ command, a probe) waits this long for
+          // more members before its first assignment.
+          'group.initial.rebalance.delay.ms=3000',
         ],
         marker: p.kafkaDir(b.id),
       }),
