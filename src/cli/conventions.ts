@@ -16,6 +16,7 @@ const EXIT_MEANINGS: Record<keyof typeof EXIT, string> = {
   topicsDiffer: 'topics apply: declared topics exist with settings that differ',
   unreachable: 'unreachable: Kafka or Temporal did not answer in time (worth retrying)',
   accessRefused: 'refused: credentials, certificates or ACLs',
+  busy: 'busy: another run is working on the same thing (a DLQ command on the same tenant); retry later',
   internal: 'internal error, a bug: printed with its stack trace',
 };
 
