@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import { WorkflowFailedError } from '@temporalio/client';
 import { topics } from '../src/contract';
-import { BREAKER_DEFAULTS } from '../src/config/defaults';
+import { BREAKER_DEFAULTS, RUNS_API_TIMEOUT_MS_DEFAULT } from '../src/config/defaults';
 import { idCounts, readTopicToEnd } from './support/dlqTopic';
 import { dispatchKeys, publishDispatches, runAtOnce } from './support/outage';
 import { type Harness, createHarness } from './support/relayHarness';
@@ -22,6 +22,9 @@ const BUDGET_MS = 30_000;
 const SHIPPED_BREAKER = {
   POIMEN_BREAKER_FAILURES: String(BREAKER_DEFAULTS.failures),
   POIMEN_BREAKER_PROBE_INTERVAL_MS: String(BREAKER_DEFAULTS.probeIntervalMs),
+  // The shipped attempt timeout, not the harness's 3 s: on a loaded machine a 201 read after 3 s is a timeout, and
+  // a timed-out call is a failure of the dispatch's own.
+  RUNS_API_TIMEOUT_MS: String(RUNS_API_TIMEOUT_MS_DEFAULT),
 };
 
 type Ending = { key: string; completed: boolean };
@@ -84,9 +87,11 @@ async function neighbours(mode: 'cap' | 'budget'): Promise<void> {
     const calls = (key: string) => h.api.requestsFor(key).map((r) => r.answer);
     // The scenario held: the failing dispatches opened the worker's breaker.
     expect(await breakerOpened(worker)).toBe(true);
-    // Every healthy dispatch completed with its second call, the first 503 and then 201.
+    // Every healthy dispatch completed: the first call 503, then one 201 (and at most one 409, the retry of a call
+    // whose 201 came back too late to be read).
     expect(ended.filter((e) => well.includes(e.key) && !e.completed).map((e) => e.key)).toEqual([]);
-    expect(well.filter((k) => calls(k).join() !== '503,201').map((k) => [k, calls(k)])).toEqual([]);
+    const healthy = (answers: unknown[]) => /^503,201(,409)?$/.test(answers.join());
+    expect(well.filter((k) => !healthy(calls(k))).map((k) => [k, calls(k)])).toEqual([]);
     expect(ended.filter((e) => sick.includes(e.key) && e.completed)).toEqual([]);
 
     const dlq = await readTopicToEnd(h.kafka, topics.dlq(h.tenant));
@@ -96,16 +101,19 @@ async function neighbours(mode: 'cap' | 'budget'): Promise<void> {
       const made = calls(record!.dispatch_key!);
       expect(made.every((a) => a === 503)).toBe(true);
       if (mode === 'cap') {
-        // Each attempt the dead letter lists is a call the API received.
-        expect(record!.attempts!.map((a) => a.http_status)).toEqual(made);
+        // Each attempt the dead letter lists is a call the API received (null: one read too late, a timeout).
+        expect(record!.attempts!.map((a) => a.http_status ?? 503)).toEqual(made);
         expect(made).toHaveLength(CAP);
         expect(record).toMatchObject({ retry_count: CAP, max_retries: CAP });
-        expect(record!.error).toMatch(/^RETRY_MAX_ATTEMPTS \(4\) spent; last: runs API answered 503/);
+        expect(record!.error).toMatch(/^RETRY_MAX_ATTEMPTS \(4\) spent; last: /);
       } else {
-        // The last may be an attempt that waited on the breaker until the budget's end, with no call.
-        expect(record!.attempts!.filter((a) => a.http_status !== null).map((a) => a.http_status)).toEqual(
-          made,
-        );
+        // Calls the API received; the attempt still calling when the budget's timeout fired never reports
+        // (contract §6 retry_count), and one that waited until the budget's end has no status.
+        const listed = record!
+          .attempts!.filter((a) => !/circuit breaker open/.test(a.error ?? ''))
+          .map((a) => a.http_status ?? 503);
+        expect(listed.length).toBeGreaterThanOrEqual(made.length - 1);
+        expect(listed).toEqual(made.slice(0, listed.length));
         expect(record!.error).toMatch(/^retry budget of 30 s spent \(RETRY_MAX_DURATION_MS\)/);
       }
     }

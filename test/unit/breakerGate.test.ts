@@ -7,7 +7,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { Context } from '@temporalio/activity';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { createBreakerGate, waitLimitMs } from '../../src/activities/breakerGate';
+import { type Pass, createBreakerGate, waitLimitMs } from '../../src/activities/breakerGate';
 import type { Classification, RunsApiAnswer } from '../../src/activities/classify';
 import { createLogger } from '../../src/logger';
 import { createMetrics } from '../../src/metrics';
@@ -91,7 +91,7 @@ test('an attempt under an attempts cap that waits is the probe when its turn com
   const env = new MockActivityEnvironment(budgeted(CAPPED));
   const beats: unknown[] = [];
   env.on('heartbeat', (d: unknown) => beats.push(d));
-  const pass = await env.run(async () => gate.enter(Context.current(), 'acme', 1_000));
+  const pass = (await env.run(async () => gate.enter(Context.current(), 'acme', 1_000))) as Pass;
   expect(beats[0]).toMatchObject({ waitingOnBreaker: true, attempt: 3 });
   expect(pass.global).toEqual(expect.any(Number));
   // Its failure, a call of its own, opens the breaker again.
