@@ -131,6 +131,10 @@ export function statedDifferences(files: string[]): Map<string, string> {
   const found = new Map<string, string>();
   const visit = (node: unknown): void => {
     if (isMap(node)) {
+      // A list entry `- name: X` with the comment above the dash: Kubernetes' env lists.
+      const named = node.items.find((p) => isPair(p) && isScalar(p.key) && p.key.value === 'name');
+      const onEntry = node.commentBefore ? WHY.exec(node.commentBefore) : null;
+      if (named && onEntry && isScalar(named.value)) found.set(String(named.value.value), onEntry[1]!.trim());
       for (const item of node.items) {
         if (!isPair(item)) continue;
         const key = isScalar(item.key) ? String(item.key.value) : undefined;
