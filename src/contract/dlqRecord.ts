@@ -281,6 +281,29 @@ export function dlqRecordId(seed: string): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
+/**
+ * The id of a dead letter about a record rejected at ingest: its coordinates, and what tells it from another
+ * record at the same coordinates (a topic deleted and made anew starts its offsets at 0 again): its Kafka
+ * timestamp and a digest of its key and value. A redelivered record has all of them unchanged, so its id too.
+ */
+export function sourceRecordDlqId(
+  source: DlqSource,
+  key: Uint8Array | string | null,
+  value: Uint8Array | string | null,
+): string {
+  const digest = crypto.createHash('sha256');
+  for (const part of [key, value]) {
+    if (part === null) {
+      digest.update('-');
+      continue;
+    }
+    const bytes = typeof part === 'string' ? Buffer.from(part) : part;
+    digest.update(`${bytes.byteLength}:`).update(bytes);
+  }
+  const { topic, partition, offset, timestamp } = source;
+  return dlqRecordId(`${topic}/${partition}/${offset}/${timestamp}/${digest.digest('hex')}`);
+}
+
 // Linear checks, no backtracking: a dead letter's payload may be megabytes of base64.
 const BASE64_CHARS = /^[A-Za-z0-9+/]*={0,2}$/;
 

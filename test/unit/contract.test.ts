@@ -1,4 +1,4 @@
-import { dlqRecordId } from '../../src/contract';
+import { dlqRecordId, sourceRecordDlqId } from '../../src/contract';
 import {
   base64Decode,
   base64Encode,
@@ -501,6 +501,29 @@ describe('contract §6 dead-letter record ids', () => {
       ].map(dlqRecordId),
     );
     expect(ids.size).toBe(4);
+  });
+});
+
+describe('contract §6 ids of records rejected at ingest', () => {
+  const at = { topic: 'poimen.acme.dispatch', partition: 3, offset: '42', timestamp: '1700000000000' };
+  const id = sourceRecordDlqId(at, Buffer.from('k'), Buffer.from('v'));
+
+  it('repeat for the same record (a redelivery), whatever form its bytes come in', () => {
+    expect(sourceRecordDlqId({ ...at }, 'k', 'v')).toBe(id);
+  });
+
+  it('differ for another record at the same coordinates, or the same bytes elsewhere', () => {
+    const others = [
+      sourceRecordDlqId({ ...at, timestamp: '1700000000001' }, 'k', 'v'),
+      sourceRecordDlqId(at, 'k', 'w'),
+      sourceRecordDlqId(at, 'kv', ''),
+      sourceRecordDlqId(at, null, 'v'),
+      sourceRecordDlqId(at, 'k', null),
+      sourceRecordDlqId(at, 'k', ''),
+      sourceRecordDlqId({ ...at, offset: '43' }, 'k', 'v'),
+      sourceRecordDlqId({ ...at, partition: 4 }, 'k', 'v'),
+    ];
+    expect(new Set([id, ...others]).size).toBe(others.length + 1);
   });
 });
 
