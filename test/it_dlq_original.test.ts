@@ -28,6 +28,15 @@ function ok(res: CliResult): CliResult {
 async function dispatchRecords(): Promise<
   { key: string | null; value: string; headers: Record<string, string> }[]
 > {
+  return (await rawDispatchRecords()).map((m) => ({
+    key: m.key?.toString('utf8') ?? null,
+    value: m.value?.toString('utf8') ?? '',
+    headers: Object.fromEntries(Object.entries(m.headers ?? {}).map(([k, v]) => [k, String(v)])),
+  }));
+}
+
+/** Every record of the tenant's .dispatch topic, as kafkajs gives it (header values as bytes). */
+async function rawDispatchRecords(): Promise<KafkaMessage[]> {
   const consumer = h.kafka.consumer({ groupId: uniqueName('it-dispatch-reader') });
   const seen: KafkaMessage[] = [];
   await consumer.connect();
@@ -36,11 +45,29 @@ async function dispatchRecords(): Promise<
   await consumer.run({ eachMessage: async ({ message }) => void seen.push(message) });
   await waitFor(() => seen.length >= high!, { what: `${high} records of .dispatch` });
   await consumer.disconnect();
-  return seen.map((m) => ({
-    key: m.key?.toString('utf8') ?? null,
-    value: m.value?.toString('utf8') ?? '',
-    headers: Object.fromEntries(Object.entries(m.headers ?? {}).map(([k, v]) => [k, String(v)])),
-  }));
+  return seen;
+}
+
+/** Header values as hex, so a comparison shows the bytes (repeated headers as arrays, in order). */
+function hexHeaders(headers: KafkaMessage['headers']): Record<string, string | string[]> {
+  const hex = (v: Buffer | string | undefined) => Buffer.from(v ?? '').toString('hex');
+  return Object.fromEntries(
+    Object.entries(headers ?? {}).map(([k, v]) => [k, Array.isArray(v) ? v.map(hex) : hex(v)]),
+  );
+}
+
+/** Replays one dead letter (the API accepts now) and returns the record it re-published on .dispatch. */
+async function replayOne(id: string): Promise<KafkaMessage> {
+  h.api.always(undefined);
+  ok(await runCli(['dlq', 'replay', '--tenant', h.tenant, '--id', id, '--json'], cliEnv(), 120_000));
+  const records = await waitFor(
+    async () => {
+      const all = await rawDispatchRecords();
+      return all.length === 2 ? all : undefined;
+    },
+    { what: 'the replayed record on .dispatch' },
+  );
+  return records[1]!;
 }
 
 test('a dispatch_failure dead letter keeps the original value, key and headers, and replay re-publishes them', async () => {
@@ -101,5 +128,27 @@ test('a malformed record’s dead letter keeps its key and headers', async () =>
     payload: '{"dispatch_key": "bad-1", "workflow_ref": 7}',
   });
   expect(dead!.source).toMatchObject({ key: 'producer-key-bad', headers: { 'x-origin': 'billing' } });
+  await h.expectCommittedAtLogEnd();
+});
+
+test('header values that are not UTF-8 survive the dead letter: replay re-publishes the same bytes', async () => {
+  h = await createHarness();
+  await h.startWorker();
+  await h.startIngester();
+  h.api.scriptFor('bin-1', { kind: 'status', status: 422, body: 'refused' });
+  const headers = {
+    traceparent: TRACEPARENT,
+    'x-signature': Buffer.from([0xff, 0x00, 0x80, 0xfe]),
+    'x-empty': Buffer.alloc(0),
+    'x-mixed': [Buffer.from('text'), Buffer.from([0xc3, 0x28])],
+  };
+  await h.publish(h.dispatchValue('bin-1'), { key: 'bin-key', headers });
+
+  const [dead] = await h.readDlq(1);
+  expect(dead).toMatchObject({ type: 'dispatch_failure', dispatch_key: 'bin-1' });
+  const replayed = await replayOne(dead!.id);
+  expect(hexHeaders(replayed.headers)).toEqual(hexHeaders({ ...headers, 'poimen-replay-of': dead!.id }));
+  // The same names in the same order as the original, the replay's mark after them.
+  expect(Object.keys(replayed.headers ?? {})).toEqual([...Object.keys(headers), 'poimen-replay-of']);
   await h.expectCommittedAtLogEnd();
 });

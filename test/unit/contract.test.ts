@@ -6,6 +6,7 @@ import {
   dispatchRecordKey,
   dlqRecordPayload,
   dlqRecordKey,
+  dlqRecordHeaders,
   parseDlqRecord,
   runsApiBody,
   tenantFromTopic,
@@ -378,6 +379,42 @@ describe('contract §6 dead-letter record', () => {
     const parsed = parseDlqRecord(JSON.stringify(binary))!;
     expect(Buffer.from(dlqRecordKey(parsed)!)).toEqual(Buffer.from([0xff, 0x00, 0x80]));
     expect(parseDlqRecord(JSON.stringify(withKey))!.source).toEqual(withKey.source);
+  });
+
+  it('keeps header values that are not UTF-8 as bytes: replay gets every header back byte for byte, in order', () => {
+    const headers = {
+      first: 'a',
+      sig: Buffer.from([0xff, 0x00, 0x80]),
+      empty: Buffer.alloc(0),
+      mixed: [Buffer.from('ok'), Buffer.from([0xc3, 0x28])],
+      last: Buffer.from('z'),
+    };
+    const record = buildDlqRecord({ ...failure, headers });
+    // Text readers see every name, in order; the bytes of those not UTF-8 are in headers_base64.
+    expect(record.source.headers).toEqual({ first: 'a', sig: '', empty: '', mixed: ['', ''], last: 'z' });
+    expect(record.source.headers_base64).toEqual({ sig: '/wCA', mixed: ['b2s=', 'wyg='] });
+    const parsed = parseDlqRecord(JSON.stringify(record))!;
+    const back = dlqRecordHeaders(parsed);
+    expect(Object.keys(back)).toEqual(Object.keys(headers));
+    const hex = (v: Uint8Array) => Buffer.from(v).toString('hex');
+    expect(
+      Object.fromEntries(Object.entries(back).map(([k, v]) => [k, Array.isArray(v) ? v.map(hex) : hex(v)])),
+    ).toEqual({ first: '61', sig: 'ff0080', empty: '', mixed: ['6f6b', 'c328'], last: '7a' });
+  });
+
+  it('reads dead letters written before headers_base64, and ignores a headers_base64 that is not base64', () => {
+    const old = buildDlqRecord({ ...failure, headers: { a: 'x', b: ['y', 'z'] } });
+    const { headers_base64: _none, ...oldSource } = old.source;
+    const parsedOld = parseDlqRecord(JSON.stringify({ ...old, source: oldSource }))!;
+    expect(dlqRecordHeaders(parsedOld)).toEqual({
+      a: Buffer.from('x'),
+      b: [Buffer.from('y'), Buffer.from('z')],
+    });
+    const bad = {
+      ...old,
+      source: { ...oldSource, headers: { a: '' }, headers_base64: { a: 'not base64!' } },
+    };
+    expect(dlqRecordHeaders(parseDlqRecord(JSON.stringify(bad))!)).toEqual({ a: Buffer.alloc(0) });
   });
 
   it('malformed_dispatch with non-UTF-8 bytes: payload null, payload_base64 of the exact bytes', () => {
