@@ -203,6 +203,14 @@ describe('startDispatch: one Kafka record to one workflow start', () => {
     expect(again.published[0]!.record.id).toBe(published[1]!.record.id);
   });
 
+  test('a dead letter written at ingest leaves the record’s credential headers out', async () => {
+    const { ctx, published } = stubs();
+    const headers = { authorization: Buffer.from('Bearer s3cret'), 'x-origin': Buffer.from('billing') };
+    await handleRecord(ctx, 'acme', TOPIC, 0, message('not json', headers));
+    expect(published[0]!.record.source.headers).toEqual({ 'x-origin': 'billing' });
+    expect(JSON.stringify(published[0]!.record)).not.toContain('s3cret');
+  });
+
   test('a record at an offset an earlier record had (its topic made anew) is dead-lettered under its own id', async () => {
     const { ctx, published } = stubs();
     const later = { ...message('not json either'), timestamp: '1700000099000' } as KafkaMessage;
