@@ -1,8 +1,10 @@
 /**
  * A dead letter's source headers (contract §6), in one place: how the consumed record's headers are written into
- * `source.headers` (text) and `source.headers_base64` (values that are not UTF-8), how tools read them back, and
- * the bytes `dlq replay` re-publishes.
+ * `source.headers` (text) and `source.headers_base64` (values that are not UTF-8), which are left out for carrying
+ * credentials (`source.headers_omitted`; the names are ../redact.ts's), how tools read them back, and the bytes
+ * `dlq replay` re-publishes.
  */
+import { isCredentialHeader } from '../redact';
 import { base64Decode, base64Encode } from './base64';
 import { type JsonObject, decodeUtf8, isJsonObject } from './json';
 
@@ -18,6 +20,8 @@ export interface SourceHeaders {
   headers: HeaderValues;
   /** Present only when a header had a value that is not UTF-8: that header's values (all of them), base64. */
   headers_base64?: HeaderValues;
+  /** Present only when headers carrying credentials were left out: their names, in order. */
+  headers_omitted?: string[];
 }
 
 const utf8 = new TextEncoder();
@@ -26,8 +30,13 @@ const utf8 = new TextEncoder();
 export function sourceHeaders(headers: RecordHeaders): SourceHeaders {
   const texts: HeaderValues = {};
   const base64: HeaderValues = {};
+  const omitted: string[] = [];
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined) continue;
+    if (isCredentialHeader(name)) {
+      omitted.push(name);
+      continue;
+    }
     const values = Array.isArray(value) ? value : [value];
     const decoded = values.map((v) => (typeof v === 'string' ? v : decodeUtf8(v, true)));
     const shaped = (each: string[]) => (Array.isArray(value) ? each : each[0]!);
@@ -40,23 +49,39 @@ export function sourceHeaders(headers: RecordHeaders): SourceHeaders {
     texts[name] = shaped(values.map(() => ''));
     base64[name] = shaped(values.map((v) => base64Encode(typeof v === 'string' ? utf8.encode(v) : v)));
   }
-  return Object.keys(base64).length > 0 ? { headers: texts, headers_base64: base64 } : { headers: texts };
+  return headerFields(texts, base64, omitted);
+}
+
+function headerFields(texts: HeaderValues, base64: HeaderValues, omitted: string[]): SourceHeaders {
+  return {
+    headers: texts,
+    ...(Object.keys(base64).length > 0 ? { headers_base64: base64 } : {}),
+    ...(omitted.length > 0 ? { headers_omitted: omitted } : {}),
+  };
 }
 
 /**
  * The header fields of a dead letter as tools read them: loose, as the rest of the reader. Records written
- * before headers were kept have none; values of another type, and base64 that is not valid, are left out.
+ * before headers were kept have none; values of another type, and base64 that is not valid, are left out. A
+ * credential header in a dead letter written without these rules is left out too (and named in
+ * `headers_omitted`): no tool shows it, no replay re-publishes it.
  */
 export function sourceHeadersFromObject(source: JsonObject): SourceHeaders {
-  const texts = headerValues(source['headers'], () => true);
-  const base64 = headerValues(source['headers_base64'], (v) => base64Decode(v) !== undefined);
-  return Object.keys(base64).length > 0 ? { headers: texts, headers_base64: base64 } : { headers: texts };
+  const listed = source['headers_omitted'];
+  const omitted = Array.isArray(listed) ? listed.filter((n): n is string => typeof n === 'string') : [];
+  const texts = headerValues(source['headers'], () => true, omitted);
+  const base64 = headerValues(source['headers_base64'], (v) => base64Decode(v) !== undefined, omitted);
+  return headerFields(texts, base64, omitted);
 }
 
-function headerValues(value: unknown, valid: (v: string) => boolean): HeaderValues {
+function headerValues(value: unknown, valid: (v: string) => boolean, omitted: string[]): HeaderValues {
   const out: HeaderValues = {};
   if (!isJsonObject(value)) return out;
   for (const [name, v] of Object.entries(value)) {
+    if (isCredentialHeader(name)) {
+      if (!omitted.includes(name)) omitted.push(name);
+      continue;
+    }
     if (typeof v === 'string' && valid(v)) out[name] = v;
     else if (Array.isArray(v) && v.every((x) => typeof x === 'string' && valid(x))) out[name] = v as string[];
   }
