@@ -16,7 +16,7 @@ import {
   workflowId,
   type DlqSource,
 } from '../contract';
-import { dlqRecordId } from '../contract';
+import { sourceRecordDlqId } from '../contract';
 import type { DlqPublisher } from '../kafka/dlqPublisher';
 import { type Logger, recordFields } from '../logger';
 import { SEARCH_ATTRIBUTE_KEYS } from '../temporal/searchAttributes';
@@ -163,8 +163,9 @@ async function handleRecordInSpan(
     dispatchKey: string | null,
   ): Promise<DispatchOutcome> => {
     const record = buildDlqRecord({
-      // Same source record, same id: a redelivery after a crash repeats the record, recognisably.
-      id: dlqRecordId(`${topic}/${partition}/${message.offset}`),
+      // Same source record, same id: a redelivery after a crash repeats the record, recognisably; another
+      // record at the same offset (its topic made anew) has its own.
+      id: sourceRecordDlqId(source, message.key, message.value),
       timestamp: Date.now(),
       type,
       tenant,

@@ -21,6 +21,7 @@ import {
   type DlqType,
   dispatchRecordKey,
   dlqRecordKey,
+  dlqRecordHeaders,
   dlqRecordPayload,
   dlqReplayGroup,
   topics,
@@ -227,7 +228,7 @@ export async function replayDlq(
                 // were kept have neither: the conventional key then).
                 key: replayKey(opts.tenant, verdict.record),
                 value: toBuffer(dlqRecordPayload(verdict.record)),
-                headers: { ...verdict.record.source.headers, 'poimen-replay-of': verdict.record.id },
+                headers: { ...dlqRecordHeaders(verdict.record), 'poimen-replay-of': verdict.record.id },
               },
             ],
           })
