@@ -4,7 +4,9 @@
  * which would block its partition, and every record behind it, for good. A refusal for the namespace (a search
  * attribute the starts set removed while the relay runs) is an outage instead: every valid record would be
  * dead-lettered otherwise. The refusals come from a real dev server of its own, started with a lowered
- * `limit.blobSize.error` (dynamic config), beside the stack's, whose namespace the second test changes.
+ * `limit.blobSize.error` and search attribute value limit (dynamic config), beside the stack's, whose
+ * namespace the last test changes. The per-record answers are the server's own words, matched by
+ * src/temporal/startRefusal.ts: these tests keep that matching true to a real server.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -21,6 +23,8 @@ import { waitFor } from './support/wait';
 jest.setTimeout(240_000);
 
 const BLOB_LIMIT_BYTES = 64 * 1024;
+/** Below the 1 KiB of JSON the relay indexes a workflow_ref up to (the server's default is 2 KiB). */
+const SA_VALUE_LIMIT_BYTES = 256;
 
 let small: LocalStack | undefined;
 let stateDir: string;
@@ -37,7 +41,7 @@ beforeAll(async () => {
       POIMEN_STACK_TEMPORAL_UI_PORT: String(await freePort()),
       POIMEN_STACK_TEMPORAL_METRICS_PORT: String(await freePort()),
       POIMEN_STACK_TEMPORAL_IN_MEMORY: 'true',
-      POIMEN_STACK_TEMPORAL_DYNAMIC_CONFIG: `limit.blobSize.error=${BLOB_LIMIT_BYTES} limit.blobSize.warn=${BLOB_LIMIT_BYTES / 2}`,
+      POIMEN_STACK_TEMPORAL_DYNAMIC_CONFIG: `limit.blobSize.error=${BLOB_LIMIT_BYTES} limit.blobSize.warn=${BLOB_LIMIT_BYTES / 2} frontend.searchAttributesSizeOfValueLimit=${SA_VALUE_LIMIT_BYTES}`,
     }),
   );
   await small.startService('temporal');
@@ -74,6 +78,25 @@ test('a start refused with INVALID_ARGUMENT is dead-lettered with the reason, an
   expect(dlq[0]).toMatchObject({ type: 'malformed_dispatch', dispatch_key: 'too-big' });
   expect(dlq[0]!.error).toMatch(/Temporal refused the start \(INVALID_ARGUMENT\)/);
   expect(h.api.requestsFor('too-big')).toHaveLength(0);
+  await h.expectCommittedAtLogEnd();
+});
+
+test('a search attribute value over the namespace’s size limit is this record’s refusal: dead-lettered, the rest relayed', async () => {
+  h = await createHarness({ temporalAddress: small!.services.temporal.address });
+  await h.startWorker();
+  await h.startIngester();
+  const ref = 'r'.repeat(2 * SA_VALUE_LIMIT_BYTES);
+  await h.publish(JSON.stringify({ workflow_ref: ref, input: {}, goal_id: null, dispatch_key: 'long-ref' }));
+  await h.publish(h.dispatchValue('behind'));
+  const handle = h.client.workflow.getHandle(h.wfId('behind'));
+  await waitFor(() => handle.describe().then((d) => d.status.name === 'COMPLETED'), {
+    timeoutMs: 60_000,
+    what: 'the record behind to be relayed',
+  });
+  const dlq = await h.readDlq(1);
+  expect(dlq).toHaveLength(1);
+  expect(dlq[0]).toMatchObject({ type: 'malformed_dispatch', dispatch_key: 'long-ref' });
+  expect(dlq[0]!.error).toMatch(/INVALID_ARGUMENT\): search attribute WorkflowRef value size \d+ exceeds/);
   await h.expectCommittedAtLogEnd();
 });
 
