@@ -46,7 +46,7 @@ function newClient(options: KafkaJsConfig): Kafka {
 /** The one place a kafkajs client is built from configuration (brokers, TLS, SASL, logging, codecs). */
 export function createKafka(cfg: KafkaConfig, logger: Logger, overrides: Partial<KafkaJsConfig> = {}): Kafka {
   // Tenants' producers compress with snappy, lz4 or zstd; kafkajs alone reads only gzip.
-  registerKafkaCodecs();
+  registerKafkaCodecs(cfg.decodedBatchMaxBytes);
   return newClient({
     clientId: cfg.clientId,
     brokers: cfg.brokers,

@@ -3,10 +3,22 @@
  * with a KafkaCodecError (the hold path of an undecodable batch) without producing the output: the process's
  * peak resident memory grows by far less than the bomb would take.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import zlib from 'node:zlib';
+import { CompressionCodecs } from 'kafkajs';
 import { compressFrameSync } from 'lz4-napi';
 import { compressSync as snappyCompressSync } from 'snappy';
-import { type CodecName, KafkaCodecError, kafkaCodec } from '../../src/kafka/codecs';
+import { loadRelayConfig } from '../../src/config';
+import {
+  CODEC_TYPES,
+  type CodecName,
+  DEFAULT_DECODED_BATCH_MAX_BYTES,
+  KafkaCodecError,
+  kafkaCodec,
+  registerKafkaCodecs,
+} from '../../src/kafka/codecs';
+import { lz4DecodedBound, zstdDecodedBound } from '../../src/kafka/decodedSize';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -92,5 +104,61 @@ describe('decompression bombs', () => {
       codec: 'snappy',
       reason: expect.stringMatching(/decodes to more than \d+ bytes/),
     });
+  });
+});
+
+describe('the decoded batch cap', () => {
+  const FIXTURES = path.join(__dirname, '..', 'fixtures', 'codecs');
+  const javaBody = (name: CodecName) => fs.readFileSync(path.join(FIXTURES, `java-${name}.bin`));
+
+  test('is derived from the fetch and record bounds: four fetches, or two of the largest records', () => {
+    const base = { KAFKA_BROKERS: 'k:9092' };
+    const cap = (env: Record<string, string>) =>
+      loadRelayConfig('ingester', { ...base, ...env }).kafka.decodedBatchMaxBytes;
+    expect(cap({})).toBe(DEFAULT_DECODED_BATCH_MAX_BYTES);
+    expect(DEFAULT_DECODED_BATCH_MAX_BYTES).toBe(4 * 8 * MiB);
+    expect(cap({ POIMEN_KAFKA_FETCH_MAX_BYTES: String(2 * MiB) })).toBe(8 * MiB);
+    expect(cap({ POIMEN_KAFKA_FETCH_MAX_BYTES: String(2 * MiB), DISPATCH_MAX_BYTES: String(50 * MiB) })).toBe(
+      100 * MiB,
+    );
+  });
+
+  test.each([
+    ['gzip', (plain: Buffer) => plain.length],
+    ['snappy', (plain: Buffer) => plain.length],
+    ['lz4', (_: Buffer, body: Buffer) => lz4DecodedBound(body)],
+    ['zstd', (_: Buffer, body: Buffer) => zstdDecodedBound(body)],
+  ] as [CodecName, (plain: Buffer, body: Buffer) => number][])(
+    '%s: a body whose decoded size (or framing bound) is the cap decodes; a cap one byte less refuses it',
+    async (name, size) => {
+      const body = javaBody(name);
+      const plain = await kafkaCodec(name).decompress(body);
+      const cap = size(plain, body);
+      expect((await kafkaCodec(name, cap).decompress(body)).equals(plain)).toBe(true);
+      await expect(kafkaCodec(name, cap - 1).decompress(body)).rejects.toThrow(
+        new RegExp(`decodes to more than ${cap - 1} bytes`),
+      );
+    },
+  );
+
+  test('the framing bounds of the Java bodies exceed what they decode to by less than one block', async () => {
+    for (const [name, bound, block] of [
+      ['lz4', lz4DecodedBound, 64 * 1024],
+      ['zstd', zstdDecodedBound, 128 * 1024],
+    ] as const) {
+      const plain = await kafkaCodec(name).decompress(javaBody(name));
+      expect(bound(javaBody(name))).toBeGreaterThanOrEqual(plain.length);
+      expect(bound(javaBody(name))).toBeLessThan(plain.length + block);
+    }
+  });
+
+  test('registration sets the process cap that the registered codecs apply', async () => {
+    registerKafkaCodecs(1024);
+    try {
+      const codec = CompressionCodecs[CODEC_TYPES.zstd]() as ReturnType<typeof kafkaCodec>;
+      await expect(codec.decompress(javaBody('zstd'))).rejects.toThrow(/decodes to more than 1024 bytes/);
+    } finally {
+      registerKafkaCodecs(DEFAULT_DECODED_BATCH_MAX_BYTES);
+    }
   });
 });
