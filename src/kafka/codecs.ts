@@ -46,6 +46,8 @@ export interface KafkaCodec {
 export class KafkaCodecError extends Error {
   override readonly name = 'KafkaCodecError';
   readonly retriable = false;
+  /** The batches of the failed fetch that cannot be decoded, by partition (kafka/fetchAttribution.ts). */
+  located?: LocatedBatch[];
   constructor(
     readonly codec: CodecName,
     readonly compressedBytes: number,
@@ -53,6 +55,16 @@ export class KafkaCodecError extends Error {
   ) {
     super(`could not decode a ${codec}-compressed record batch (${compressedBytes} bytes): ${reason}`);
   }
+}
+
+/** Where a record batch that cannot be decoded starts, and why it cannot be. */
+export interface LocatedBatch {
+  topic: string;
+  partition: number;
+  /** The batch's base offset. */
+  offset: string;
+  codec: CodecName;
+  reason: string;
 }
 
 /** The KafkaCodecError behind an error kafkajs reports (it wraps errors in `cause` chains), if any. */
