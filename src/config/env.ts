@@ -45,6 +45,8 @@ export interface KafkaConfig {
   /** PEM file of the CA(s) that sign the brokers' certificates (KAFKA_SSL_CA); else the system roots. */
   sslCaPath?: string;
   sasl?: { mechanism: 'plain' | 'scram-sha-256' | 'scram-sha-512'; username: string; password: string };
+  /** The most bytes one record batch may decode to; a batch past it is held as undecodable (kafka/codecs.ts). */
+  decodedBatchMaxBytes?: number;
 }
 
 /** The contract's names, and Temporal's own (temporalEnv.ts). */
@@ -249,6 +251,8 @@ export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig
   if (runsApiCa && !runsApiUrl.startsWith('https://')) {
     throw new ConfigError('RUNS_API_CA', 'is set but RUNS_API_URL is not https://');
   }
+  const fetchMaxBytes = read(env, 'POIMEN_KAFKA_FETCH_MAX_BYTES', intIn(1024, 1024 ** 3), 8 * 1024 * 1024);
+  const dispatchMaxBytes = read(env, 'DISPATCH_MAX_BYTES', intIn(1, 100 * 1024 * 1024), 1024 * 1024);
   return {
     kafka: {
       brokers,
@@ -258,6 +262,8 @@ export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig
       ssl: kafkaSsl ?? Boolean(kafkaSslCa),
       ...(kafkaSslCa ? { sslCaPath: kafkaSslCa } : {}),
       ...(sasl ? { sasl } : {}),
+      // Four fetches' worth of bytes, or two of the largest accepted records: 32 MiB by default (contract §2).
+      decodedBatchMaxBytes: Math.max(4 * fetchMaxBytes, 2 * dispatchMaxBytes),
     },
     dispatchTopicPattern: read(
       env,
@@ -265,7 +271,7 @@ export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig
       regex,
       new RegExp(DEFAULT_DISPATCH_TOPIC_PATTERN),
     ),
-    dispatchMaxBytes: read(env, 'DISPATCH_MAX_BYTES', intIn(1, 100 * 1024 * 1024), 1024 * 1024),
+    dispatchMaxBytes,
     temporal: withTemporalEnvConfig(env, PEM_CHECKS, {
       address: read(env, 'TEMPORAL_ADDRESS', hostPort, '127.0.0.1:7233'),
       namespace: read(env, 'TEMPORAL_NAMESPACE', nonEmpty, 'default'),
@@ -300,7 +306,7 @@ export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig
       commitEveryRecords: read(env, 'POIMEN_INGEST_COMMIT_EVERY', intIn(1, 1_000_000), 200),
       dlqRefreshMs: read(env, 'POIMEN_DLQ_REFRESH_MS', intIn(100, 3_600_000), 30_000),
       startTimeoutMs: read(env, 'POIMEN_TEMPORAL_START_TIMEOUT_MS', intIn(100, 600_000), 10_000),
-      fetchMaxBytes: read(env, 'POIMEN_KAFKA_FETCH_MAX_BYTES', intIn(1024, 1024 ** 3), 8 * 1024 * 1024),
+      fetchMaxBytes,
       fetchMaxBytesPerPartition: read(
         env,
         'POIMEN_KAFKA_FETCH_MAX_BYTES_PER_PARTITION',

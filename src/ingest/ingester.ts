@@ -269,7 +269,7 @@ export class Ingester {
       .then(async () => {
         if (this.stopping) return;
         await this.stopConsumer();
-        const found = await this.undecodable.find(this.subscribed);
+        const found = await this.undecodable.find(this.subscribed, codecErrorIn(err)?.located);
         // Nothing new found (the batch is gone, or the probe missed it): an ordinary restart with backoff.
         if (found === 0) throw err;
         this.problem = undefined;

@@ -1,14 +1,17 @@
 /**
  * Partitions held at a record batch the ingester cannot decode (a corrupt compressed body). kafkajs decodes a
  * broker's whole fetch response at once, so one such batch fails the fetch of every partition on that broker —
- * every tenant's — and its crash does not name the partition. After such a crash the ingester finds the
- * partitions (kafka/decodeProbe.ts reads each one alone), holds them paused, and consumes the others again.
+ * every tenant's. The crash's error names the partitions and offsets of the batches that fail
+ * (kafka/fetchAttribution.ts decodes the failed response again partition by partition); the ingester holds
+ * those paused and consumes the others again after one rejoin. Only for a fetch it could not walk (a legacy
+ * message format) does it probe the partitions (kafka/decodeProbe.ts reads each one alone).
  *
  * A held partition loses nothing: its committed offset stays before the batch, the gauge
  * `poimen_ingest_undecodable_partitions` is 1, and one error line names topic, partition, offset and codec. An
  * operator decides (docs/operations.md): fix the producer and move the group past the batch with
  * `kafka-consumer-groups --reset-offsets`, then restart the ingesters (the hold lives in each process).
  */
+import type { LocatedBatch } from '../kafka/codecs';
 import { groupPositions } from '../kafka/offsets';
 import type { KafkaAdmin, KafkaClient } from '../kafka/port';
 import type { Logger } from '../logger';
@@ -26,23 +29,35 @@ export class UndecodablePartitions {
     private readonly logger: Logger,
   ) {}
 
-  /** Probes the topics' partitions (not already held) from the group's position; returns how many it newly holds. */
-  async find(topics: string[]): Promise<number> {
+  /**
+   * Holds the partitions of the batches a failed fetch named (kafka/fetchAttribution.ts), or, when it named
+   * none (a legacy message format), probes the topics' partitions not already held from the group's position.
+   * Returns how many partitions it newly holds.
+   */
+  async find(topics: string[], located?: LocatedBatch[]): Promise<number> {
+    if (located && located.length > 0) return this.hold(located);
     const targets: ProbeTarget[] = [];
     for (const p of await groupPositions(this.admin, this.groupId, topics)) {
       if (this.held.has(`${p.topic}/${p.partition}`)) continue;
       targets.push({ topic: p.topic, partition: p.partition, offset: String(p.committed ?? p.low) });
     }
-    const found = await findUndecodableBatches(this.kafka, targets);
-    for (const u of found) {
-      this.held.set(`${u.topic}/${u.partition}`, u);
+    return this.hold(await findUndecodableBatches(this.kafka, targets));
+  }
+
+  private hold(batches: UndecodableBatch[]): number {
+    let added = 0;
+    for (const u of batches) {
+      const key = `${u.topic}/${u.partition}`;
+      if (this.held.has(key)) continue;
+      added++;
+      this.held.set(key, u);
       this.metrics.undecodablePartitions.set({ topic: u.topic, partition: String(u.partition) }, 1);
       this.logger.error(
         { topic: u.topic, partition: u.partition, offset: u.offset, codec: u.codec, reason: u.reason },
         `${u.topic}[${u.partition}] held at offset ${u.offset}: could not decode a ${u.codec}-compressed record batch (${u.reason}); this partition waits, the others go on`,
       );
     }
-    return found.length;
+    return added;
   }
 
   /** The held partitions among an assignment, as kafkajs's pause() takes them. */

@@ -3,6 +3,7 @@ import { Kafka, type KafkaConfig as KafkaJsConfig, logLevel, type LogEntry, type
 import type { KafkaConfig } from '../config';
 import type { Logger } from '../logger';
 import { registerKafkaCodecs } from './codecs';
+import { attributeFetchDecodeErrors } from './fetchAttribution';
 import { RepeatThrottle, repeatKey } from './logThrottle';
 
 /**
@@ -46,7 +47,9 @@ function newClient(options: KafkaJsConfig): Kafka {
 /** The one place a kafkajs client is built from configuration (brokers, TLS, SASL, logging, codecs). */
 export function createKafka(cfg: KafkaConfig, logger: Logger, overrides: Partial<KafkaJsConfig> = {}): Kafka {
   // Tenants' producers compress with snappy, lz4 or zstd; kafkajs alone reads only gzip.
-  registerKafkaCodecs();
+  registerKafkaCodecs(cfg.decodedBatchMaxBytes);
+  // A batch that cannot be decoded is named by its partition, which kafkajs's own error does not say.
+  attributeFetchDecodeErrors();
   return newClient({
     clientId: cfg.clientId,
     brokers: cfg.brokers,

@@ -14,13 +14,20 @@
  * - gzip: Node's zlib, as kafkajs does, registered here too so that every codec fails the same way.
  *
  * kafkajs keeps codecs in one module-level table, so registering once per process serves every client.
+ *
+ * Decoding is bounded: a body that would decode to more than the process's cap (`decodedBatchMaxBytes`, derived
+ * from the fetch and record bounds in config/env.ts) is refused as undecodable before its output exists — gzip
+ * stops at the cap (zlib's `maxOutputLength`), the other codecs are measured from their framing first
+ * (kafka/decodedSize.ts). A decompression bomb is thus held like any batch the relay cannot decode.
  */
 import { promisify } from 'node:util';
+import buffer from 'node:buffer';
 import zlib from 'node:zlib';
 import { CompressionCodecs, CompressionTypes } from 'kafkajs';
 import { compressFrame, decompressFrame } from 'lz4-napi';
 import { compress as zstdCompress, decompress as zstdDecompress } from '@mongodb-js/zstd';
 import { compress as snappyCompress, uncompress as snappyUncompress } from 'snappy';
+import { lz4DecodedBound, snappyBlockSize, zstdDecodedBound } from './decodedSize';
 
 export type CodecName = 'gzip' | 'snappy' | 'lz4' | 'zstd';
 
@@ -39,6 +46,8 @@ export interface KafkaCodec {
 export class KafkaCodecError extends Error {
   override readonly name = 'KafkaCodecError';
   readonly retriable = false;
+  /** The batches of the failed fetch that cannot be decoded, by partition (kafka/fetchAttribution.ts). */
+  located?: LocatedBatch[];
   constructor(
     readonly codec: CodecName,
     readonly compressedBytes: number,
@@ -46,6 +55,16 @@ export class KafkaCodecError extends Error {
   ) {
     super(`could not decode a ${codec}-compressed record batch (${compressedBytes} bytes): ${reason}`);
   }
+}
+
+/** Where a record batch that cannot be decoded starts, and why it cannot be. */
+export interface LocatedBatch {
+  topic: string;
+  partition: number;
+  /** The batch's base offset. */
+  offset: string;
+  codec: CodecName;
+  reason: string;
 }
 
 /** The KafkaCodecError behind an error kafkajs reports (it wraps errors in `cause` chains), if any. */
@@ -69,12 +88,25 @@ async function snappyBlock(block: Buffer): Promise<Buffer> {
   return (await snappyUncompress(block, { asBuffer: true })) as Buffer;
 }
 
+/** A body that would decode past the cap: refused before its output exists. */
+class DecodedTooLarge extends Error {
+  constructor(bound: number, maxBytes: number) {
+    super(`decodes to more than ${maxBytes} bytes (${bound} by its framing), the decoded batch cap`);
+  }
+}
+
+function capped(bound: number, maxBytes: number): void {
+  if (bound > maxBytes) throw new DecodedTooLarge(bound, maxBytes);
+}
+
 /** Raw snappy block (librdkafka) or snappy-java's xerial framing (the Java client). */
-export async function snappyDecode(body: Buffer): Promise<Buffer> {
+export async function snappyDecode(body: Buffer, maxBytes = Infinity): Promise<Buffer> {
   if (body.length < XERIAL_HEADER_BYTES || !body.subarray(0, XERIAL_MAGIC.length).equals(XERIAL_MAGIC)) {
+    capped(snappyBlockSize(body), maxBytes);
     return snappyBlock(body);
   }
-  const chunks: Promise<Buffer>[] = [];
+  const blocks: Buffer[] = [];
+  let decoded = 0;
   for (let offset = XERIAL_HEADER_BYTES; offset < body.length;) {
     if (offset + 4 > body.length) throw new Error(`truncated xerial chunk length at byte ${offset}`);
     const length = body.readUInt32BE(offset);
@@ -82,30 +114,59 @@ export async function snappyDecode(body: Buffer): Promise<Buffer> {
     if (offset + length > body.length) {
       throw new Error(`xerial chunk of ${length} bytes at byte ${offset} runs past the batch end`);
     }
-    chunks.push(snappyBlock(body.subarray(offset, offset + length)));
+    const block = body.subarray(offset, offset + length);
+    decoded += snappyBlockSize(block);
+    blocks.push(block);
     offset += length;
   }
-  return Buffer.concat(await Promise.all(chunks));
+  capped(decoded, maxBytes);
+  return Buffer.concat(await Promise.all(blocks.map(snappyBlock)));
 }
 
 const implementations: Record<
   CodecName,
-  { encode(b: Buffer): Promise<Buffer>; decode(b: Buffer): Promise<Buffer> }
+  { encode(b: Buffer): Promise<Buffer>; decode(b: Buffer, maxBytes: number): Promise<Buffer> }
 > = {
-  gzip: { encode: (b) => gzip(b), decode: (b) => unzip(b) },
+  gzip: {
+    encode: (b) => gzip(b),
+    async decode(b, maxBytes) {
+      try {
+        return await unzip(b, { maxOutputLength: Math.min(maxBytes, buffer.constants.MAX_LENGTH) });
+      } catch (err) {
+        if ((err as { code?: unknown }).code === 'ERR_BUFFER_TOO_LARGE') {
+          throw new DecodedTooLarge(maxBytes + 1, maxBytes);
+        }
+        throw err;
+      }
+    },
+  },
   snappy: { encode: (b) => snappyCompress(b), decode: snappyDecode },
-  lz4: { encode: (b) => compressFrame(b), decode: (b) => decompressFrame(b) },
-  zstd: { encode: (b) => zstdCompress(b, 3), decode: (b) => zstdDecompress(b) },
+  lz4: {
+    encode: (b) => compressFrame(b),
+    decode: (b, maxBytes) => (capped(lz4DecodedBound(b), maxBytes), decompressFrame(b)),
+  },
+  zstd: {
+    encode: (b) => zstdCompress(b, 3),
+    decode: (b, maxBytes) => (capped(zstdDecodedBound(b), maxBytes), zstdDecompress(b)),
+  },
 };
 
-/** The kafkajs codec for one compression type; decode failures become KafkaCodecError. */
-export function kafkaCodec(name: CodecName): KafkaCodec {
+/** The decoded batch cap when none is configured: that of the default fetch and record bounds. */
+export const DEFAULT_DECODED_BATCH_MAX_BYTES = 32 * 1024 * 1024;
+
+let decodedBatchMaxBytes = DEFAULT_DECODED_BATCH_MAX_BYTES;
+
+/**
+ * The kafkajs codec for one compression type; decode failures, and bodies that would decode to more than
+ * `maxDecodedBytes` (by default the process's cap), become KafkaCodecError.
+ */
+export function kafkaCodec(name: CodecName, maxDecodedBytes?: number): KafkaCodec {
   const impl = implementations[name];
   return {
     compress: (encoder) => impl.encode(encoder.buffer),
     async decompress(buffer) {
       try {
-        return await impl.decode(buffer);
+        return await impl.decode(buffer, maxDecodedBytes ?? decodedBatchMaxBytes);
       } catch (err) {
         // Duck-typed: errors from another realm (a test sandbox) are not `instanceof Error`.
         const reason = (err as { message?: unknown } | null)?.message;
@@ -124,8 +185,12 @@ export const CODEC_TYPES = {
 
 let registered = false;
 
-/** Registers every codec with kafkajs; idempotent. Called by the one client factory (createKafka). */
-export function registerKafkaCodecs(): void {
+/**
+ * Registers every codec with kafkajs; idempotent. Called by the one client factory (createKafka), with the
+ * configured decoded batch cap when there is one (one per process: the last configured applies).
+ */
+export function registerKafkaCodecs(maxDecodedBytes?: number): void {
+  if (maxDecodedBytes !== undefined) decodedBatchMaxBytes = maxDecodedBytes;
   if (registered) return;
   registered = true;
   for (const name of Object.keys(CODEC_TYPES) as CodecName[]) {

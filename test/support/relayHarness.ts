@@ -66,6 +66,8 @@ export async function createHarness(
     tenants?: number;
     /** Another Temporal server than the stack's (e.g. one started with other dynamic config). */
     temporalAddress?: string;
+    /** Other Kafka brokers than the stack's (e.g. a dedicated broker with other settings). */
+    kafkaBrokers?: string[];
   } = {},
 ): Promise<Harness> {
   const services = testServices();
@@ -73,9 +75,10 @@ export async function createHarness(
   const prefix = uniqueTenant();
   const tenant = opts.tenant ?? (count > 1 ? `${prefix}x0` : prefix);
   const tenants = [tenant, ...Array.from({ length: count - 1 }, (_, i) => `${prefix}x${i + 1}`)];
+  const kafkaBrokers = opts.kafkaBrokers ?? services.kafkaBrokers;
   const kafka = new Kafka({
     clientId: 'it-harness',
-    brokers: services.kafkaBrokers,
+    brokers: kafkaBrokers,
     logLevel: logLevel.NOTHING,
   });
   const admin = kafka.admin();
@@ -100,7 +103,11 @@ export async function createHarness(
     groupId,
     taskQueue,
     runsApiUrl: api.url,
-    extra: { ...(opts.temporalAddress ? { TEMPORAL_ADDRESS: temporalAddress } : {}), ...opts.env },
+    extra: {
+      ...(opts.temporalAddress ? { TEMPORAL_ADDRESS: temporalAddress } : {}),
+      ...(opts.kafkaBrokers ? { KAFKA_BROKERS: kafkaBrokers.join(',') } : {}),
+      ...opts.env,
+    },
   });
   const processes: RelayProcess[] = [];
   const dlqConsumers: { disconnect(): Promise<void> }[] = [];

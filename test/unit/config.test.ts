@@ -101,6 +101,7 @@ describe('configuration (contract §8)', () => {
       groupId: 'g',
       ssl: true,
       sasl: { mechanism: 'scram-sha-512', username: 'u', password: 'p' },
+      decodedBatchMaxBytes: 32 * 1024 * 1024,
     });
     expect(cfg.temporal).toEqual({
       address: 'temporal:7233',
