@@ -31,6 +31,12 @@ function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
   });
 }
 
+/** What a `dispatch_failure` id is derived from: the dispatch (its workflow id) and its source record. */
+export function failureSeed(input: Pick<DeadLetterInput, 'workflowId' | 'source'>): string {
+  const s = input.source;
+  return `${input.workflowId}/${s.topic}/${s.partition}/${s.offset}/${s.timestamp}`;
+}
+
 export function createDeadLetter(deps: ActivityDeps) {
   const target = `${deps.runsApi.url}/v1/runs`;
   const redact = secretRedactor(deps.runsApi.token);
@@ -106,8 +112,9 @@ export function createDeadLetter(deps: ActivityDeps) {
       a.error === null ? a : { ...a, error: attemptError(redact(a.error)) },
     );
     const record = buildDlqRecord({
-      // Derived from the execution, so a retried `deadLetter` activity writes the same id again.
-      id: dlqRecordId(`${input.workflowId}/${input.workflowRunId}`),
+      // The dispatch and the record that asked for this run (contract §6): a retried `deadLetter` activity, or
+      // another run of the same record, writes the same id again; a replay is a new record, so a new dead letter.
+      id: dlqRecordId(failureSeed(input)),
       timestamp: Date.now(),
       type: 'dispatch_failure',
       tenant: input.tenant,

@@ -9,6 +9,9 @@
  * and the group's lag would stay above zero until some later rebalance. Their second pass is absorbed (their
  * workflows exist) and commits them.
  *
+ * While the group rebalances (a rejoin asked: generation.ts) the batch still commits what finished, but does not
+ * retry a failed commit: the rebalance waits for this member, and the next owner's redelivery is absorbed.
+ *
  * Each commit is one attempt (the batch payload's commitOffsetsIfNecessary), never kafkajs's retrying
  * consumer.commitOffsets: a retry loop left running by a generation that ended would send the old offset again
  * once kafkajs had rejoined, under the new generation, and move the group's offset back.
@@ -112,11 +115,11 @@ export class BatchCommits {
           this.o.log.debug({ err, offset: next }, 'offset commit failed; the next one covers it');
           return;
         }
-        if (!this.o.keepTrying()) {
-          // The consumer is leaving: the next owner gets these records again, which Temporal absorbs.
+        if (!this.o.keepTrying() || this.o.generation.closing) {
+          // The consumer is leaving or rejoining: the next owner gets these records again, which Temporal absorbs.
           this.o.log.warn(
             { err, offset: next },
-            'offset commit failed while stopping; records will be redelivered',
+            'offset commit failed while leaving or rejoining the group; records will be redelivered',
           );
           return;
         }
@@ -129,6 +132,8 @@ export class BatchCommits {
           return;
         }
         await this.o.generation.sleep(delayMs);
+        // Asked to rejoin (or over) meanwhile: no further attempt; the records' next owner gets them again.
+        if (this.o.generation.closing) return;
       }
     }
   }

@@ -10,9 +10,10 @@
  *   record unresolved; after a backoff the partition is resumed and the record fetched again
  *   (pausedPartitions.ts). No handler waits out an outage, so no partition holds up the others of its broker's
  *   fetch; no error escapes the handler, so kafkajs never restarts the consumer into a crash loop.
- * - A heartbeat or commit answered "your group generation is over" (a rebalance, a coordinator that moved) ends
- *   every batch of that generation and goes back to kafkajs, which rejoins (generation.ts); until it has, the
- *   process is not ready.
+ * - A heartbeat or commit answered "your group generation is over" (a coordinator that moved, a group gone on
+ *   without this member) ends every batch of that generation and goes back to kafkajs, which rejoins; a heartbeat
+ *   answered "rebalancing" does the same after the batches commit what finished (generation.ts). Until kafkajs
+ *   has rejoined, the process is not ready.
  * - A consumer that crashes for good (kafkajs gives up on a non-retriable error, e.g. a revoked ACL) is
  *   restarted here with backoff; until it runs again the process is not ready and says why. After a batch that
  *   cannot be decoded, its partition is held (undecodable.ts) and the others consumed again.
@@ -24,7 +25,7 @@ import type { ConsumedBatch, KafkaClient, KafkaConsumer, KafkaRecord } from '../
 import type { RelayConfig } from '../config';
 import { tenantFromTopic } from '../contract';
 import { ConfigError } from '../errors';
-import { groupGenerationOver, kafkaAccessProblem } from '../kafka/errors';
+import { groupGenerationOver, groupRebalancing, kafkaAccessProblem } from '../kafka/errors';
 import { codecErrorIn } from '../kafka/codecs';
 import type { Logger } from '../logger';
 import type { RelayMetrics } from '../metrics';
@@ -330,11 +331,22 @@ export class Ingester {
       lastCommitBudgetMs: LAST_COMMIT_BUDGET_MS,
       log,
     });
-    const beat = setInterval(() => void heartbeat().catch((err: unknown) => ends(err)), 3000);
+    /** A heartbeat's answer: "rebalancing" asks this member to rejoin soon, its commits still count (generation.ts). */
+    const heard = (err: unknown): void => {
+      const rebalancing = groupRebalancing(err);
+      if (!rebalancing) return void ends(err);
+      if (generation.askRejoin(rebalancing) && generation === this.generation && current()) {
+        log.info(
+          { err: rebalancing },
+          'the consumer group is rebalancing; committing what finished, then rejoining',
+        );
+      }
+    };
+    const beat = setInterval(() => void heartbeat().catch(heard), 3000);
     const tasks: Promise<void>[] = [];
     // A failed record ends the batch: what follows it is fetched again once the partition is resumed.
     let failed = false;
-    const goOn = () => isRunning() && !isStale() && current() && !failed && !generation.over;
+    const goOn = () => isRunning() && !isStale() && current() && !failed && !generation.closing;
     // kafkajs fetches a broker's partitions again only once every batch of its last fetch is done, so a tenant's
     // long batch would hold every other tenant's fresh records back until it ends. A batch therefore takes its
     // turn: once it has taken at least a full in-flight bound of records and its turn has lasted batchSliceMs
@@ -370,8 +382,9 @@ export class Ingester {
       // The records in flight finish either way: their starts are durable, a redelivery of them is absorbed.
       await Promise.all(tasks);
       await commits.finish();
-      // kafkajs rejoins when a batch handler throws one of these (its runner's rebalance path, not a crash). Not
-      // while this consumer is being stopped or replaced: a rejoin then would only delay its leaving.
+      // kafkajs rejoins when a batch handler throws one of these (its runner's rebalance path, not a crash), after
+      // the commits above when the group is only rebalancing. Not while this consumer is being stopped or
+      // replaced: a rejoin then would only delay its leaving.
       if (generation.endedByError && current()) throw generation.endedByError;
     } finally {
       clearInterval(beat);

@@ -20,6 +20,7 @@ import { sourceRecordDlqId } from '../contract';
 import type { DlqPublisher } from '../kafka/dlqPublisher';
 import { type Logger, recordFields } from '../logger';
 import { SEARCH_ATTRIBUTE_KEYS } from '../temporal/searchAttributes';
+import { runsAgain } from './failedRun';
 import { dispatchDetails, dispatchSummary } from './startMetadata';
 import { namespaceRefusal, startRefusal } from '../temporal/startRefusal';
 import { SpanKind, inSpan, recordContext } from '../tracing/tracing';
@@ -62,9 +63,10 @@ export function dispatchStartOptions(
     taskQueue,
     workflowId: workflowId(tenant, dispatch.dispatch_key),
     args: [input] as [DispatchInput],
-    // A completed dispatch never runs twice; a failed (dead-lettered) one may run anew on replay;
-    // a redelivery while it runs attaches to the running execution.
-    workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY' as const,
+    // A closed dispatch is not started again by this start: a completed one never runs twice, and a failed
+    // (dead-lettered) one runs anew only for a newer record, such as a replay (./failedRun.ts, then
+    // FAILED_RUN_REUSE_POLICY); a redelivery while it runs attaches to the running execution.
+    workflowIdReusePolicy: 'REJECT_DUPLICATE' as 'REJECT_DUPLICATE' | typeof FAILED_RUN_REUSE_POLICY,
     workflowIdConflictPolicy: 'USE_EXISTING' as const,
     // Temporal's task queue fairness: each tenant's backlog is served in turns with the others' (weighted by
     // POIMEN_TENANT_WEIGHTS) instead of first come, first served; the call's activity inherits it. A server
@@ -85,6 +87,9 @@ export function dispatchStartOptions(
     },
   };
 }
+
+/** The start that runs a failed dispatch anew, for a record newer than the one that started its run. */
+const FAILED_RUN_REUSE_POLICY = 'ALLOW_DUPLICATE_FAILED_ONLY' as const;
 
 /**
  * The most the input's JSON text grows when encoded as a JSON string inside the workflow input: each `"`, `\\`
@@ -236,9 +241,17 @@ async function handleRecordInSpan(
   const options = dispatchStartOptions(ctx.taskQueue, input, ctx.tenantWeights);
   const facts = { tenant, dispatchKey: dispatch.dispatch_key, workflowId: options.workflowId, traceparent };
   try {
-    const handle = await ctx.client.connection.withDeadline(Date.now() + ctx.startTimeoutMs, () =>
-      ctx.client.workflow.start(WORKFLOW_TYPE, options),
-    );
+    const start = (o: typeof options) =>
+      ctx.client.connection.withDeadline(Date.now() + ctx.startTimeoutMs, () =>
+        ctx.client.workflow.start(WORKFLOW_TYPE, o),
+      );
+    const handle = await start(options).catch(async (err: unknown) => {
+      // The dispatch's newest run is closed: refused again (a duplicate) unless this record runs it anew.
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+      if (!(await runsAgain(ctx.client, options.workflowId, source, Date.now() + ctx.startTimeoutMs)))
+        throw err;
+      return start({ ...options, workflowIdReusePolicy: FAILED_RUN_REUSE_POLICY });
+    });
     onStarted?.(options.workflowId, handle.firstExecutionRunId);
     // Also when the start joined a running execution (USE_EXISTING): the run id says which one.
     log?.debug(
@@ -254,7 +267,7 @@ async function handleRecordInSpan(
     if (err instanceof WorkflowExecutionAlreadyStartedError) {
       log?.debug(
         { ...recordFields(facts), offset: message.offset, outcome: 'duplicate' },
-        'record already started: its workflow completed',
+        'record already handled: its dispatch completed, or failed for this record or an earlier one',
       );
       return 'duplicate';
     }

@@ -108,7 +108,9 @@ export function classifyKafkaError(err: unknown, cfg: KafkaConfig): unknown {
 
 /**
  * Group-coordinator answers that mean this member's generation is over: the coordinator moved to another broker
- * (NOT_COORDINATOR), the group is rebalancing, or it has already moved on without this member. kafkajs's own
+ * (NOT_COORDINATOR), or the group has already moved on without this member. A commit answered
+ * REBALANCE_IN_PROGRESS is one too: the coordinator gives that answer to a commit only once the group's join
+ * phase has completed (CompletingRebalance), when no commit of this generation is taken any more. kafkajs's own
  * answer to each is to rejoin the group, which its consumer does only when the error reaches it from a fetch,
  * a heartbeat or a batch handler; a handler that swallowed it would go on with a generation nobody honours.
  */
@@ -126,5 +128,16 @@ const GROUP_GENERATION_OVER = new Set([
  */
 export function groupGenerationOver(err: unknown): Error | undefined {
   const link = errorChain(err).find((e) => GROUP_GENERATION_OVER.has(String(e['type'])));
+  return link instanceof Error ? link : undefined;
+}
+
+/**
+ * A heartbeat answered REBALANCE_IN_PROGRESS: the group is preparing a rebalance and waits for its members to
+ * rejoin. The generation still stands until then: the coordinator takes this member's commits of it (and they
+ * keep its session), so what the member finished is committed before it rejoins. Only for a heartbeat's answer:
+ * a commit's is groupGenerationOver's. The error to hand back to kafkajs, or undefined.
+ */
+export function groupRebalancing(heartbeatErr: unknown): Error | undefined {
+  const link = errorChain(heartbeatErr).find((e) => e['type'] === 'REBALANCE_IN_PROGRESS');
   return link instanceof Error ? link : undefined;
 }

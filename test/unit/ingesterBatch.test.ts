@@ -242,7 +242,7 @@ test('a commit answered "not the coordinator" ends the generation: no further re
   expect(ing.readinessDetail()).toMatch(/rejoining consumer group/);
 });
 
-test('a heartbeat answered "rebalancing" ends the batch the same way: the group is not held up until the batch is through', async () => {
+test('a heartbeat answered "rebalancing" stops the batch taking records and hands the answer back to kafkajs, after committing what finished: the coordinator accepts commits of the current generation until the rebalance completes', async () => {
   jest.useFakeTimers({ doNotFake: ['setImmediate', 'nextTick'] });
   try {
     const rebalancing = protocolError(
@@ -280,13 +280,40 @@ test('a heartbeat answered "rebalancing" ends the batch the same way: the group 
     await jest.advanceTimersByTimeAsync(3000);
     starts[1]!.resolve('started');
     expect(await run).toBe(rebalancing);
-    // Nothing after record 1 was started. No commit is sent either: one from a generation that is over can only
-    // fail, and the partition's next owner gets records 0 and 1 again, which Temporal absorbs.
+    // Nothing after record 1 was started, so the group is not held up until the batch is through; records 0 and 1
+    // are committed before the rejoin, so the partition's next owner does not get them again.
     expect(starts).toHaveLength(2);
-    expect(consumer.commitOffsets).not.toHaveBeenCalled();
+    expect(consumer.commits.map((c) => c.offset)).toEqual(['2']);
   } finally {
     jest.useRealTimers();
   }
+});
+
+test('a commit answered "rebalancing" ends the generation: the group has completed its join phase without this batch, so nothing more is committed', async () => {
+  // The coordinator answers a commit REBALANCE_IN_PROGRESS only in CompletingRebalance, when it takes none of it.
+  const rebalancing = protocolError(
+    'REBALANCE_IN_PROGRESS',
+    27,
+    'The group is rebalancing, so a rejoin is needed',
+    false,
+  );
+  handle.mockImplementation(async () => 'started');
+  const { ing } = ingester({ maxInFlight: 1, commitEveryRecords: 1 });
+  const consumer = stubConsumer();
+  consumer.commitOffsets.mockImplementation(async () => {
+    throw rebalancing;
+  });
+  (ing as unknown as { consumer: unknown }).consumer = consumer;
+  const { payload } = batchPayload('poimen.acme.dispatch', 0, [0, 1, 2, 3, 4, 5], consumer);
+  const thrown = await (ing as unknown as { eachBatch(c: unknown, p: EachBatchPayload): Promise<void> })
+    .eachBatch(consumer, payload)
+    .then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+  expect(thrown).toBe(rebalancing);
+  expect(handle.mock.calls.length).toBeLessThanOrEqual(3);
+  expect(consumer.commitOffsets).toHaveBeenCalledTimes(1);
 });
 
 test('a failed commit is not repeated at every record: the next one goes some records on, and covers it', async () => {
@@ -310,7 +337,7 @@ test('a failed commit is not repeated at every record: the next one goes some re
   expect(consumer.commits.map((c) => c.offset)).toEqual(['3', '6', '9', '12']);
 });
 
-test('the batch’s last commit is retried while its generation lasts, and never once it has ended', async () => {
+test('the batch’s last commit is retried while its generation lasts, and no more once the group rebalances', async () => {
   jest.useFakeTimers({ doNotFake: ['setImmediate', 'nextTick'] });
   try {
     const rebalancing = protocolError(
@@ -342,7 +369,7 @@ test('the batch’s last commit is retried while its generation lasts, and never
       );
     await jest.advanceTimersByTimeAsync(60_000);
     expect(await run).toBe(rebalancing);
-    // Attempts at 0, 0.3, 0.9 and 2.1 s; the generation ended at 3 s, before the next (4.5 s) was due.
+    // Attempts at 0, 0.3, 0.9 and 2.1 s; the rebalance began at 3 s: the member rejoins instead of retrying.
     expect(sentAt.map((t) => t - t0)).toEqual([0, 300, 900, 2100]);
   } finally {
     jest.useRealTimers();

@@ -29,6 +29,8 @@ function stubs(startError?: unknown) {
       },
     },
     workflow: {
+      // The newest run, as a start refused with AlreadyStarted finds it: completed, unless a test says otherwise.
+      getHandle: () => ({ describe: async () => ({ status: { name: 'COMPLETED' }, memo: {} }) }),
       start: async (type: string, options: StartCall['options']) => {
         starts.push({ type, options });
         if (startError !== undefined) throw startError;
@@ -89,9 +91,10 @@ describe('startDispatch: one Kafka record to one workflow start', () => {
     expect(type).toBe(WORKFLOW_TYPE);
     expect(options.workflowId).toBe('dispatch:acme:d-1');
     expect(options.taskQueue).toBe('tq-unit');
-    // A redelivery while the dispatch runs attaches; a completed one never runs again; a failed one may.
+    // A redelivery while the dispatch runs attaches; a closed one is not started again by this start (a failed one
+    // runs anew only for a newer record: failedRun.test.ts).
     expect(options.workflowIdConflictPolicy).toBe('USE_EXISTING');
-    expect(options.workflowIdReusePolicy).toBe('ALLOW_DUPLICATE_FAILED_ONLY');
+    expect(options.workflowIdReusePolicy).toBe('REJECT_DUPLICATE');
     const attrs = (options.typedSearchAttributes as { key: { name: string }; value: unknown }[]).map((p) => [
       p.key.name,
       p.value,
@@ -271,7 +274,7 @@ describe('startDispatch: each record’s outcome at debug', () => {
     await handleRecord(ctx, 'acme', TOPIC, 0, message(VALUE), log);
     expect(lines).toEqual([
       expect.objectContaining({
-        msg: 'record already started: its workflow completed',
+        msg: 'record already handled: its dispatch completed, or failed for this record or an earlier one',
         outcome: 'duplicate',
         tenant: 'acme',
         dispatch_key: 'd-1',
