@@ -30,6 +30,14 @@ export class AccessRefusedError extends Error {
 }
 
 /**
+ * Another run holds what this command needs (a DLQ command already working on the tenant's dead letters): it did
+ * nothing, and the message says when to retry.
+ */
+export class BusyError extends Error {
+  override readonly name = 'BusyError';
+}
+
+/**
  * The CLI's exit codes, one per class of failure (docs/operations.md#exit-codes). 1 is "the answer is no"
  * (not found, not ready), never a crash: a bug exits 70 (sysexits' EX_SOFTWARE) with its stack trace.
  */
@@ -40,10 +48,12 @@ export const EXIT = {
   topicsDiffer: 3,
   unreachable: 4,
   accessRefused: 5,
+  busy: 6,
   internal: 70,
 } as const;
 
-type UserFacingError = ConfigError | StackError | NotFoundError | UnreachableError | AccessRefusedError;
+type UserFacingError =
+  ConfigError | StackError | NotFoundError | UnreachableError | AccessRefusedError | BusyError;
 
 /** Errors a CLI prints as one line, without a stack trace. */
 export function isUserFacingError(err: unknown): err is UserFacingError {
@@ -52,7 +62,8 @@ export function isUserFacingError(err: unknown): err is UserFacingError {
     err instanceof StackError ||
     err instanceof NotFoundError ||
     err instanceof UnreachableError ||
-    err instanceof AccessRefusedError
+    err instanceof AccessRefusedError ||
+    err instanceof BusyError
   );
 }
 
@@ -60,6 +71,7 @@ export function exitCodeOf(err: unknown): number {
   if (err instanceof NotFoundError) return EXIT.notFound;
   if (err instanceof UnreachableError) return EXIT.unreachable;
   if (err instanceof AccessRefusedError) return EXIT.accessRefused;
+  if (err instanceof BusyError) return EXIT.busy;
   if (err instanceof ConfigError || err instanceof StackError) return EXIT.usage;
   return EXIT.internal;
 }

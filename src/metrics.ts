@@ -68,7 +68,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean; role?: ProcessRo
     }),
     dlqConsumerLag: new Gauge({
       name: 'dlq_consumer_lag',
-      help: 'Dead-letter records not yet replayed (consumer group poimen-relay-dlq)',
+      help: "Dead-letter records not yet replayed (the tenant's consumer group poimen-relay-dlq.<tenant>)",
       labelNames: ['topic'],
       registers,
     }),

@@ -1,5 +1,6 @@
 /**
- * Secret redaction, in one place: which configuration values are secrets, which log fields pino censors, and how
+ * Secret redaction, in one place: which configuration values and record headers are secrets, which log fields pino
+ * censors, and how
  * the runs API token is taken out of text (answers, failure messages, dead letters) before anything quotes it.
  */
 
@@ -8,6 +9,17 @@ export const REDACTED = '<redacted>';
 /** Environment variables whose values are never echoed, not even in a one-line config error. */
 export function isSecretName(name: string): boolean {
   return /PASSWORD|TOKEN|API_KEY/.test(name);
+}
+
+/**
+ * Kafka record headers that carry a credential, by name (any case): the HTTP ones (Authorization,
+ * Proxy-Authorization, Cookie, Set-Cookie) and any whose name says token, password, secret, credential or API key
+ * (X-Api-Key, X-Auth-Token). A dead letter never keeps them (contract §6).
+ */
+export function isCredentialHeader(name: string): boolean {
+  return /^(proxy-)?authorization$|^(set-)?cookie$|token|passw(or)?d|secret|credential|api[-_]?key/i.test(
+    name,
+  );
 }
 
 /** Log fields pino censors: every place an Authorization value or a credential could sit. */

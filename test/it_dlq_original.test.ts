@@ -28,19 +28,51 @@ function ok(res: CliResult): CliResult {
 async function dispatchRecords(): Promise<
   { key: string | null; value: string; headers: Record<string, string> }[]
 > {
-  const consumer = h.kafka.consumer({ groupId: uniqueName('it-dispatch-reader') });
-  const seen: KafkaMessage[] = [];
-  await consumer.connect();
-  await consumer.subscribe({ topic: topics.dispatch(h.tenant), fromBeginning: true });
-  const [high] = (await h.offsets()).map((p) => p.high);
-  await consumer.run({ eachMessage: async ({ message }) => void seen.push(message) });
-  await waitFor(() => seen.length >= high!, { what: `${high} records of .dispatch` });
-  await consumer.disconnect();
-  return seen.map((m) => ({
+  return (await rawDispatchRecords()).map((m) => ({
     key: m.key?.toString('utf8') ?? null,
     value: m.value?.toString('utf8') ?? '',
     headers: Object.fromEntries(Object.entries(m.headers ?? {}).map(([k, v]) => [k, String(v)])),
   }));
+}
+
+/** Every record of a topic of one partition (default: the tenant's .dispatch), as kafkajs gives it. */
+async function rawDispatchRecords(topic = topics.dispatch(h.tenant)): Promise<KafkaMessage[]> {
+  const consumer = h.kafka.consumer({ groupId: uniqueName('it-dispatch-reader') });
+  const seen: KafkaMessage[] = [];
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  const admin = h.kafka.admin();
+  await admin.connect();
+  const [high] = (await admin.fetchTopicOffsets(topic).finally(() => admin.disconnect())).map((p) =>
+    Number(p.high),
+  );
+  await consumer.run({ eachMessage: async ({ message }) => void seen.push(message) });
+  await waitFor(() => seen.length >= high!, { what: `${high} records of ${topic}` });
+  await consumer.disconnect();
+  return seen;
+}
+
+/** Header values as hex, so a comparison shows the bytes (repeated headers as arrays, in order). */
+function hexHeaders(headers: KafkaMessage['headers']): Record<string, string | string[]> {
+  const hex = (v: Buffer | string | undefined) => Buffer.from(v ?? '').toString('hex');
+  return Object.fromEntries(
+    Object.entries(headers ?? {}).map(([k, v]) => [k, Array.isArray(v) ? v.map(hex) : hex(v)]),
+  );
+}
+
+/** Replays one dead letter (the API accepts now) and returns the record it re-published on .dispatch. */
+async function replayOne(id: string): Promise<KafkaMessage> {
+  h.api.always(undefined);
+  const before = (await rawDispatchRecords()).length;
+  ok(await runCli(['dlq', 'replay', '--tenant', h.tenant, '--id', id, '--json'], cliEnv(), 120_000));
+  const records = await waitFor(
+    async () => {
+      const all = await rawDispatchRecords();
+      return all.length === before + 1 ? all : undefined;
+    },
+    { what: 'the replayed record on .dispatch' },
+  );
+  return records[before]!;
 }
 
 test('a dispatch_failure dead letter keeps the original value, key and headers, and replay re-publishes them', async () => {
@@ -101,5 +133,63 @@ test('a malformed record’s dead letter keeps its key and headers', async () =>
     payload: '{"dispatch_key": "bad-1", "workflow_ref": 7}',
   });
   expect(dead!.source).toMatchObject({ key: 'producer-key-bad', headers: { 'x-origin': 'billing' } });
+  await h.expectCommittedAtLogEnd();
+});
+
+test('header values that are not UTF-8 survive the dead letter: replay re-publishes the same bytes', async () => {
+  h = await createHarness();
+  await h.startWorker();
+  await h.startIngester();
+  h.api.scriptFor('bin-1', { kind: 'status', status: 422, body: 'refused' });
+  const headers = {
+    traceparent: TRACEPARENT,
+    'x-signature': Buffer.from([0xff, 0x00, 0x80, 0xfe]),
+    'x-empty': Buffer.alloc(0),
+    'x-mixed': [Buffer.from('text'), Buffer.from([0xc3, 0x28])],
+  };
+  await h.publish(h.dispatchValue('bin-1'), { key: 'bin-key', headers });
+
+  const [dead] = await h.readDlq(1);
+  expect(dead).toMatchObject({ type: 'dispatch_failure', dispatch_key: 'bin-1' });
+  const replayed = await replayOne(dead!.id);
+  expect(hexHeaders(replayed.headers)).toEqual(hexHeaders({ ...headers, 'poimen-replay-of': dead!.id }));
+  // The same names in the same order as the original, the replay's mark after them.
+  expect(Object.keys(replayed.headers ?? {})).toEqual([...Object.keys(headers), 'poimen-replay-of']);
+  await h.expectCommittedAtLogEnd();
+});
+
+test('credential headers never reach a dead letter, on the ingest and the worker path; replay lacks them', async () => {
+  h = await createHarness();
+  await h.startWorker();
+  await h.startIngester();
+  h.api.scriptFor('cred-1', { kind: 'status', status: 422, body: 'refused' });
+  const secrets = {
+    authorization: 'Bearer producer-secret-7f3a',
+    'Proxy-Authorization': 'Basic cHJveHk6c2VjcmV0LTli',
+    cookie: 'session=cookie-secret-41c2',
+    'x-api-key': 'api-key-secret-d09e',
+  };
+  const kept = { traceparent: TRACEPARENT, 'x-origin': 'billing' };
+  // The worker path (a dispatch_failure reads the record back from Kafka), then the ingest path (malformed).
+  await h.publish(h.dispatchValue('cred-1'), { key: 'cred-key', headers: { ...secrets, ...kept } });
+  await h.publish('{"dispatch_key": "cred-2", "workflow_ref": 7}', {
+    headers: { ...secrets, authorization: Buffer.from([0xff, 0x42]), ...kept },
+  });
+  const letters = await h.readDlq(2);
+  expect(letters.map((r) => r.type).sort()).toEqual(['dispatch_failure', 'malformed_dispatch']);
+  // As written on the DLQ topic, not as the reader returns it: no secret anywhere in a dead letter.
+  const raw = await rawDispatchRecords(topics.dlq(h.tenant));
+  expect(raw).toHaveLength(2);
+  for (const m of raw) {
+    const text = m.value!.toString('utf8');
+    for (const secret of [...Object.values(secrets), '/0I=']) expect(text).not.toContain(secret);
+    const source = (JSON.parse(text) as { source: Record<string, unknown> }).source;
+    expect(source['headers']).toEqual(kept);
+    expect(source['headers_base64']).toBeUndefined();
+  }
+
+  const failure = letters.find((r) => r.type === 'dispatch_failure')!;
+  const replayed = await replayOne(failure.id);
+  expect(Object.keys(replayed.headers ?? {})).toEqual([...Object.keys(kept), 'poimen-replay-of']);
   await h.expectCommittedAtLogEnd();
 });

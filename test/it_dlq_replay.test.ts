@@ -8,7 +8,8 @@
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import type { Admin } from 'kafkajs';
-import { DLQ_REPLAY_GROUP, topics, type DlqRecord } from '../src/contract';
+import { dlqReplayGroup, topics, type DlqRecord } from '../src/contract';
+import { EXIT } from '../src/errors';
 import { watermarks } from '../src/kafka/readRange';
 import { dlqBacklog } from '../src/ops/dlq';
 import { type CliResult, REPO_ROOT, runCli, cliEnv } from './support/cli';
@@ -194,7 +195,7 @@ test('a replay killed mid-way resumes where it stopped: each dispatch runs once 
   const keys = ['i-1', 'i-2', 'i-3', 'i-4', 'i-5'];
   await deadLetter(hh, a, keys);
   const progress = async () => {
-    const [p] = await a.fetchOffsets({ groupId: DLQ_REPLAY_GROUP, topics: [dlq] });
+    const [p] = await a.fetchOffsets({ groupId: dlqReplayGroup(hh.tenant), topics: [dlq] });
     return Number(p?.partitions[0]?.offset ?? -1);
   };
   // One record every 4 s: after the second is recorded, the third waits its turn — the kill lands there.
@@ -221,7 +222,14 @@ test('a replay killed mid-way resumes where it stopped: each dispatch runs once 
   expect(atKill).toBeLessThan(keys.length);
   expect(Object.keys(await republished(hh, a)).length).toBeLessThan(keys.length);
 
-  const rerun = await replay(hh.tenant);
+  // The killed run's membership stands until its session times out: a run before then refuses (exit 6).
+  const rerun = await waitFor(
+    async () => {
+      const res = await runCli(['dlq', 'replay', '--tenant', hh.tenant, '--json'], cliEnv(), 120_000);
+      return res.code === EXIT.busy ? false : json<Summary>(res);
+    },
+    { what: 'a replay to be accepted after the killed one', intervalMs: 500 },
+  );
   expect(rerun.replayed).toBe(keys.length - atKill);
   await expectReplayedOnce(hh, keys);
   // A record sent but not yet recorded when the kill came is re-published once more: at most one such.

@@ -78,3 +78,41 @@ test('each record’s outcome is logged at debug with its tenant, dispatch_key, 
   // Level names, never pino's numbers, on every line of both processes.
   for (const l of [...lines(ingester), ...lines(worker)]) expect(typeof l.level).toBe('string');
 });
+
+test('each process logs its effective configuration once at start, at info, secrets as set only', async () => {
+  h ??= await createHarness({ env: { LOG_LEVEL: 'debug' } });
+  const worker = await h.startWorker('worker-config');
+  const ingester = await h.startIngester('ingest-config');
+  for (const [p, role] of [
+    [worker, 'worker'],
+    [ingester, 'ingester'],
+  ] as const) {
+    const said = await waitFor(
+      () => {
+        const found = lines(p).filter((l) => l.msg === 'effective configuration');
+        return found.length > 0 && lines(p).some((l) => l.msg === `${role} running`) ? found : undefined;
+      },
+      { timeoutMs: 60_000, what: `the ${role}'s effective configuration line` },
+    );
+    expect(said).toHaveLength(1);
+    expect(said[0]!.level).toBe('info');
+    const config = said[0]!.config as { name: string; value: string | null; source: string }[];
+    const get = (name: string) => config.find((s) => s.name === name);
+    expect(get('TEMPORAL_ADDRESS')).toMatchObject({
+      value: process.env.TEMPORAL_ADDRESS,
+      source: 'environment',
+    });
+    expect(get('LOG_LEVEL')).toMatchObject({ value: 'debug', source: 'environment' });
+    if (role === 'worker') {
+      expect(get('POIMEN_BREAKER_FAILURES')).toMatchObject({
+        value: h.env.POIMEN_BREAKER_FAILURES,
+        source: 'environment',
+      });
+      expect(get('POIMEN_WORKER_MAX_ACTIVITIES')).toMatchObject({ value: '100', source: 'default' });
+      const token = get('RUNS_API_TOKEN');
+      expect(token?.value === null || token?.value === 'set').toBe(true);
+    } else {
+      expect(get('RETRY_MAX_DURATION_MS')).toBeDefined();
+    }
+  }
+});

@@ -53,12 +53,13 @@ export interface BreakerGateOptions {
 }
 
 /**
- * The latest time an attempt may wait, or 0 when it may not wait at all: attempts scheduled without a heartbeat
- * timeout (executions started before the budget, whose start-to-close fits one HTTP call), and attempts under an
- * attempts cap (RETRY_MAX_ATTEMPTS > 0: waiting would hold the cap back for as long as the outage lasts).
+ * The latest time an attempt may wait, or 0 when it may not wait at all (attempts scheduled without a heartbeat
+ * timeout: executions started before the budget, whose start-to-close fits one HTTP call). An attempt under an
+ * attempts cap waits like any other: Temporal counts every attempt against RETRY_MAX_ATTEMPTS, so one that failed
+ * without a call would spend the cap on its neighbours' failures.
  */
 export function waitLimitMs(info: Context['info'], attemptTimeoutMs: number, nowMs: number): number {
-  if (!info.heartbeatTimeoutMs || (info.retryPolicy?.maximumAttempts ?? 0) > 0) return 0;
+  if (!info.heartbeatTimeoutMs) return 0;
   const budgetEnd =
     info.scheduleToCloseTimeoutMs > 0
       ? info.scheduledTimestampMs + info.scheduleToCloseTimeoutMs - GIVE_UP_BEFORE_BUDGET_MS
@@ -118,9 +119,9 @@ export function createBreakerGate(
 
   return {
     /**
-     * While the worker's breaker or the tenant's is open, an attempt of a budgeted, uncapped dispatch waits here,
-     * heartbeating, until both let it call (or it is a probe); one that may not wait (see waitLimitMs) fails at
-     * once without a call, with the outage's last failure.
+     * While the worker's breaker or the tenant's is open, an attempt of a budgeted dispatch (capped or not) waits
+     * here, heartbeating, until both let it call (or it is a probe); one that may not wait (see waitLimitMs) fails
+     * at once without a call, with the outage's last failure.
      */
     async enter(ctx, tenant, attemptTimeoutMs) {
       const { attempt } = ctx.info;

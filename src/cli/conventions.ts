@@ -16,6 +16,7 @@ const EXIT_MEANINGS: Record<keyof typeof EXIT, string> = {
   topicsDiffer: 'topics apply: declared topics exist with settings that differ',
   unreachable: 'unreachable: Kafka or Temporal did not answer in time (worth retrying)',
   accessRefused: 'refused: credentials, certificates or ACLs',
+  busy: 'busy: another run is working on the same thing (a DLQ command on the same tenant); retry later',
   internal: 'internal error, a bug: printed with its stack trace',
 };
 
@@ -27,9 +28,10 @@ export function exitCodesHelp(): string {
 }
 
 /** The variables each command reads, by command path (test/unit/cliProgram.test.ts: every command is here). */
-export const COMMAND_READERS: Readonly<Record<string, EnvReader>> = {
+export const COMMAND_READERS: Readonly<Record<string, EnvReader | readonly EnvReader[]>> = {
   ingest: 'ingest',
   worker: 'worker',
+  config: ['ingest', 'worker'],
   'topics apply': 'kafka-cli',
   'topics list': 'kafka-cli',
   'dlq list': 'kafka-cli',
@@ -56,8 +58,10 @@ function envHelp(vars: EnvVar[], withFlags: boolean): string {
 /** Variables set from a flag in this run, with the flag: a bad value is reported under the flag's name. */
 const givenAsFlag = new Map<string, string>();
 
-function addEnv(cmd: Command, reader: EnvReader): void {
-  const vars = envVarsReadBy(reader);
+function addEnv(cmd: Command, readers: EnvReader | readonly EnvReader[]): void {
+  const all = (typeof readers === 'string' ? [readers] : readers).flatMap((r) => envVarsReadBy(r));
+  const vars = all.filter((v, i) => all.findIndex((w) => w.name === v.name) === i);
+  const reader = typeof readers === 'string' ? readers : undefined;
   // The dev stack keeps to its environment: `stack down --temporal-namespace x` would mean nothing.
   const flagged = reader === 'stack' ? [] : vars.filter((v) => v.flagArg);
   const options = flagged.map((v) => {

@@ -1,6 +1,7 @@
 /** The `poimen-relay` command tree: each command lives in its own module; the shared conventions are applied here. */
 import { Command } from 'commander';
 import { VERSION } from '../version';
+import { configCommand } from './configCommand';
 import { applyConventions } from './conventions';
 import { demoCommand } from './demoCommand';
 import { dispatchCommand } from './dispatchCommand';
@@ -17,6 +18,7 @@ export function buildProgram(): Command {
     .version(VERSION)
     .addCommand(ingestCommand())
     .addCommand(workerCommand())
+    .addCommand(configCommand())
     .addCommand(topicsCommand())
     .addCommand(temporalCommand())
     .addCommand(dlqCommand())

@@ -2,7 +2,8 @@
  * How `ingest` and `worker` run: configuration from the environment, the service, its metrics and probes server,
  * then SIGTERM drains (a second signal forces exit). The same for both, so the two commands stay symmetric.
  */
-import { type RelayConfig, type Role, loadRelayConfig } from '../config';
+import type { RelayConfig, Role } from '../config';
+import { explainRelayConfig } from '../config/effective';
 import { type Closeable, type RelayService, type RelayServiceDeps, handleSignals } from '../lifecycle';
 import { createLogger } from '../logger';
 import { createMetrics } from '../metrics';
@@ -12,8 +13,10 @@ export async function serve(
   role: Exclude<Role, 'cli'>,
   create: (cfg: RelayConfig, deps: RelayServiceDeps) => Promise<RelayService>,
 ): Promise<void> {
-  const cfg = loadRelayConfig(role);
+  const { cfg, settings } = explainRelayConfig(role);
   const logger = createLogger(`poimen-${role}`, cfg.logLevel, { format: cfg.logFormat });
+  // Once, before anything connects: what this process runs with, as `poimen-relay config --role` prints it.
+  logger.info({ config: settings }, 'effective configuration');
   const metrics = createMetrics({ role });
   const service = await create(cfg, { logger, metrics });
   const parts: Closeable[] = [{ name: role, close: () => service.close() }];

@@ -7,11 +7,31 @@ import { REDACTED, isSecretName } from '../redact';
 
 export type Env = Record<string, string | undefined>;
 
+/** One variable as a loader read it: its raw value (undefined when unset) and the value it took. */
+export interface Reading {
+  name: string;
+  raw: string | undefined;
+  value: unknown;
+}
+
+/** Who watches the reads of an environment (effective.ts), by the environment object read. */
+const watchers = new WeakMap<Env, (r: Reading) => void>();
+
+/** Calls `watch` for every variable read from `env` until the returned function is called. */
+export function watchReads(env: Env, watch: (r: Reading) => void): () => void {
+  watchers.set(env, watch);
+  return () => watchers.delete(env);
+}
+
 export function read<T>(env: Env, name: string, schema: z.ZodType<T>, fallback: T): T;
 export function read<T>(env: Env, name: string, schema: z.ZodType<T>): T | undefined;
 export function read<T>(env: Env, name: string, schema: z.ZodType<T>, fallback?: T): T | undefined {
   const raw = env[name];
-  if (raw === undefined || raw.trim() === '') return fallback;
+  const watch = watchers.get(env);
+  if (raw === undefined || raw.trim() === '') {
+    watch?.({ name, raw: undefined, value: fallback });
+    return fallback;
+  }
   const parsed = schema.safeParse(raw.trim());
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
@@ -19,6 +39,7 @@ export function read<T>(env: Env, name: string, schema: z.ZodType<T>, fallback?:
     const shown = isSecretName(name) ? REDACTED : JSON.stringify(raw);
     throw new ConfigError(name, `= ${shown}: ${issue?.message ?? 'invalid value'}`);
   }
+  watch?.({ name, raw, value: parsed.data });
   return parsed.data;
 }
 

@@ -4,6 +4,14 @@
  */
 import crypto from 'node:crypto';
 import { type AttemptEntry, type AttemptHistory, historyFrom } from './attempts';
+import { base64Decode, base64Encode } from './base64';
+import {
+  type RecordHeaders,
+  type SourceHeaders,
+  sourceHeaderBytes,
+  sourceHeaders,
+  sourceHeadersFromObject,
+} from './dlqHeaders';
 import { type JsonObject, decodeUtf8, isJsonObject } from './json';
 import { topics, workflowId } from './names';
 
@@ -25,16 +33,13 @@ export interface DlqSource {
  * re-publishes the same message. The workflow input carries only the coordinates (`DlqSource`, whose shape is
  * pinned): the key and headers are read back from Kafka when a dispatch is dead-lettered.
  */
-export interface DlqRecordSource extends DlqSource {
+export interface DlqRecordSource extends DlqSource, SourceHeaders {
   /** The key as UTF-8 text; null when there was none, or when it was not UTF-8 (then `key_base64`). */
   key: string | null;
   key_base64?: string;
-  /** Header values as UTF-8 text; a header given more than once keeps every value, in order. */
-  headers: Record<string, string | string[]>;
 }
 
-/** Kafka headers as kafkajs gives them (Buffer or string values, arrays for repeated headers). */
-export type RecordHeaders = Record<string, Uint8Array | string | (Uint8Array | string)[] | undefined>;
+export type { RecordHeaders } from './dlqHeaders';
 
 export interface DlqRecord {
   id: string;
@@ -106,7 +111,7 @@ export function buildDlqRecord(input: DlqRecordInput): DlqRecord {
     max_retries: input.maxRetries === undefined ? 0 : input.maxRetries,
     topic: topics.dlq(input.tenant),
     target_url: input.targetUrl == null ? null : withoutUserinfo(input.targetUrl),
-    source: { ...input.source, ...recordKey(input.key ?? null), headers: headerTexts(input.headers ?? {}) },
+    source: { ...input.source, ...recordKey(input.key ?? null), ...sourceHeaders(input.headers ?? {}) },
     ...dlqPayload(input.value),
     ...attemptFields(input.attempts),
   };
@@ -125,16 +130,6 @@ function recordKey(key: Uint8Array | string | null): Pick<DlqRecordSource, 'key'
   if (key === null || typeof key === 'string') return { key };
   const text = decodeUtf8(key, true);
   return text === undefined ? { key: null, key_base64: base64Encode(key) } : { key: text };
-}
-
-function headerTexts(headers: RecordHeaders): Record<string, string | string[]> {
-  const text = (v: Uint8Array | string) => (typeof v === 'string' ? v : (decodeUtf8(v, true) ?? ''));
-  const out: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined) continue;
-    out[name] = Array.isArray(value) ? value.map(text) : text(value);
-  }
-  return out;
 }
 
 /**
@@ -225,19 +220,12 @@ function dlqRecordFromObject(o: JsonObject): DlqRecord | undefined {
 }
 
 function dlqSourceFromObject(s: JsonObject): DlqRecordSource | undefined {
-  const { topic, partition, offset, timestamp, key, key_base64, headers } = s;
+  const { topic, partition, offset, timestamp, key, key_base64 } = s;
   if (typeof topic !== 'string' || typeof partition !== 'number' || !Number.isInteger(partition))
     return undefined;
   // Some writers emit offsets and timestamps as numbers; tools only need them as text.
   if (!isStringOrNumber(offset) || !isStringOrNumber(timestamp)) return undefined;
   // Dead letters written before key and headers were kept have neither: null and none.
-  const h: Record<string, string | string[]> = {};
-  if (isJsonObject(headers)) {
-    for (const [name, v] of Object.entries(headers)) {
-      if (typeof v === 'string') h[name] = v;
-      else if (Array.isArray(v) && v.every((x) => typeof x === 'string')) h[name] = v as string[];
-    }
-  }
   return {
     topic,
     partition,
@@ -245,7 +233,7 @@ function dlqSourceFromObject(s: JsonObject): DlqRecordSource | undefined {
     timestamp: String(timestamp),
     key: typeof key === 'string' ? key : null,
     ...(typeof key_base64 === 'string' ? { key_base64 } : {}),
-    headers: h,
+    ...sourceHeadersFromObject(s),
   };
 }
 
@@ -254,6 +242,11 @@ export function dlqRecordKey(record: DlqRecord): Uint8Array | null {
   if (record.source.key !== null) return new TextEncoder().encode(record.source.key);
   if (record.source.key_base64 !== undefined) return base64Decode(record.source.key_base64) ?? null;
   return null;
+}
+
+/** A dead letter's source record headers, as bytes to re-publish on replay (./dlqHeaders.ts). */
+export function dlqRecordHeaders(record: DlqRecord): Record<string, Buffer | Buffer[]> {
+  return sourceHeaderBytes(record.source);
 }
 
 function isStringOrNumber(value: unknown): value is string | number {
@@ -281,16 +274,25 @@ export function dlqRecordId(seed: string): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
-// Linear checks, no backtracking: a dead letter's payload may be megabytes of base64.
-const BASE64_CHARS = /^[A-Za-z0-9+/]*={0,2}$/;
-
-export function base64Encode(bytes: Uint8Array): string {
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
-}
-
-/** Strict padded base64 (RFC 4648): undefined on any character or length outside it, where Buffer alone would skip them. */
-export function base64Decode(text: string): Uint8Array | undefined {
-  return text.length % 4 === 0 && BASE64_CHARS.test(text)
-    ? new Uint8Array(Buffer.from(text, 'base64'))
-    : undefined;
+/**
+ * The id of a dead letter about a record rejected at ingest: its coordinates, and what tells it from another
+ * record at the same coordinates (a topic deleted and made anew starts its offsets at 0 again): its Kafka
+ * timestamp and a digest of its key and value. A redelivered record has all of them unchanged, so its id too.
+ */
+export function sourceRecordDlqId(
+  source: DlqSource,
+  key: Uint8Array | string | null,
+  value: Uint8Array | string | null,
+): string {
+  const digest = crypto.createHash('sha256');
+  for (const part of [key, value]) {
+    if (part === null) {
+      digest.update('-');
+      continue;
+    }
+    const bytes = typeof part === 'string' ? Buffer.from(part) : part;
+    digest.update(`${bytes.byteLength}:`).update(bytes);
+  }
+  const { topic, partition, offset, timestamp } = source;
+  return dlqRecordId(`${topic}/${partition}/${offset}/${timestamp}/${digest.digest('hex')}`);
 }

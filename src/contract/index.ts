@@ -3,7 +3,9 @@
  * imports it from here; workflow code imports ./names and ./dispatch directly (lint keeps Node-only
  * modules such as ./dlqRecord out of the workflow bundle).
  */
+export * from './base64';
 export * from './dispatch';
+export * from './dlqHeaders';
 export * from './dlqRecord';
 export * from './names';
 export * from './testDeadLetter';

@@ -8,7 +8,19 @@ export const DEFAULT_DISPATCH_TOPIC_PATTERN = '^poimen\\.[a-z0-9][a-z0-9_-]{0,62
 
 export const WORKFLOW_TYPE = 'dispatch';
 export const DEFAULT_TASK_QUEUE = 'poimen-dispatch';
-export const DLQ_REPLAY_GROUP = 'poimen-relay-dlq';
+/**
+ * The consumer group of one tenant's DLQ commands (`dlq replay`, `discard`, `purge-tests`): one group per DLQ
+ * topic, so runs for different tenants never share a group; it holds the tenant's replay progress (contract §8).
+ * A tenant name has no dot, so no tenant's group is another's, nor one of the throwaway `poimen-relay-dlq-…` groups.
+ */
+export function dlqReplayGroup(tenant: string): string {
+  return `poimen-relay-dlq.${tenant}`;
+}
+/**
+ * The one group every tenant's DLQ commands once shared. Read only: a partition the tenant's own group has no
+ * commit for yet takes its progress from here (./ops/dlqProgress.ts), so upgrading does not replay anything again.
+ */
+export const SHARED_DLQ_REPLAY_GROUP = 'poimen-relay-dlq';
 export const DLQ_RETENTION_MS = 1_209_600_000;
 /**
  * `max.message.bytes` of the DLQ topics the relay creates. A dead letter carries the record it refuses as JSON
@@ -41,6 +53,14 @@ const DISPATCH_TOPIC = /^poimen\.(.+)\.dispatch$/;
 /** The tenant of a `poimen.<tenant>.dispatch` topic; undefined for any other topic (incl. `.dispatch.dlq`). */
 export function tenantFromTopic(topic: string): string | undefined {
   const tenant = DISPATCH_TOPIC.exec(topic)?.[1];
+  return tenant !== undefined && isValidTenant(tenant) ? tenant : undefined;
+}
+
+const DLQ_TOPIC = /^poimen\.(.+)\.dispatch\.dlq$/;
+
+/** The tenant of a `poimen.<tenant>.dispatch.dlq` topic; undefined for any other topic. */
+export function tenantFromDlqTopic(topic: string): string | undefined {
+  const tenant = DLQ_TOPIC.exec(topic)?.[1];
   return tenant !== undefined && isValidTenant(tenant) ? tenant : undefined;
 }
 

@@ -1,8 +1,8 @@
 /**
  * Turns one Kafka record into its outcome: a started (or attached-to) `dispatch` workflow, a duplicate of a
  * dispatch already completed, or a dead letter. Throws only for infrastructure failures (Temporal or Kafka
- * unreachable), which the ingester retries in place without committing; a start Temporal refuses for this record
- * alone (temporal/startRefusal.ts) is dead-lettered.
+ * unreachable, or refusing every start on the namespace), which the ingester retries without committing; a start
+ * Temporal refuses for this record alone (temporal/startRefusal.ts) is dead-lettered.
  */
 import { type Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { ValueError, type SearchAttributePair } from '@temporalio/common';
@@ -16,12 +16,12 @@ import {
   workflowId,
   type DlqSource,
 } from '../contract';
-import { dlqRecordId } from '../contract';
+import { sourceRecordDlqId } from '../contract';
 import type { DlqPublisher } from '../kafka/dlqPublisher';
 import { type Logger, recordFields } from '../logger';
 import { SEARCH_ATTRIBUTE_KEYS } from '../temporal/searchAttributes';
 import { dispatchDetails, dispatchSummary } from './startMetadata';
-import { startRefusal } from '../temporal/startRefusal';
+import { namespaceRefusal, startRefusal } from '../temporal/startRefusal';
 import { SpanKind, inSpan, recordContext } from '../tracing/tracing';
 import type { DispatchOutcome } from '../metrics';
 import type { DispatchInput, DispatchPolicy } from '../workflows/types';
@@ -163,8 +163,9 @@ async function handleRecordInSpan(
     dispatchKey: string | null,
   ): Promise<DispatchOutcome> => {
     const record = buildDlqRecord({
-      // Same source record, same id: a redelivery after a crash repeats the record, recognisably.
-      id: dlqRecordId(`${topic}/${partition}/${message.offset}`),
+      // Same source record, same id: a redelivery after a crash repeats the record, recognisably; another
+      // record at the same offset (its topic made anew) has its own.
+      id: sourceRecordDlqId(source, message.key, message.value),
       timestamp: Date.now(),
       type,
       tenant,
@@ -264,6 +265,14 @@ async function handleRecordInSpan(
         `Temporal refused the start (${refusal.code}): ${refusal.details}`,
         dispatch.dispatch_key,
       );
+    }
+    // Refused for the namespace, not this record (an attribute removed, a limit lowered): an outage, whose reason
+    // names the server's answer (on /readyz and the paused partition's log line).
+    const nsReason = namespaceRefusal(err);
+    if (nsReason !== undefined) {
+      throw new Error(`Temporal refuses starts on this namespace (INVALID_ARGUMENT): ${nsReason}`, {
+        cause: err,
+      });
     }
     // The SDK could not encode the input: deterministic for this record, so retrying would stall the
     // partition. (A RangeError here could also be memory pressure, which must not dead-letter a valid record.)

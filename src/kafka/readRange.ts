@@ -3,9 +3,14 @@
  * is there now", which kafkajs (a streaming consumer) has no call for. With `commit`, the group is real and
  * `onMessage` decides what to commit after each record (dlq replay: its position and the metadata of what it
  * handled past it); without, the group is a throwaway that is deleted afterwards, so reading leaves no trace
- * (dlq list).
+ * (dlq list). A caller that must be the group's only member (dlq replay) gives `exclusive`: every join is checked
+ * before another record is handed over, and neither a join that never comes nor a long `onMessage` (heartbeats go
+ * on meanwhile) leaves the read hanging or its membership expired.
  */
 import type { Admin, Kafka, KafkaMessage } from 'kafkajs';
+import { type ExclusiveRead, JoinGate, exclusiveConsumerSettings } from './joinGate';
+
+export type { ExclusiveRead } from './joinGate';
 
 export interface PartitionRange {
   partition: number;
@@ -30,6 +35,7 @@ export async function readRange(
     onMessage: (partition: number, message: KafkaMessage) => Promise<RangeCommit | void>;
     /** Give up (reject) after this long; the consumer is stopped either way. */
     timeoutMs?: number;
+    exclusive?: ExclusiveRead;
   },
 ): Promise<void> {
   const remaining = new Map(opts.ranges.filter((r) => r.end > r.start).map((r) => [r.partition, r]));
@@ -38,6 +44,7 @@ export async function readRange(
     groupId: opts.groupId,
     allowAutoTopicCreation: false,
     maxWaitTimeInMs: 500,
+    ...(opts.exclusive ? exclusiveConsumerSettings(opts.exclusive) : {}),
   });
   let finish!: () => void;
   let fail!: (err: unknown) => void;
@@ -59,8 +66,10 @@ export async function readRange(
         );
   // Partitions outside the ranges are not fetched at all (a big topic would otherwise be read from its start).
   const others = [...(await watermarks(admin, opts.topic)).keys()].filter((p) => !remaining.has(p));
-  consumer.on(consumer.events.GROUP_JOIN, () => {
+  const gate = opts.exclusive ? new JoinGate(opts.exclusive, fail) : undefined;
+  consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
     if (others.length > 0) consumer.pause([{ topic: opts.topic, partitions: others }]);
+    gate?.joined(payload.memberAssignment[opts.topic] ?? []);
   });
   await consumer.connect();
   try {
@@ -68,7 +77,8 @@ export async function readRange(
     await consumer.run({
       autoCommit: false,
       partitionsConsumedConcurrently: 1,
-      eachMessage: async ({ partition, message }) => {
+      eachMessage: async ({ partition, message, heartbeat }) => {
+        await gate?.ready();
         const range = remaining.get(partition);
         const offset = BigInt(message.offset);
         if (!range || offset < range.start) return;
@@ -78,7 +88,8 @@ export async function readRange(
           return;
         }
         try {
-          const commit = await opts.onMessage(partition, message);
+          const handle = () => opts.onMessage(partition, message);
+          const commit = await (gate ? gate.during(handle, heartbeat) : handle());
           if (commit && opts.commit)
             await consumer.commitOffsets([
               { topic: opts.topic, partition, offset: commit.offset.toString(), metadata: commit.metadata },
@@ -98,6 +109,7 @@ export async function readRange(
     await finished;
   } finally {
     if (timer) clearTimeout(timer);
+    gate?.close();
     await consumer.disconnect();
     if (!opts.commit) await admin.deleteGroups([opts.groupId]).catch(() => undefined);
   }

@@ -4,25 +4,26 @@
  * dispatch keeps its `dispatch_key`, so Temporal refuses a second run of a completed dispatch and starts a
  * failed one anew, and the API dedups by key as well.
  *
- * Progress lives in the consumer group `poimen-relay-dlq`, like SQS redrive: a record leaves the backlog only
+ * Progress lives in the tenant's consumer group `poimen-relay-dlq.<tenant>`, like SQS redrive: a record leaves the backlog only
  * when it is replayed (or discarded). Records a replay passes over (filters, not replayable) stay counted in
  * `dlq_consumer_lag` and the oldest-age gauge, so the committed offset stops at the first of them and the
  * records handled after it are kept in the commit's metadata (./dlqProgress.ts); a later replay skips those.
  * An interrupted replay resumes where it stopped; `--from-beginning` re-reads (and re-publishes) every retained
- * record.
+ * record. One replay or discard at a time per tenant: a second refuses at once (./dlqExclusive.ts).
  *
  * Test dead letters (`dlq send-test`) are never replayed: a replay passes them over like a filtered record, so
  * they stay in the backlog (the gauges show what the operator sent) until `dlq purge-tests` discards exactly them.
  */
 import crypto from 'node:crypto';
 import {
-  DLQ_REPLAY_GROUP,
   DLQ_TYPES,
   type DlqRecord,
   type DlqType,
   dispatchRecordKey,
   dlqRecordKey,
+  dlqRecordHeaders,
   dlqRecordPayload,
+  dlqReplayGroup,
   topics,
 } from '../contract';
 import { ConfigError } from '../errors';
@@ -30,6 +31,7 @@ import { deadLetterOf } from '../kafka/dlqReader';
 import type { KafkaAdmin, KafkaClient } from '../kafka/port';
 import { type PartitionRange, type RangeCommit, readRange } from '../kafka/readRange';
 import { type DlqEntry, dlqWatermarks } from './dlqList';
+import { exclusiveDlqRead, refuseIfBusy } from './dlqExclusive';
 import { loadProgress } from './dlqProgress';
 
 export { dlqBacklog } from './dlqBacklog';
@@ -114,6 +116,8 @@ export async function replayDlq(
   }
   const dlqTopic = topics.dlq(opts.tenant);
   const marks = await dlqWatermarks(admin, dlqTopic);
+  // A dry run records nothing, so it may read while another command works; the others go one at a time.
+  if (!opts.dryRun) await refuseIfBusy(admin, opts.tenant);
   const progress = await loadProgress(admin, dlqTopic, marks);
   const ranges: PartitionRange[] = [...marks].map(([partition, { low, high }]) => ({
     partition,
@@ -160,9 +164,10 @@ export async function replayDlq(
     await readRange(kafka, admin, {
       topic: dlqTopic,
       // A dry run must not move the replay position: it reads through a throwaway group.
-      groupId: opts.dryRun ? `poimen-relay-dlq-dry-run-${crypto.randomUUID()}` : DLQ_REPLAY_GROUP,
+      groupId: opts.dryRun ? `poimen-relay-dlq-dry-run-${crypto.randomUUID()}` : dlqReplayGroup(opts.tenant),
       ranges,
       commit: !opts.dryRun,
+      ...(opts.dryRun ? {} : { exclusive: exclusiveDlqRead(admin, opts.tenant, dlqTopic, marks, progress) }),
       onMessage: async (partition, message): Promise<RangeCommit | void> => {
         const offset = BigInt(message.offset);
         const p = progress.get(partition)!;
@@ -223,7 +228,7 @@ export async function replayDlq(
                 // were kept have neither: the conventional key then).
                 key: replayKey(opts.tenant, verdict.record),
                 value: toBuffer(dlqRecordPayload(verdict.record)),
-                headers: { ...verdict.record.source.headers, 'poimen-replay-of': verdict.record.id },
+                headers: { ...dlqRecordHeaders(verdict.record), 'poimen-replay-of': verdict.record.id },
               },
             ],
           })

@@ -5,6 +5,36 @@ import { watermarks } from '../kafka/readRange';
 import { loadProgress } from './dlqProgress';
 
 /**
+ * How long a record's dating is reused. The oldest pending record changes only when it is replayed or discarded;
+ * dating it again each refresh cost ~32 ListOffsets per pending partition per ingester every POIMEN_DLQ_REFRESH_MS.
+ * Not for ever: a topic made anew has other records at the same offsets.
+ */
+const DATED_FOR_MS = 10 * 60_000;
+
+/** Per admin client (one per ingester), per partition: the record last dated and when. */
+const dated = new WeakMap<
+  KafkaAdmin,
+  Map<string, { offset: bigint; ts: number | undefined; atMs: number }>
+>();
+
+async function timestampAt(
+  admin: KafkaAdmin,
+  topic: string,
+  partition: number,
+  offset: bigint,
+  nowMs: number,
+): Promise<number | undefined> {
+  let memo = dated.get(admin);
+  if (!memo) dated.set(admin, (memo = new Map()));
+  const key = `${topic}/${partition}`;
+  const known = memo.get(key);
+  if (known && known.offset === offset && nowMs - known.atMs < DATED_FOR_MS) return known.ts;
+  const ts = await recordTimestampAt(admin, topic, partition, offset, nowMs);
+  memo.set(key, { offset, ts, atMs: nowMs });
+  return ts;
+}
+
+/**
  * DLQ backlog per topic for the metrics: records not yet replayed (or discarded) by the replay group, and the
  * age of the oldest of them. The age comes from the broker's time index (offsets for a timestamp), so no record is read.
  */
@@ -23,7 +53,7 @@ export async function dlqBacklog(
     // Offsets grow with time within a partition: the first record not yet handled is its oldest.
     const first = p.firstPending(low, high);
     if (first === undefined) continue;
-    const ts = await recordTimestampAt(admin, dlqTopic, partition, first, nowMs);
+    const ts = await timestampAt(admin, dlqTopic, partition, first, nowMs);
     if (ts !== undefined && (oldestMs === undefined || ts < oldestMs)) oldestMs = ts;
   }
   return {

@@ -1,6 +1,6 @@
 /**
- * What `dlq replay` has handled in one DLQ partition, kept where the backlog gauges already look: the replay
- * group's committed offset and its offset-commit metadata. A filtered replay passes records over; those must
+ * What `dlq replay` has handled in one DLQ partition, kept where the backlog gauges already look: the committed
+ * offset of the tenant's replay group (`poimen-relay-dlq.<tenant>`) and its offset-commit metadata. A filtered replay passes records over; those must
  * stay counted as not yet replayed (SQS redrive leaves what it does not move in the DLQ), so the committed
  * offset stops at the first record not yet handled, and the records handled after it are listed in the
  * metadata (runs of offsets). A later replay skips them instead of re-publishing them.
@@ -8,8 +8,12 @@
  * Metadata format `v1:<gap>.<len>,<gap>.<len>…`, numbers in base 36: each run of handled offsets starts `gap`
  * after the end of the previous run (the first after the committed offset) and is `len` long. Anything else
  * (an older relay, a reset with kafka-consumer-groups) reads as "nothing handled past the offset".
+ *
+ * A partition the tenant's group has no commit for takes its progress from the group all tenants once shared
+ * (`poimen-relay-dlq`), read only: the first replay or discard that handles a record there commits it to the
+ * tenant's group, which is read from then on.
  */
-import { DLQ_REPLAY_GROUP } from '../contract';
+import { SHARED_DLQ_REPLAY_GROUP, dlqReplayGroup, tenantFromDlqTopic } from '../contract';
 import { committedOffsets } from '../kafka/offsets';
 import type { KafkaAdmin } from '../kafka/port';
 
@@ -151,16 +155,23 @@ function parseBase36(s: string): bigint {
   return n;
 }
 
-/** The replay group's progress per partition of a DLQ topic. */
+/** The tenant's replay group's progress per partition of its DLQ topic. */
 export async function loadProgress(
   admin: KafkaAdmin,
   dlqTopic: string,
   marks: Map<number, { low: bigint; high: bigint }>,
 ): Promise<Map<number, PartitionProgress>> {
-  const byPartition = await committedOffsets(admin, DLQ_REPLAY_GROUP, dlqTopic);
+  const tenant = tenantFromDlqTopic(dlqTopic);
+  if (tenant === undefined) throw new Error(`${dlqTopic} is not a DLQ topic (poimen.<tenant>.dispatch.dlq)`);
+  const own = await committedOffsets(admin, dlqReplayGroup(tenant), dlqTopic);
+  const hasCommit = (c: { offset: string } | undefined) =>
+    c !== undefined && c.offset !== '' && BigInt(c.offset) >= 0n;
+  const shared = [...marks.keys()].every((p) => hasCommit(own.get(p)))
+    ? new Map<number, { offset: string; metadata: string | null }>()
+    : await committedOffsets(admin, SHARED_DLQ_REPLAY_GROUP, dlqTopic);
   return new Map(
     [...marks].map(([partition, { low }]) => {
-      const c = byPartition.get(partition);
+      const c = hasCommit(own.get(partition)) ? own.get(partition) : shared.get(partition);
       return [partition, PartitionProgress.fromCommit(c?.offset, c?.metadata, low)];
     }),
   );

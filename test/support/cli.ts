@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -19,15 +19,24 @@ export function runCli(
   env: NodeJS.ProcessEnv = process.env,
   timeoutMs = 600_000,
 ): Promise<CliResult> {
+  return startCli(args, env, timeoutMs).result;
+}
+
+/** As runCli, with the child process at hand (to signal it); SIGKILLed after `timeoutMs` (code null then). */
+export function startCli(
+  args: string[],
+  env: NodeJS.ProcessEnv = process.env,
+  timeoutMs = 600_000,
+): { child: ChildProcess; result: Promise<CliResult> } {
   if (!fs.existsSync(path.join(REPO_ROOT, 'dist', 'cli', 'main.js'))) {
     throw new Error('dist/ is missing: run `npm run build` (npm test does it in pretest)');
   }
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const result = new Promise<CliResult>((resolve, reject) => {
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
     child.on('error', reject);
     child.on('close', (code) => {
@@ -35,6 +44,7 @@ export function runCli(
       resolve({ code, stdout, stderr });
     });
   });
+  return { child, result };
 }
 
 export { freePort } from '../../src/devstack/ports';

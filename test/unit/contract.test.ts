@@ -1,4 +1,4 @@
-import { dlqRecordId } from '../../src/contract';
+import { dlqRecordId, sourceRecordDlqId } from '../../src/contract';
 import {
   base64Decode,
   base64Encode,
@@ -6,6 +6,7 @@ import {
   dispatchRecordKey,
   dlqRecordPayload,
   dlqRecordKey,
+  dlqRecordHeaders,
   parseDlqRecord,
   runsApiBody,
   tenantFromTopic,
@@ -380,6 +381,77 @@ describe('contract §6 dead-letter record', () => {
     expect(parseDlqRecord(JSON.stringify(withKey))!.source).toEqual(withKey.source);
   });
 
+  it('keeps header values that are not UTF-8 as bytes: replay gets every header back byte for byte, in order', () => {
+    const headers = {
+      first: 'a',
+      sig: Buffer.from([0xff, 0x00, 0x80]),
+      empty: Buffer.alloc(0),
+      mixed: [Buffer.from('ok'), Buffer.from([0xc3, 0x28])],
+      last: Buffer.from('z'),
+    };
+    const record = buildDlqRecord({ ...failure, headers });
+    // Text readers see every name, in order; the bytes of those not UTF-8 are in headers_base64.
+    expect(record.source.headers).toEqual({ first: 'a', sig: '', empty: '', mixed: ['', ''], last: 'z' });
+    expect(record.source.headers_base64).toEqual({ sig: '/wCA', mixed: ['b2s=', 'wyg='] });
+    const parsed = parseDlqRecord(JSON.stringify(record))!;
+    const back = dlqRecordHeaders(parsed);
+    expect(Object.keys(back)).toEqual(Object.keys(headers));
+    const hex = (v: Uint8Array) => Buffer.from(v).toString('hex');
+    expect(
+      Object.fromEntries(Object.entries(back).map(([k, v]) => [k, Array.isArray(v) ? v.map(hex) : hex(v)])),
+    ).toEqual({ first: '61', sig: 'ff0080', empty: '', mixed: ['6f6b', 'c328'], last: '7a' });
+  });
+
+  it('leaves credential headers out (any case, text or bytes), and names them in headers_omitted', () => {
+    const record = buildDlqRecord({
+      ...failure,
+      headers: {
+        traceparent: '00-ab-cd-01',
+        Authorization: 'Bearer s3cret-a',
+        'proxy-authorization': Buffer.from([0xff, 0x01]),
+        cookie: ['a=s3cret-b', 'b=s3cret-c'],
+        'Set-Cookie': 's3cret-d',
+        'x-api-key': 's3cret-e',
+        'x-auth-token': 's3cret-f',
+        'x-origin': 'billing',
+      },
+    });
+    expect(record.source.headers).toEqual({ traceparent: '00-ab-cd-01', 'x-origin': 'billing' });
+    expect(record.source.headers_base64).toBeUndefined();
+    expect(record.source.headers_omitted).toEqual([
+      'Authorization',
+      'proxy-authorization',
+      'cookie',
+      'Set-Cookie',
+      'x-api-key',
+      'x-auth-token',
+    ]);
+    expect(JSON.stringify(record)).not.toMatch(/s3cret|\/wE=/);
+    // A dead letter written with one (by an earlier version): tools never show it, replay never re-publishes it.
+    const old = {
+      ...record,
+      source: { ...record.source, headers: { authorization: 'Bearer s3cret', a: 'x' } },
+    };
+    const parsed = parseDlqRecord(JSON.stringify(old))!;
+    expect(parsed.source.headers).toEqual({ a: 'x' });
+    expect(Object.keys(dlqRecordHeaders(parsed))).toEqual(['a']);
+  });
+
+  it('reads dead letters written before headers_base64, and ignores a headers_base64 that is not base64', () => {
+    const old = buildDlqRecord({ ...failure, headers: { a: 'x', b: ['y', 'z'] } });
+    const { headers_base64: _none, ...oldSource } = old.source;
+    const parsedOld = parseDlqRecord(JSON.stringify({ ...old, source: oldSource }))!;
+    expect(dlqRecordHeaders(parsedOld)).toEqual({
+      a: Buffer.from('x'),
+      b: [Buffer.from('y'), Buffer.from('z')],
+    });
+    const bad = {
+      ...old,
+      source: { ...oldSource, headers: { a: '' }, headers_base64: { a: 'not base64!' } },
+    };
+    expect(dlqRecordHeaders(parseDlqRecord(JSON.stringify(bad))!)).toEqual({ a: Buffer.alloc(0) });
+  });
+
   it('malformed_dispatch with non-UTF-8 bytes: payload null, payload_base64 of the exact bytes', () => {
     const raw = new Uint8Array([0xff, 0xfe, 0x00, 0x7b, 0x80]);
     const record = buildDlqRecord({
@@ -501,6 +573,29 @@ describe('contract §6 dead-letter record ids', () => {
       ].map(dlqRecordId),
     );
     expect(ids.size).toBe(4);
+  });
+});
+
+describe('contract §6 ids of records rejected at ingest', () => {
+  const at = { topic: 'poimen.acme.dispatch', partition: 3, offset: '42', timestamp: '1700000000000' };
+  const id = sourceRecordDlqId(at, Buffer.from('k'), Buffer.from('v'));
+
+  it('repeat for the same record (a redelivery), whatever form its bytes come in', () => {
+    expect(sourceRecordDlqId({ ...at }, 'k', 'v')).toBe(id);
+  });
+
+  it('differ for another record at the same coordinates, or the same bytes elsewhere', () => {
+    const others = [
+      sourceRecordDlqId({ ...at, timestamp: '1700000000001' }, 'k', 'v'),
+      sourceRecordDlqId(at, 'k', 'w'),
+      sourceRecordDlqId(at, 'kv', ''),
+      sourceRecordDlqId(at, null, 'v'),
+      sourceRecordDlqId(at, 'k', null),
+      sourceRecordDlqId(at, 'k', ''),
+      sourceRecordDlqId({ ...at, offset: '43' }, 'k', 'v'),
+      sourceRecordDlqId({ ...at, partition: 4 }, 'k', 'v'),
+    ];
+    expect(new Set([id, ...others]).size).toBe(others.length + 1);
   });
 });
 

@@ -381,7 +381,8 @@ describe('deploy/k8s', () => {
   it('sets in the ConfigMap only contract §8 variables and documented POIMEN_ tuning knobs, as strings', () => {
     const tuning = tuningVariables();
     expect(tuning).toContain('POIMEN_WORKER_SHUTDOWN_GRACE_MS');
-    const allowed = [...SPEC_ENV, ...tuning];
+    // RETRY_MAX_DURATION_MS: contract §5's time budget, beside §8's retry variables.
+    const allowed = [...SPEC_ENV, 'RETRY_MAX_DURATION_MS', ...tuning];
     const keys = Object.keys(configData);
     expect(keys.length).toBeGreaterThan(0);
     expect(keys.filter((k) => !allowed.includes(k))).toEqual([]);

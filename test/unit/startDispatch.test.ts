@@ -202,6 +202,27 @@ describe('startDispatch: one Kafka record to one workflow start', () => {
     await handleRecord(again.ctx, 'acme', TOPIC, 0, message('not json'));
     expect(again.published[0]!.record.id).toBe(published[1]!.record.id);
   });
+
+  test('a dead letter written at ingest leaves the record’s credential headers out', async () => {
+    const { ctx, published } = stubs();
+    const headers = { authorization: Buffer.from('Bearer s3cret'), 'x-origin': Buffer.from('billing') };
+    await handleRecord(ctx, 'acme', TOPIC, 0, message('not json', headers));
+    expect(published[0]!.record.source.headers).toEqual({ 'x-origin': 'billing' });
+    expect(JSON.stringify(published[0]!.record)).not.toContain('s3cret');
+  });
+
+  test('a record at an offset an earlier record had (its topic made anew) is dead-lettered under its own id', async () => {
+    const { ctx, published } = stubs();
+    const later = { ...message('not json either'), timestamp: '1700000099000' } as KafkaMessage;
+    await handleRecord(ctx, 'acme', TOPIC, 0, message('not json'));
+    await handleRecord(ctx, 'acme', TOPIC, 0, later);
+    // Same topic, partition and offset (41), another record: two dead letters, two ids.
+    expect(published.map((p) => p.record.source.offset)).toEqual(['41', '41']);
+    expect(published[1]!.record.id).not.toBe(published[0]!.record.id);
+    // Only the value differs (a producer that sets no timestamp, LogAppendTime in the same millisecond).
+    await handleRecord(ctx, 'acme', TOPIC, 0, message('not json, third'));
+    expect(new Set(published.map((p) => p.record.id)).size).toBe(3);
+  });
 });
 
 describe('startDispatch: each record’s outcome at debug', () => {

@@ -1,0 +1,77 @@
+/**
+ * The effective configuration of a relay process: every variable its role reads (the env table's rows), the value
+ * it runs with and where that came from. `poimen-relay config` prints it and each process logs it once at start,
+ * so what a deployment runs with is seen, not inferred from manifests. Secrets show only whether they are set.
+ * Owner of "what a process runs with"; the loaders (env.ts) stay the owners of parsing and defaults.
+ */
+import { type EnvReader, envVarsReadBy } from './envTable';
+import { type RelayConfig, type Role, loadRelayConfig } from './env';
+import { type Env, type Reading, watchReads } from './schema';
+import { isSecretName } from '../redact';
+
+export type ServiceRole = Exclude<Role, 'cli'>;
+
+/**
+ * Where a value came from: the environment (a flag counts, it is written there first), the loader's default,
+ * Temporal's config file profile, or nowhere (unset, no default: the feature is off).
+ */
+export type SettingSource = 'environment' | 'default' | 'file' | 'unset';
+
+export interface Setting {
+  name: string;
+  /** As the process uses it, in the variable's own notation; a secret's is `set` or null. */
+  value: string | null;
+  source: SettingSource;
+}
+
+export const ROLE_READER: Readonly<Record<ServiceRole, EnvReader>> = { ingester: 'ingest', worker: 'worker' };
+
+/** Variables Temporal's config file (TEMPORAL_CONFIG_FILE / TEMPORAL_PROFILE) can also set, and their field. */
+const FROM_TEMPORAL_PROFILE: Readonly<Record<string, (cfg: RelayConfig) => unknown>> = {
+  TEMPORAL_ADDRESS: (cfg) => cfg.temporal.address,
+  TEMPORAL_NAMESPACE: (cfg) => cfg.temporal.namespace,
+  TEMPORAL_API_KEY: (cfg) => cfg.temporal.apiKey,
+};
+
+function shown(value: unknown): string | null {
+  if (value === undefined || value === null) return null;
+  if (value instanceof RegExp) return value.source;
+  if (typeof value === 'object') return JSON.stringify(value);
+  return String(value as string | number | boolean);
+}
+
+/**
+ * Loads the role's configuration as the process does (an invalid value throws the same one-line ConfigError)
+ * and explains it: one setting per variable the role reads, in the env table's order.
+ */
+export function explainRelayConfig(
+  role: ServiceRole,
+  env: Env = process.env,
+): { cfg: RelayConfig; settings: Setting[] } {
+  const readings = new Map<string, Reading>();
+  const stop = watchReads(env, (r) => readings.set(r.name, r));
+  let cfg: RelayConfig;
+  try {
+    cfg = loadRelayConfig(role, env);
+  } finally {
+    stop();
+  }
+  const settings = envVarsReadBy(ROLE_READER[role]).map(({ name }): Setting => {
+    const raw = env[name];
+    const isSet = raw !== undefined && raw.trim() !== '';
+    const secret = isSecretName(name);
+    if (isSet)
+      return {
+        name,
+        value: secret ? 'set' : (shown(readings.get(name)?.value) ?? raw),
+        source: 'environment',
+      };
+    const fromProfile = FROM_TEMPORAL_PROFILE[name]?.(cfg);
+    const fallback = readings.get(name)?.value;
+    if (fromProfile !== undefined && cfg.temporal.profile !== undefined && fromProfile !== fallback)
+      return { name, value: secret ? 'set' : shown(fromProfile), source: 'file' };
+    if (fallback === undefined) return { name, value: null, source: 'unset' };
+    return { name, value: secret ? 'set' : shown(fallback), source: 'default' };
+  });
+  return { cfg, settings };
+}

@@ -1,0 +1,138 @@
+/**
+ * Contract §5, the circuit breaker and what ends a dispatch: a dispatch's own failed calls end it, never its
+ * neighbours'. Two dispatches the runs API always answers 503 open the worker's breaker (shipped breaker
+ * settings); dispatches answered 503 once and then 201 complete, under an attempts cap as under the time budget,
+ * and the two failing ones are dead-lettered after calls they actually made. Real Kafka, real Temporal, the
+ * relay's own processes and the runs API double (node:http); the two scenarios run at once, on separate queues.
+ */
+import fs from 'node:fs';
+import { WorkflowFailedError } from '@temporalio/client';
+import { topics } from '../src/contract';
+import { BREAKER_DEFAULTS, RUNS_API_TIMEOUT_MS_DEFAULT } from '../src/config/defaults';
+import { idCounts, readTopicToEnd } from './support/dlqTopic';
+import { dispatchKeys, publishDispatches, runAtOnce } from './support/outage';
+import { type Harness, createHarness } from './support/relayHarness';
+import type { RelayProcess } from './support/relay';
+
+const SICK = 2;
+const WELL = 20;
+const CAP = 4;
+const BUDGET_MS = 30_000;
+/** Shipped breaker settings (the harness turns the breaker off for suites about other things). */
+const SHIPPED_BREAKER = {
+  POIMEN_BREAKER_FAILURES: String(BREAKER_DEFAULTS.failures),
+  POIMEN_BREAKER_PROBE_INTERVAL_MS: String(BREAKER_DEFAULTS.probeIntervalMs),
+  // The shipped attempt timeout, not the harness's 3 s: on a loaded machine a 201 read after 3 s is a timeout, and
+  // a timed-out call is a failure of the dispatch's own.
+  RUNS_API_TIMEOUT_MS: String(RUNS_API_TIMEOUT_MS_DEFAULT),
+};
+
+type Ending = { key: string; completed: boolean };
+
+/** Waits for every execution to close: completed, or failed (dead-lettered). */
+async function endings(h: Harness, keys: string[], timeoutMs: number): Promise<Ending[]> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`executions still running after ${timeoutMs} ms`)), timeoutMs);
+  });
+  try {
+    return await Promise.race([
+      timedOut,
+      Promise.all(
+        keys.map(async (key) => {
+          const completed = await h.client.workflow
+            .getHandle(h.wfId(key))
+            .result()
+            .then(
+              () => true,
+              (err: unknown) => {
+                if (err instanceof WorkflowFailedError) return false;
+                throw err;
+              },
+            );
+          return { key, completed };
+        }),
+      ),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function breakerOpened(worker: RelayProcess): Promise<boolean> {
+  return fs.readFileSync(worker.logFile, 'utf8').includes('runs API circuit breaker open');
+}
+
+async function neighbours(mode: 'cap' | 'budget'): Promise<void> {
+  const env =
+    mode === 'cap'
+      ? { ...SHIPPED_BREAKER, RETRY_MAX_ATTEMPTS: String(CAP) }
+      : { ...SHIPPED_BREAKER, RETRY_MAX_ATTEMPTS: '0', RETRY_MAX_DURATION_MS: String(BUDGET_MS) };
+  const h = await createHarness({ env });
+  try {
+    const sick = dispatchKeys(`sick-${mode}`, SICK);
+    const well = dispatchKeys(`well-${mode}`, WELL);
+    const sickSet = new Set(sick);
+    h.api.faultPolicy((key) =>
+      key !== undefined && sickSet.has(key) ? { kind: 'status', status: 503 } : undefined,
+    );
+    for (const key of well) h.api.scriptFor(key, { kind: 'status', status: 503, body: 'busy once' });
+    const worker = await h.startWorker();
+    await h.startIngester();
+    await publishDispatches(h, [...sick, ...well]);
+    // Every execution started (the ingester commits a record once its start is acknowledged).
+    await h.expectCommittedAtLogEnd(60_000);
+
+    const ended = await endings(h, [...sick, ...well], BUDGET_MS * 4);
+    const calls = (key: string) => h.api.requestsFor(key).map((r) => r.answer);
+    // The scenario held: the failing dispatches opened the worker's breaker.
+    expect(await breakerOpened(worker)).toBe(true);
+    // Every healthy dispatch completed: the first call 503, then one 201 (and at most one 409, the retry of a call
+    // whose 201 came back too late to be read).
+    expect(ended.filter((e) => well.includes(e.key) && !e.completed).map((e) => e.key)).toEqual([]);
+    const healthy = (answers: unknown[]) => /^503,201(,409)?$/.test(answers.join());
+    expect(well.filter((k) => !healthy(calls(k))).map((k) => [k, calls(k)])).toEqual([]);
+    expect(ended.filter((e) => sick.includes(e.key) && e.completed)).toEqual([]);
+
+    const dlq = await readTopicToEnd(h.kafka, topics.dlq(h.tenant));
+    expect(dlq.map((r) => r?.dispatch_key).sort()).toEqual(sick);
+    expect([...idCounts(dlq).values()].filter((n) => n !== 1)).toEqual([]);
+    for (const record of dlq) {
+      const made = calls(record!.dispatch_key!);
+      expect(made.every((a) => a === 503)).toBe(true);
+      if (mode === 'cap') {
+        // Each attempt the dead letter lists is a call the API received (null: one read too late, a timeout).
+        expect(record!.attempts!.map((a) => a.http_status ?? 503)).toEqual(made);
+        expect(made).toHaveLength(CAP);
+        expect(record).toMatchObject({ retry_count: CAP, max_retries: CAP });
+        expect(record!.error).toMatch(/^RETRY_MAX_ATTEMPTS \(4\) spent; last: /);
+      } else {
+        // Calls the API received; the attempt still calling when the budget's timeout fired never reports
+        // (contract §6 retry_count), and one that waited until the budget's end has no status.
+        const listed = record!
+          .attempts!.filter((a) => !/circuit breaker open/.test(a.error ?? ''))
+          .map((a) => a.http_status ?? 503);
+        expect(listed.length).toBeGreaterThanOrEqual(made.length - 1);
+        expect(listed).toEqual(made.slice(0, listed.length));
+        expect(record!.error).toMatch(/^retry budget of 30 s spent \(RETRY_MAX_DURATION_MS\)/);
+      }
+    }
+    process.stderr.write(
+      `[neighbours, ${mode}] calls of the failing dispatches: ${sick.map((k) => calls(k).length).join(', ')}; ` +
+        `requests in all ${h.api.requests.length}\n`,
+    );
+    await h.expectCommittedAtLogEnd();
+  } finally {
+    await h.cleanup();
+  }
+}
+
+test(
+  'two dispatches always answered 503 open the breaker; those answered 503 then 201 complete, under a cap of 4 and under the time budget',
+  () =>
+    runAtOnce({
+      'attempts cap 4': () => neighbours('cap'),
+      'time budget, no cap': () => neighbours('budget'),
+    }),
+  300_000,
+);
