@@ -117,6 +117,8 @@ describe('the verdict of a cluster soak', () => {
       executions_running: 0,
       consumer_group_lag: 0,
       kills: { ingester: 1, worker: 1, kafka: 1, temporal: 1, total: 4 },
+      dlq_sources_with_two_ids: 0,
+      not_ready: [],
       ...over,
     }) as SoakResult;
 

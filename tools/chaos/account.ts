@@ -121,3 +121,18 @@ export function dlqAccount(seen: DeadLetterSeen[], rewinds: RewindWindow[]): Dlq
     dlq_repeats_unexplained: unexplained,
   };
 }
+
+/**
+ * Source records dead-lettered under more than one id. A record redelivered after a rewind may be dead-lettered
+ * again, but under the same id (contract §6); a second id is a second failure of one dispatch, e.g. a re-run.
+ */
+export function sourcesWithTwoIds(seen: DeadLetterSeen[]): number {
+  const ids = new Map<string, Set<string>>();
+  for (const d of seen) {
+    const k = `${d.partition}:${d.offset}`;
+    let s = ids.get(k);
+    if (!s) ids.set(k, (s = new Set()));
+    s.add(d.id);
+  }
+  return [...ids.values()].filter((s) => s.size > 1).length;
+}

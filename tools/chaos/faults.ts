@@ -9,8 +9,16 @@ import { freePort } from '../../src/devstack/ports';
 import { type RelayProcess, startRelayProcess } from '../../src/devstack/relayProcess';
 import type { Fault, RunsApiDouble } from '../../test/support/runsApiDouble';
 import type { FaultWindow, RewindWindow } from './account';
+import {
+  type BudgetLane,
+  COMBINED_FAULTS,
+  type CombinedFault,
+  DOOMED_PREFIX,
+  combinedFault,
+  dueDuringDlqFault,
+} from './combined';
 import { serverFaults } from './servers';
-import type { ClusterFaults, Kills, SoakOptions, SoakRun, Victim } from './types';
+import type { ClusterFaults, CombinedFaults, Kills, SoakOptions, SoakRun, Victim } from './types';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /**
@@ -29,6 +37,8 @@ export function scriptApiFaults(
 ): Map<string, number> {
   const droppedAfterAdmit = new Map<string, number>();
   api.faultPolicy((key): Fault | undefined => {
+    // The budget lane's dispatches fail until their budget ends (drawn before the seeded answers, which replay).
+    if (key?.startsWith(DOOMED_PREFIX)) return { kind: 'status', status: 503 };
     const r = apiRnd();
     if (r < unavailable) return { kind: 'status', status: 503 };
     // Half the drops happen after the run was admitted: the answer is lost, the retry must see 409.
@@ -42,11 +52,15 @@ export function scriptApiFaults(
   return droppedAfterAdmit;
 }
 
-/** The relay's processes, started and restarted by name (`worker-a`, `worker-b`, …, `ingester-N`). */
+/**
+ * The relay's processes, started and restarted by name (`worker-a`, `worker-b`, …, `ingester-N`), and with
+ * `laneEnv` the budget lane's own ingester (`ingester-budget`, never killed).
+ */
 export function relayFleet(
   opts: Pick<SoakOptions, 'logsDir' | 'ingesters' | 'workers'>,
   run: string,
   env: NodeJS.ProcessEnv,
+  laneEnv?: NodeJS.ProcessEnv,
 ) {
   const logFile = (name: string) => path.join(opts.logsDir, `chaos-${run}-${name}.log`);
   const ingesterNames = Array.from({ length: opts.ingesters ?? 2 }, (_, i) => `ingester-${i + 1}`);
@@ -54,18 +68,21 @@ export function relayFleet(
     { length: opts.workers ?? 2 },
     (_, i) => `worker-${String.fromCharCode(97 + (i % 26))}${i >= 26 ? Math.floor(i / 26) : ''}`,
   );
+  const laneIngester = laneEnv ? BUDGET_INGESTER : undefined;
   const relay: Record<string, RelayProcess | undefined> = {};
   const startRelay = async (name: string) => {
     relay[name] = await startRelayProcess({
       role: name.startsWith('ingester') ? 'ingest' : 'worker',
-      env,
+      env: name === BUDGET_INGESTER && laneEnv ? laneEnv : env,
       metricsPort: await freePort(),
       logFile: logFile(name),
       readyTimeoutMs: 120_000,
     });
   };
-  return { ingesterNames, workerNames, relay, startRelay };
+  return { ingesterNames, workerNames, laneIngester, relay, startRelay };
 }
+
+const BUDGET_INGESTER = 'ingester-budget';
 
 export type RelayFleet = ReturnType<typeof relayFleet>;
 
@@ -76,6 +93,8 @@ export interface FaultLog {
   faultWindows: FaultWindow[];
   /** One per ingester or broker kill; each resolves once the group has settled after it. */
   pendingRewinds: Promise<RewindWindow[]>[];
+  /** With `combined`: the overlapping faults injected. */
+  combined?: CombinedFaults;
   lastFaultEndMs: number;
   gap: [number, number];
   down: [number, number];
@@ -90,6 +109,7 @@ export async function runFaults(
   publisher: Promise<unknown>,
   fleet: RelayFleet,
   faultStart: number,
+  lane?: { api: RunsApiDouble; lane: BudgetLane },
 ): Promise<FaultLog> {
   const say = opts.progress ?? (() => undefined);
   const { kafka, tenant, groupId } = soak;
@@ -99,7 +119,15 @@ export async function runFaults(
     ? { ingester: 0, worker: 0, kafka: 0, temporal: 0, postgres: 0, total: 0 }
     : { ingester: 0, worker: 0, kafka: 0, temporal: 0, total: 0 };
   let lastFaultEndMs = faultStart;
-  const victims: Victim[] = ['ingester', 'worker', ...servers.victims];
+  const victims: (Victim | CombinedFault)[] = [
+    'ingester',
+    'worker',
+    ...servers.victims,
+    ...(lane ? COMBINED_FAULTS : []),
+  ];
+  const combined: CombinedFaults | undefined = lane
+    ? { temporal_kafka: 0, temporal_rebalance: 0, dlq_budget: 0, dead_letters_due_in_dlq_fault: 0 }
+    : undefined;
   const faultWindows: FaultWindow[] = [];
   const pendingRewinds: Promise<RewindWindow[]>[] = [];
   // The group's committed offsets now (a partition never committed counts from 0); retried through a restart.
@@ -151,6 +179,48 @@ export async function runFaults(
     const round = [...victims].sort(() => rnd() - 0.5);
     for (const victim of round) {
       await sleep(between(rnd, gap));
+      if (victim === 'temporal+kafka' || victim === 'temporal+rebalance' || victim === 'dlq+budget') {
+        const committedBefore = await committedNow();
+        say(`combined fault: ${victim}`);
+        const got = await combinedFault(victim, {
+          kafka,
+          servers,
+          api: lane!.api,
+          lane: lane!.lane,
+          killIngester: async () => {
+            const which = ingesterNames[Math.floor(rnd() * ingesterNames.length)]!;
+            say(`kill -9 ${which}`);
+            await relay[which]?.kill();
+            return () => startRelay(which);
+          },
+          hitKafka: (ms) => servers.hit('kafka', ms),
+          settleMs,
+          downMs: between(rnd, down),
+          say,
+        });
+        if (got.temporalDown) {
+          faultWindows.push({
+            fromMs: got.temporalDown.fromMs - ANSWER_TO_COMPLETION_MS,
+            toMs: got.temporalDown.toMs + ANSWER_TO_COMPLETION_MS,
+            cause: 'temporal_outage',
+          });
+          kills.temporal++;
+          kills.total++;
+        }
+        kills.kafka += got.kafkaKills;
+        kills.ingester += got.ingesterKills;
+        kills.total += got.kafkaKills + got.ingesterKills;
+        pendingRewinds.push(rewindAfterSettle(committedBefore));
+        const c = combined!;
+        if (victim === 'temporal+kafka') c.temporal_kafka++;
+        else if (victim === 'temporal+rebalance') c.temporal_rebalance++;
+        else if (got.dlqFault) {
+          c.dlq_budget++;
+          c.dead_letters_due_in_dlq_fault += dueDuringDlqFault(got.dlqFault);
+        }
+        lastFaultEndMs = Date.now();
+        continue;
+      }
       const server = victim === 'ingester' || victim === 'worker' ? undefined : victim;
       // The dev soak draws a worker with one number (< 0.5: the first of two), so its seeds replay as before.
       const which =
@@ -191,5 +261,14 @@ export async function runFaults(
     }
   }
   const cluster = servers.summary();
-  return { kills, ...(cluster ? { cluster } : {}), faultWindows, pendingRewinds, lastFaultEndMs, gap, down };
+  return {
+    kills,
+    ...(cluster ? { cluster } : {}),
+    ...(combined ? { combined } : {}),
+    faultWindows,
+    pendingRewinds,
+    lastFaultEndMs,
+    gap,
+    down,
+  };
 }

@@ -1,6 +1,7 @@
 /**
  * `npm run chaos [-- --quick] [--profile dev|cluster] [--ingesters N] [--workers N] [--dispatches N] [--seconds S]
- * [--seed S]`:
+ * [--seed S] [--no-combined]`; `npm run chaos -- --endurance [--records N]` runs the endurance run instead
+ * (endurance.ts).
  * the kill -9 soak on the local stack: the dev profile (one broker, Temporal persisted in SQLite) or the cluster
  * profile (three brokers, the Temporal server on PostgreSQL; PostgreSQL is killed too). Prints a summary table and
  * writes tools/results/chaos[-cluster]-<date>[-quick].json; exits 1 when anything was lost, doubled, left running
@@ -22,6 +23,8 @@ import {
 import { consoleProgress } from '../../src/devstack/stack/progress';
 import { PACKAGE_ROOT } from '../../src/version';
 import { activeControllerFromQuorumState } from './servers';
+import { ENDURANCE_RECORDS, reportEndurance } from './enduranceReport';
+import { runEndurance } from './endurance';
 import { SOAK_SIZES, soakVerdict } from './sizes';
 import { type SoakResult, runSoak } from './soak';
 import type { SoakTarget } from './types';
@@ -54,6 +57,12 @@ async function main(): Promise<void> {
       intAtLeast(10),
     )
     .option('--seed <n>', 'schedule seed, to re-run a soak', intAtLeast(0))
+    .option(
+      '--endurance',
+      'instead of the soak: records through a stable group, heap and RSS sampled (endurance.ts)',
+    )
+    .option('--records <n>', 'records of the endurance run (default 1,000,000)', intAtLeast(1000))
+    .option('--no-combined', 'without the overlapping faults and their budget lane (the full soak has them)')
     .parse(process.argv)
     .opts<{
       quick?: boolean;
@@ -63,10 +72,14 @@ async function main(): Promise<void> {
       dispatches?: number;
       seconds?: number;
       seed?: number;
+      combined: boolean;
+      endurance?: boolean;
+      records?: number;
     }>();
   const mode = opts.quick ? 'quick' : 'full';
   const { profile } = opts;
-  const size = SOAK_SIZES[mode];
+  const { combined: _combined, ...sized } = SOAK_SIZES[mode];
+  const size = opts.combined && _combined ? { ...sized, combined: _combined } : sized;
   const progress = consoleProgress('chaos');
   const loaded = loadStackConfig();
   // A JVM broker that must catch up, or the Temporal server re-acquiring its shards, can take minutes on a busy
@@ -79,6 +92,21 @@ async function main(): Promise<void> {
   const stack = openStack(cfg, profile, progress);
   await stack.up();
   const endpoints = stackEndpoints(cfg, profile);
+  const logsDir = profile === 'cluster' ? clusterPaths(cfg).logsDir : path.join(cfg.stateDir, 'logs');
+  if (opts.endurance) {
+    const endured = await runEndurance({
+      kafkaBrokers: endpoints.kafka.bootstrap,
+      temporalAddress: endpoints.temporal.address,
+      namespace: endpoints.temporal.namespace,
+      logsDir,
+      cluster: profile === 'cluster',
+      records: opts.records ?? ENDURANCE_RECORDS,
+      ...(opts.ingesters ? { ingesters: opts.ingesters } : {}),
+      ...(opts.workers ? { workers: opts.workers } : {}),
+      progress,
+    });
+    return reportEndurance(profile, endured);
+  }
   const target: SoakTarget =
     stack instanceof ClusterStack
       ? {
@@ -100,7 +128,7 @@ async function main(): Promise<void> {
     kafkaBrokers: endpoints.kafka.bootstrap,
     temporalAddress: endpoints.temporal.address,
     namespace: endpoints.temporal.namespace,
-    logsDir: profile === 'cluster' ? clusterPaths(cfg).logsDir : path.join(cfg.stateDir, 'logs'),
+    logsDir,
     ...target,
     ...size,
     ...(opts.ingesters ? { ingesters: opts.ingesters } : {}),
@@ -137,6 +165,9 @@ async function main(): Promise<void> {
       `max ${out.dlq_account.dlq_max_copies_per_id}, ${out.dlq_account.dlq_repeats} repeats, ${out.dlq_account.dlq_repeats_unexplained} outside a rewind`,
     ],
     ['committed offsets at the log end', String(out.committed_at_log_end)],
+    ['records dead-lettered under two ids', String(out.dlq_sources_with_two_ids)],
+    ['not ready after the drain', out.not_ready.join(', ') || 'none'],
+    ...combinedRows(out),
     [
       'DLQ records',
       `${out.dlq}, ${out.dlq_distinct_ids} distinct ids (${out.dlq_malformed_matched}/${out.malformed} malformed matched, ${out.dlq_unexpected} for valid dispatches, ${out.dlq_without_reason} without the right reason)`,
@@ -174,6 +205,20 @@ async function main(): Promise<void> {
     process.stderr.write(`chaos: FAILED: ${problems.join('; ')}\n`);
     process.exit(1);
   }
+}
+
+function combinedRows({ combined_faults: c, budget_lane: l }: SoakResult): [string, string][] {
+  if (!c || !l) return [];
+  return [
+    [
+      'overlapping faults',
+      `Temporal down + broker kill ${c.temporal_kafka}, rebalance during a Temporal outage ${c.temporal_rebalance}, DLQ refusing writes at budget ends ${c.dlq_budget} (${c.dead_letters_due_in_dlq_fault} dead letters due meanwhile)`,
+    ],
+    [
+      'budget lane (always 503)',
+      `${l.dead_lettered}/${l.doomed} dead-lettered, ${l.dlq} DLQ records, ${l.runs} runs, lag ${l.consumer_group_lag}`,
+    ],
+  ];
 }
 
 function clusterRows(c: SoakResult['cluster_faults']): [string, string][] {

@@ -5,7 +5,7 @@
  * until that node is back in every dispatch partition's ISR, so at most one broker is ever missing from a quorum
  * of three.
  */
-import type { Kafka } from 'kafkajs';
+import { ConfigResourceTypes, type Kafka } from 'kafkajs';
 import { poll } from '../../src/poll';
 import type { ClusterFaults, SoakOptions } from './types';
 
@@ -25,7 +25,60 @@ export interface ServerFaults {
   hit(victim: ServerVictim, downMs: number): Promise<void>;
   /** The cluster's account of its server faults; undefined on the dev stack. */
   summary(): ClusterFaults | undefined;
+  /** Kills the Temporal server and leaves it down; the answer starts it again (and waits until it is ready). */
+  temporalDown(): Promise<() => Promise<void>>;
+  /**
+   * Makes writes to `dlqTopic` fail until the answer is called: on the dev stack by killing the one broker; on the
+   * cluster by killing a broker that leads one of its partitions with the topic's min.insync.replicas raised to
+   * 3, so its remaining replicas refuse acks=all writes while the dispatch topics go on.
+   */
+  refuseDlq(dlqTopic: string): Promise<() => Promise<void>>;
 }
+
+/**
+ * Sets a topic's min.insync.replicas, keeping its other settings (AlterConfigs replaces a topic's whole set);
+ * the answer puts the old value back. Retried while a broker restarts.
+ */
+async function raiseMinIsr(kafka: Kafka, topic: string, value: string): Promise<() => Promise<void>> {
+  const set = async (entries: { name: string; value: string }[]) => {
+    const done = await poll(
+      async () => {
+        const a = kafka.admin();
+        try {
+          await a.connect();
+          await a.alterConfigs({
+            validateOnly: false,
+            resources: [{ type: ConfigResourceTypes.TOPIC, name: topic, configEntries: entries }],
+          });
+          return true;
+        } finally {
+          await a.disconnect().catch(() => undefined);
+        }
+      },
+      { timeoutMs: 60_000, intervalMs: 1000, retryErrors: true },
+    );
+    if (!done.done) throw new Error(`could not set the configuration of ${topic}`);
+  };
+  const a = kafka.admin();
+  let own: { name: string; value: string }[];
+  try {
+    await a.connect();
+    const { resources } = await a.describeConfigs({
+      includeSynonyms: false,
+      resources: [{ type: ConfigResourceTypes.TOPIC, name: topic }],
+    });
+    own = (resources[0]?.configEntries ?? [])
+      .filter((e) => !e.isDefault && e.configSource === TOPIC_CONFIG_SOURCE)
+      .map((e) => ({ name: e.configName, value: e.configValue }));
+  } finally {
+    await a.disconnect().catch(() => undefined);
+  }
+  await set([...own.filter((e) => e.name !== 'min.insync.replicas'), { name: 'min.insync.replicas', value }]);
+  return () => set(own);
+}
+
+/** DescribeConfigs' source of a setting made on the topic itself (DYNAMIC_TOPIC_CONFIG). */
+const TOPIC_CONFIG_SOURCE = 1;
 
 export function serverFaults(
   opts: SoakOptions,
@@ -46,6 +99,16 @@ export function serverFaults(
         await services.start(victim);
       },
       summary: () => undefined,
+      async temporalDown() {
+        say('kill -9 temporal (stays down)');
+        await services.kill('temporal');
+        return () => services.start('temporal');
+      },
+      async refuseDlq() {
+        say('kill -9 kafka (the DLQ topic refuses writes)');
+        await services.kill('kafka');
+        return () => services.start('kafka');
+      },
     };
   }
 
@@ -139,6 +202,42 @@ export function serverFaults(
         await startBack(victim);
       }
       restarts[victim].push((Date.now() - started) / 1000);
+    },
+    async temporalDown() {
+      say('kill -9 temporal (stays down)');
+      await cluster.kill('temporal');
+      return async () => void (await startBack('temporal'));
+    },
+    async refuseDlq(dlqTopic) {
+      const restore = await raiseMinIsr(kafka, dlqTopic, '3');
+      const got = await poll(
+        async () => {
+          const a = kafka.admin();
+          try {
+            await a.connect();
+            const { topics } = await a.fetchTopicMetadata({ topics: [dlqTopic] });
+            const led = (topics[0]?.partitions ?? []).map((p) => p.leader).filter((n) => n >= 0);
+            return led.length > 0 ? led : undefined;
+          } finally {
+            await a.disconnect().catch(() => undefined);
+          }
+        },
+        { timeoutMs: 30_000, intervalMs: 500, retryErrors: true },
+      );
+      const led = got.done ? got.value : [];
+      const node = led[Math.floor(rnd() * led.length)];
+      const name = `kafka-${node}`;
+      if (name !== 'kafka-1' && name !== 'kafka-2' && name !== 'kafka-3') {
+        await restore();
+        throw new Error(`no leader known for ${dlqTopic}`);
+      }
+      say(`kill -9 ${name} (leads a partition of ${dlqTopic}; min.insync.replicas 3 there)`);
+      await cluster.kill(name);
+      return async () => {
+        await startBack(name);
+        if (!(await caughtUp(node!))) say(`${name} not back in every ISR after ${ISR_CATCH_UP_MS / 1000} s`);
+        await restore();
+      };
     },
     summary() {
       const stats = (xs: number[]) => ({

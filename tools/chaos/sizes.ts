@@ -14,8 +14,21 @@ const SOAK_ENV = {
 
 type Size = Pick<
   SoakOptions,
-  'dispatches' | 'publishSeconds' | 'faultSeconds' | 'faultGapMs' | 'downMs' | 'drainTimeoutMs' | 'env'
+  | 'dispatches'
+  | 'publishSeconds'
+  | 'faultSeconds'
+  | 'faultGapMs'
+  | 'downMs'
+  | 'drainTimeoutMs'
+  | 'env'
+  | 'combined'
 >;
+
+/**
+ * The budget lane's retry budget in the full soak: long enough for its dispatches to be started and called a few
+ * times before their budget ends, short enough that a DLQ fault can be timed around it.
+ */
+export const LANE_BUDGET_MS = 15_000;
 
 export const SOAK_SIZES: Record<'quick' | 'full', Size> = {
   quick: {
@@ -35,6 +48,8 @@ export const SOAK_SIZES: Record<'quick' | 'full', Size> = {
     downMs: [200, 3000],
     drainTimeoutMs: 30 * 60_000,
     env: SOAK_ENV,
+    // The overlapping faults take a minute a round; the quick soak (npm test) stays without them.
+    combined: { budgetMs: LANE_BUDGET_MS },
   },
 };
 
@@ -66,6 +81,12 @@ export function soakVerdict(r: SoakResult): string[] {
     `${r.dlq_account.dlq_repeats_unexplained} dead letters repeated where no rewind reached their record`,
   );
   expect(r.committed_at_log_end, 'committed offsets short of the log end after the drain');
+  expect(
+    r.dlq_sources_with_two_ids === 0,
+    `${r.dlq_sources_with_two_ids} records dead-lettered under two ids`,
+  );
+  expect(r.not_ready.length === 0, `not ready after the drain: ${r.not_ready.join(', ')}`);
+  problems.push(...combinedVerdict(r));
   expect(r.executions_running === 0, `${r.executions_running} executions left Running`);
   expect(r.consumer_group_lag === 0, `consumer group lag ${r.consumer_group_lag}`);
   for (const v of ['ingester', 'worker', 'kafka', 'temporal'] as const) {
@@ -79,5 +100,26 @@ export function soakVerdict(r: SoakResult): string[] {
       `${r.group_members} of ${r.ingesters} ingesters in the consumer group after the drain`,
     );
   }
+  return problems;
+}
+
+/** With overlapping faults: each kind injected, and the budget lane dead-lettered in full despite its DLQ fault. */
+function combinedVerdict(r: SoakResult): string[] {
+  const c = r.combined_faults;
+  const lane = r.budget_lane;
+  if (!c && !lane) return [];
+  if (!c || !lane) return ['combined faults without their budget lane, or the other way round'];
+  const problems: string[] = [];
+  if (c.temporal_kafka === 0) problems.push('Temporal was never down during a broker kill');
+  if (c.temporal_rebalance === 0) problems.push('no rebalance during a Temporal outage');
+  if (c.dlq_budget === 0) problems.push('the DLQ never refused writes around a budget end');
+  if (c.dead_letters_due_in_dlq_fault === 0) problems.push('no budget ended while the DLQ refused writes');
+  if (lane.dead_lettered !== lane.doomed)
+    problems.push(
+      `${lane.doomed - lane.dead_lettered} of ${lane.doomed} doomed dispatches not dead-lettered`,
+    );
+  if (lane.runs !== 0) problems.push(`${lane.runs} doomed dispatches have a run`);
+  if (!lane.committed_at_log_end || lane.consumer_group_lag !== 0)
+    problems.push(`budget lane: committed offsets short of the log end (lag ${lane.consumer_group_lag})`);
   return problems;
 }

@@ -21,6 +21,8 @@ import { ensureTopics } from '../../src/kafka/topics';
 import { ANSWER_TO_COMPLETION_MS, relayFleet, runFaults, scriptApiFaults } from './faults';
 import { planTraffic, prng, publish, soakTopicSpecs } from './traffic';
 import type { SoakOptions, SoakResult, SoakRun } from './types';
+import type { BudgetLane } from './combined';
+import { laneAccount, laneDrained, notReady } from './lane';
 import { account, awaitDrain, groupMembersOf } from './verdict';
 
 export type { ClusterControl, ServiceControl, SoakOptions, SoakResult, Victim } from './types';
@@ -52,6 +54,11 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
   const admin = kafka.admin();
   await admin.connect();
   await ensureTopics(admin, soakTopicSpecs(tenant, partitions, profile === 'cluster'));
+  // The budget lane: a tenant of its own whose ingester gives its (always refused) dispatches a short budget.
+  const lane: BudgetLane | undefined = opts.combined
+    ? { tenant: `${tenant}b`, groupId: `${groupId}-budget`, run, budgetMs: opts.combined.budgetMs, keys: [] }
+    : undefined;
+  if (lane) await ensureTopics(admin, soakTopicSpecs(lane.tenant, partitions, profile === 'cluster'));
   await admin.disconnect();
 
   const unavailable = opts.apiUnavailableShare ?? 0.2;
@@ -72,7 +79,13 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
     LOG_LEVEL: 'warn',
     ...opts.env,
   });
-  const fleet = relayFleet(opts, run, env);
+  const laneEnv = lane && {
+    ...env,
+    KAFKA_GROUP_ID: lane.groupId,
+    DISPATCH_TOPIC_PATTERN: `^poimen\\.${lane.tenant}\\.dispatch$`,
+    RETRY_MAX_DURATION_MS: String(lane.budgetMs),
+  };
+  const fleet = relayFleet(opts, run, env, laneEnv);
   const { ingesterNames, relay, startRelay } = fleet;
   const soak: SoakRun = { kafka, tenant, run, groupId, taskQueue };
 
@@ -96,31 +109,40 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
     );
     for (const name of fleet.workerNames) await startRelay(name);
     for (const name of ingesterNames) await startRelay(name);
+    if (fleet.laneIngester) await startRelay(fleet.laneIngester);
     await producer.connect();
 
     const publisher = publish(producer, tenant, records, {
       publishSeconds: opts.publishSeconds,
       onePerSend: profile === 'cluster',
     });
-    const faults = await runFaults(opts, soak, env, rnd, publisher, fleet, faultStart);
+    const faults = await runFaults(opts, soak, env, rnd, publisher, fleet, faultStart, lane && { api, lane });
     const publishS = await publisher;
     say(`faults over after ${faults.kills.total} kills; waiting for the drain`);
 
     connection = await Connection.connect({ address: opts.temporalAddress });
     const client = new Client({ connection, namespace: opts.namespace });
-    const drain = await awaitDrain(soak, client, api, expected, opts.drainTimeoutMs);
+    const drain = await awaitDrain(soak, client, api, expected, opts.drainTimeoutMs, async () =>
+      lane ? laneDrained(soak, lane) : true,
+    );
     const { drained, drainedAtMs } = drain;
     const { lastFaultEndMs, gap, down } = faults;
     const verdict = await account(soak, client, api, expected, droppedAfterAdmit, faults, drain);
     const groupMembers = await groupMembersOf(soak, ingesterNames.length);
+    const laneAcc = lane && (await laneAccount(soak, lane, api));
+    const late = await notReady(relay);
 
     return {
       profile,
       ingesters: ingesterNames.length,
       workers,
       ...verdict,
+      dlq_sources_with_two_ids: verdict.dlq_sources_with_two_ids + (laneAcc?.sourcesWithTwoIds ?? 0),
+      not_ready: late,
       group_members: groupMembers,
       ...(faults.cluster ? { cluster_faults: faults.cluster } : {}),
+      ...(faults.combined ? { combined_faults: faults.combined } : {}),
+      ...(laneAcc ? { budget_lane: laneAcc.account } : {}),
       publish_s: Math.round(publishS * 10) / 10,
       fault_window_s: Math.round((lastFaultEndMs - faultStart) / 100) / 10,
       drain_after_last_fault_s: Math.round((drainedAtMs - lastFaultEndMs) / 100) / 10,
@@ -138,6 +160,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
         down_ms: down,
         publish_seconds: opts.publishSeconds,
         relay_env: opts.env ?? {},
+        ...(lane ? { budget_lane_retry_max_duration_ms: lane.budgetMs } : {}),
       },
     };
   } finally {

@@ -62,6 +62,11 @@ interface SoakCommon {
   ingesters?: number;
   /** Workers on the task queue (default 2); a kill takes one of them. */
   workers?: number;
+  /**
+   * Overlapping faults as well (combined.ts), and the budget lane they need: dispatches the API always refuses,
+   * on a tenant of their own whose ingester gives them this retry budget (ms).
+   */
+  combined?: { budgetMs: number };
   progress?: (message: string) => void;
 }
 
@@ -77,6 +82,31 @@ export interface ClusterFaults {
   start_retries: number;
   /** Seconds from kill -9 to ready again (Kafka: and back in every dispatch partition's ISR), per service. */
   restart_s: Record<'kafka' | 'temporal' | 'postgres', { count: number; mean: number; max: number }>;
+}
+
+/** The overlapping faults of a soak run with `combined` (combined.ts). */
+export interface CombinedFaults {
+  /** Temporal down while a Kafka broker was killed and restarted. */
+  temporal_kafka: number;
+  /** Temporal down while an ingester was killed and started again (two rebalances). */
+  temporal_rebalance: number;
+  /** The budget lane's DLQ topic refusing writes around its dispatches' budget ends. */
+  dlq_budget: number;
+  /** Dead letters whose budget ended while their DLQ topic refused writes. */
+  dead_letters_due_in_dlq_fault: number;
+}
+
+/** The budget lane's account: dispatches the API always refuses, which must each be dead-lettered once. */
+export interface LaneAccount {
+  doomed: number;
+  /** Doomed dispatches with a `dispatch_failure` dead letter. */
+  dead_lettered: number;
+  /** Doomed dispatches the API admitted: it never does, so any is a bug in the soak. */
+  runs: number;
+  /** Dead letters of the lane in all (repeats of one id after a rewind included). */
+  dlq: number;
+  committed_at_log_end: boolean;
+  consumer_group_lag: number;
 }
 
 export interface SoakResult {
@@ -123,6 +153,16 @@ export interface SoakResult {
   kills: Kills;
   /** Cluster profile only. */
   cluster_faults?: ClusterFaults;
+  /** With `combined` only: the overlapping faults and the budget lane's account. */
+  combined_faults?: CombinedFaults;
+  budget_lane?: LaneAccount;
+  /**
+   * Source records (a dispatch or a malformed record, by topic, partition and offset) dead-lettered under more
+   * than one id: a repeated write must carry the same id.
+   */
+  dlq_sources_with_two_ids: number;
+  /** Relay processes whose /readyz did not answer 200 within a minute of the drain. */
+  not_ready: string[];
   api: { requests: number; unavailable_503: number; dropped: number; dedup_409: number };
   posts_per_valid_dispatch: number;
   publish_s: number;

@@ -8,7 +8,7 @@ import { readDeadLetters } from '../../src/kafka/dlqReader';
 import { poll } from '../../src/poll';
 import type { RunsApiDouble } from '../../test/support/runsApiDouble';
 import { committedAtLogEnd } from '../bench/groupOffsets';
-import { dedupAccount, dlqAccount } from './account';
+import { dedupAccount, dlqAccount, sourcesWithTwoIds } from './account';
 import type { FaultLog } from './faults';
 import type { Planned } from './traffic';
 import type { SoakResult, SoakRun } from './types';
@@ -129,6 +129,7 @@ export async function awaitDrain(
   api: RunsApiDouble,
   { validKeys, bad }: Expected,
   drainTimeoutMs: number,
+  alsoDone: () => Promise<boolean> = async () => true,
 ): Promise<{ drained: boolean; drainedAtMs: number; dlqSeen: SeenDlq[] }> {
   const { taskQueue } = soak;
   let dlqSeen: SeenDlq[] = [];
@@ -143,7 +144,7 @@ export async function awaitDrain(
         running(client, taskQueue).catch(() => -1),
         lagOf(soak).catch(() => -1),
       ]);
-      if (r === 0 && lag === 0) {
+      if (r === 0 && lag === 0 && (await alsoDone())) {
         drained = true;
         drainedAtMs = Date.now();
         break;
@@ -183,6 +184,9 @@ export type Verdict = Omit<
   | 'workers'
   | 'group_members'
   | 'cluster_faults'
+  | 'combined_faults'
+  | 'budget_lane'
+  | 'not_ready'
   | 'publish_s'
   | 'fault_window_s'
   | 'drain_after_last_fault_s'
@@ -259,6 +263,7 @@ export async function account(
     dlq_without_reason: withoutReason,
     dedup: dedupAcc,
     dlq_account: dlqAcc,
+    dlq_sources_with_two_ids: sourcesWithTwoIds(dlqSeen.filter((d) => d.id !== '')),
     executions_running: executionsRunning,
     consumer_group_lag: lag,
     committed_at_log_end: atLogEnd,
