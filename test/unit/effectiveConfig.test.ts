@@ -140,3 +140,33 @@ describe('poimen-relay config', () => {
     expect(out).toMatch(/POIMEN_BREAKER_FAILURES +5 +default/);
   });
 });
+
+describe('what the effective configuration never shows', () => {
+  it('no secret: a sentinel in every secret-bearing variable never appears in the output', () => {
+    const sentinel = 'SENTINEL-0xDEADBEEF';
+    const env = {
+      KAFKA_SASL_MECHANISM: 'plain',
+      KAFKA_SASL_USERNAME: 'relay',
+      KAFKA_SASL_PASSWORD: sentinel,
+      RUNS_API_TOKEN: sentinel,
+      TEMPORAL_API_KEY: sentinel,
+      TEMPORAL_TLS_CLIENT_KEY_DATA: `-----BEGIN PRIVATE KEY-----\n${sentinel}\n-----END PRIVATE KEY-----`,
+      RUNS_API_URL: `https://relay:${sentinel}@runs.example:8443`,
+      OTEL_EXPORTER_OTLP_ENDPOINT: `https://otel:${sentinel}@collector.example:4318`,
+    };
+    for (const role of ['ingester', 'worker'] as const) {
+      // The key data cannot be loaded as a real key: show only what the process would, and never the value.
+      let text: string;
+      try {
+        text = JSON.stringify(explainRelayConfig(role, env).settings);
+      } catch (err) {
+        text = (err as Error).message;
+      }
+      expect(text).not.toContain(sentinel);
+    }
+    const worker = byName(
+      explainRelayConfig('worker', { RUNS_API_URL: `https://relay:${sentinel}@runs.example:8443` }).settings,
+    );
+    expect(worker.get('RUNS_API_URL')?.value).toBe('https://runs.example:8443');
+  });
+});
