@@ -8,7 +8,13 @@ export const REDACTED = '<redacted>';
 
 /** Environment variables whose values are never echoed, not even in a one-line config error. */
 export function isSecretName(name: string): boolean {
-  return /PASSWORD|TOKEN|API_KEY/.test(name);
+  // KEY_DATA: a private key given inline (TEMPORAL_TLS_CLIENT_KEY_DATA).
+  return /PASSWORD|TOKEN|API_KEY|KEY_DATA/.test(name);
+}
+
+/** A URL without the user and password it may carry (`https://u:p@host` → `https://host`). */
+export function withoutUserinfo(url: string): string {
+  return url.replace(/^([A-Za-z][A-Za-z0-9+.-]*:\/\/)[^/?#@]*@/, '$1');
 }
 
 /**

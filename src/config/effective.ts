@@ -7,7 +7,7 @@
 import { type EnvReader, envVarsReadBy } from './envTable';
 import { type RelayConfig, type Role, loadRelayConfig } from './env';
 import { type Env, type Reading, watchReads } from './schema';
-import { isSecretName } from '../redact';
+import { isSecretName, withoutUserinfo } from '../redact';
 
 export type ServiceRole = Exclude<Role, 'cli'>;
 
@@ -33,11 +33,12 @@ const FROM_TEMPORAL_PROFILE: Readonly<Record<string, (cfg: RelayConfig) => unkno
   TEMPORAL_API_KEY: (cfg) => cfg.temporal.apiKey,
 };
 
+/** A value as printed: a URL without its credentials. */
 function shown(value: unknown): string | null {
   if (value === undefined || value === null) return null;
   if (value instanceof RegExp) return value.source;
   if (typeof value === 'object') return JSON.stringify(value);
-  return String(value as string | number | boolean);
+  return withoutUserinfo(String(value as string | number | boolean));
 }
 
 /**

@@ -3,6 +3,7 @@
  * Node-only (Buffer, crypto): workflow code never loads it; workflows import ./names and ./dispatch only.
  */
 import crypto from 'node:crypto';
+import { withoutUserinfo } from '../redact';
 import { type AttemptEntry, type AttemptHistory, historyFrom } from './attempts';
 import { base64Decode, base64Encode } from './base64';
 import {
@@ -157,9 +158,7 @@ function dlqPayload(value: Uint8Array | string | null): Pick<DlqRecord, 'payload
 }
 
 /** Credentials embedded in RUNS_API_URL (`http://user:secret@host`) must never reach a dead letter. */
-export function withoutUserinfo(url: string): string {
-  return url.replace(/^([A-Za-z][A-Za-z0-9+.-]*:\/\/)[^/?#@]*@/, '$1');
-}
+export { withoutUserinfo };
 
 /**
  * Reads a dead-letter value for tools (list, replay). Loose on purpose: records written by older versions
