@@ -139,6 +139,23 @@ describe('a rebalance during an outage', () => {
     );
   });
 
+  it('a start in flight that fails after its partition moved to another member opens no outage here', async () => {
+    let fail!: (e: Error) => void;
+    handle.mockImplementation(() => new Promise((_resolve, reject) => (fail = reject)));
+    const { ing, internals } = ingester();
+    const consumer = crashedConsumer();
+    internals.consumer = consumer;
+    internals.onGroupJoin(consumer, { 'poimen.a.dispatch': [0] });
+    const running = internals.eachBatch(consumer, batch('poimen.a.dispatch', 0, [5], consumer));
+    await new Promise((r) => setImmediate(r));
+    // kafkajs rejoins from another broker's fetch while this start waits on Temporal; the partition goes elsewhere.
+    internals.onGroupJoin(consumer, { 'poimen.b.dispatch': [0] });
+    fail(new Error('Temporal unreachable'));
+    await running;
+    expect(ing.ready()).toBe(true);
+    expect(consumer.calls).toEqual([]);
+  });
+
   it('keeps the outage of a partition it still owns', async () => {
     handle.mockImplementation(async () => {
       throw new Error('Temporal unreachable');
