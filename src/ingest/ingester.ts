@@ -77,6 +77,8 @@ export class Ingester {
   private stopping = false;
   private closed = false;
   private joined = false;
+  /** What the group assigned this member at its last join: a failure elsewhere is another member's to retry. */
+  private assignment: Record<string, number[]> | undefined;
   /** The consumer's current group generation; a new one at every join (generation.ts). */
   private generation = new GroupGeneration();
   /** Why the ingester cannot consume at all yet (Kafka unreachable at start, consumer crashed). */
@@ -233,6 +235,7 @@ export class Ingester {
     this.generation = new GroupGeneration();
     this.joined = true;
     this.crashRestarts = 0;
+    this.assignment = assignment;
     // Outages of partitions that went to another member are theirs to ride out, not this process's.
     this.paused.retainAssigned(consumer, assignment);
     // Before the first fetch: a held partition must not be fetched with the others.
@@ -283,6 +286,7 @@ export class Ingester {
     const consumer = this.consumer;
     this.consumer = undefined;
     this.joined = false;
+    this.assignment = undefined;
     this.paused.clear();
     this.admission.forgetWaiters();
     // The batches in progress see the consumer replaced, take no further record, finish their in-flight starts and
@@ -437,6 +441,8 @@ export class Ingester {
       if (this.stopping) return false;
       // A consumer replaced meanwhile (topic change, crash restart) holds no pauses of ours and refetches anyway.
       if (consumer !== this.consumer) return false;
+      // A rejoin meanwhile gave the partition to another member: it fetches the record again, no outage here.
+      if (this.assignment && !this.assignment[topic]?.includes(partition)) return false;
       const reason = err instanceof Error ? err.message : String(err);
       const failures = this.paused.failed(consumer, topic, partition, reason);
       // Log the first failure and then every tenth, not every retry of a long outage.
