@@ -30,7 +30,9 @@ async function timestampAt(
   const known = memo.get(key);
   if (known && known.offset === offset && nowMs - known.atMs < DATED_FOR_MS) return known.ts;
   const ts = await recordTimestampAt(admin, topic, partition, offset, nowMs);
-  memo.set(key, { offset, ts, atMs: nowMs });
+  // An undated record is asked about again next time: a gauge at 0 would hide the backlog's age.
+  if (ts === undefined) memo.delete(key);
+  else memo.set(key, { offset, ts, atMs: nowMs });
   return ts;
 }
 
