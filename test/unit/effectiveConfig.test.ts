@@ -11,6 +11,7 @@ import { BREAKER_DEFAULTS, RETRY_DEFAULTS } from '../../src/config';
 import { type Setting, explainRelayConfig } from '../../src/config/effective';
 import { envVarsReadBy } from '../../src/config/envTable';
 import { ConfigError } from '../../src/errors';
+import { makeSelfSigned } from '../support/selfSigned';
 
 const byName = (settings: Setting[]) => new Map(settings.map((s) => [s.name, s]));
 
@@ -41,6 +42,23 @@ describe('the effective configuration', () => {
     expect(w.get('RUNS_API_MAX_RPS')).toMatchObject({ value: null, source: 'unset' });
     expect(w.get('POIMEN_BREAKER_FAILURES')?.value).toBe(String(BREAKER_DEFAULTS.failures));
     expect(w.get('METRICS_PORT')?.value).toBe('9465');
+  });
+
+  it('a default derived from another variable shows what the process uses: KAFKA_SSL on with a CA', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'poimen-effective-ca-'));
+    try {
+      const [cert, key] = [path.join(dir, 'ca.pem'), path.join(dir, 'ca.key')];
+      makeSelfSigned(cert, key, 'poimen-effective');
+      expect(byName(explainRelayConfig('worker', {}).settings).get('KAFKA_SSL')).toMatchObject({
+        value: 'false',
+        source: 'default',
+      });
+      expect(
+        byName(explainRelayConfig('worker', { KAFKA_SSL_CA: cert }).settings).get('KAFKA_SSL'),
+      ).toMatchObject({ value: 'true', source: 'default' });
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('a set variable shows the value as the process reads it, marked environment', () => {
