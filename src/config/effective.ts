@@ -34,6 +34,11 @@ const FROM_TEMPORAL_PROFILE: Readonly<Record<string, (cfg: RelayConfig) => unkno
 };
 
 /** A value as printed: a URL without its credentials. */
+/** Unset variables whose default the loader derives from others (KAFKA_SSL: on when KAFKA_SSL_CA is set). */
+const DERIVED: Readonly<Record<string, (cfg: RelayConfig) => unknown>> = {
+  KAFKA_SSL: (cfg) => cfg.kafka.ssl,
+};
+
 function shown(value: unknown): string | null {
   if (value === undefined || value === null) return null;
   if (value instanceof RegExp) return value.source;
@@ -67,6 +72,8 @@ export function explainRelayConfig(
         value: secret ? 'set' : (shown(readings.get(name)?.value) ?? raw),
         source: 'environment',
       };
+    const derived = DERIVED[name]?.(cfg);
+    if (derived !== undefined) return { name, value: shown(derived), source: 'default' };
     const fromProfile = FROM_TEMPORAL_PROFILE[name]?.(cfg);
     const fallback = readings.get(name)?.value;
     if (fromProfile !== undefined && cfg.temporal.profile !== undefined && fromProfile !== fallback)
