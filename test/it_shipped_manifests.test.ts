@@ -13,6 +13,7 @@
 import fs from 'node:fs';
 import { topics } from '../src/contract';
 import { type Setting, explainRelayConfig } from '../src/config/effective';
+import { envVarsReadBy } from '../src/config/envTable';
 import { type Harness, createHarness } from './support/relayHarness';
 import { type RelayProcess, startRelayProcess } from './support/relay';
 import {
@@ -37,6 +38,14 @@ const REWRITTEN = [
   'TEMPORAL_TASK_QUEUE',
 ];
 const TOKEN = 'manifest-test-token';
+/** Set by the manifests for the runtime, not read by the relay's config: Node's own options. */
+const NOT_RELAY_SETTINGS = ['NODE_OPTIONS'];
+/** What a shared ConfigMap or Secret may hold: what any of the relay's processes and commands reads. */
+const SHARED_READERS = new Set(
+  (['ingest', 'worker', 'kafka-cli', 'temporal-cli'] as const).flatMap((r) =>
+    envVarsReadBy(r).map((v) => v.name),
+  ),
+);
 
 let h: Harness;
 const started: RelayProcess[] = [];
@@ -99,6 +108,16 @@ test('every shipped ingester and worker runs with the contract’s defaults, exc
     const role = p.role === 'ingest' ? 'ingester' : 'worker';
     const defaults = new Map(explainRelayConfig(role, {}).settings.map((s) => [s.name, s.value]));
     const why = statedDifferences(p.files);
+    // A variable nobody reads is dead configuration (or a misspelt name): set for this process alone, it must be
+    // one this process reads; from the shared ConfigMap or Secret, one some relay command reads.
+    const mine = new Set(envVarsReadBy(p.role).map((v) => v.name));
+    for (const name of Object.keys(p.env)) {
+      if (NOT_RELAY_SETTINGS.includes(name)) continue;
+      if (p.own.includes(name) ? !mine.has(name) : !SHARED_READERS.has(name))
+        problems.push(
+          `${p.source}: sets ${name}, not read by ${p.own.includes(name) ? `the ${role}` : 'any relay command'}`,
+        );
+    }
     for (const s of effective(proc)) {
       if (REWRITTEN.includes(s.name) || why.has(s.name)) continue;
       if (s.name === 'RUNS_API_TOKEN') continue; // a secret: its presence is the operator's

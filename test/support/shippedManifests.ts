@@ -19,6 +19,11 @@ export interface ShippedProcess {
   /** The image's entrypoint arguments (`node bin/poimen-relay.js <args>`). */
   args: string[];
   env: Record<string, string>;
+  /**
+   * Names set for this process alone (a container's `env`, a Compose service's `environment`), which it must read;
+   * the rest come from sources shared by every relay process (the ConfigMap, the Secret).
+   */
+  own: string[];
   /** The source files whose comments may say why a value differs from the default. */
   files: string[];
 }
@@ -36,6 +41,9 @@ interface K8sObject {
   data?: Record<string, string>;
   spec?: { template?: { spec?: { containers?: K8sContainer[] } } };
 }
+
+/** The Secret the Deployments read, which an operator creates from secret.example.yaml. */
+const SECRET_NAME = 'poimen-relay-secrets';
 
 /** The Secret an operator creates from secret.example.yaml, with its placeholders filled. */
 function exampleSecret(fill: (key: string, example: string) => string): Record<string, string> {
@@ -68,20 +76,36 @@ export function k8sProcesses(
       if (c.command) throw new Error(`${dir} ${o.metadata.name}: a command replaces the image's entrypoint`);
       const role = roleOf(c.args ?? []);
       if (!role) continue;
+      // As the kubelet resolves it: envFrom in order (a later source wins), then env; a reference to something
+      // missing keeps the container from starting, so here it stops the test.
+      const where = `${dir} ${o.metadata.name}`;
       const env: Record<string, string> = {};
       for (const from of c.envFrom ?? []) {
-        if (from.configMapRef) Object.assign(env, configMaps.get(from.configMapRef.name) ?? {});
-        if (from.secretRef) Object.assign(env, secret);
+        if (from.configMapRef) {
+          const data = configMaps.get(from.configMapRef.name);
+          if (!data)
+            throw new Error(`${where}: envFrom names ConfigMap ${from.configMapRef.name}, not in the build`);
+          Object.assign(env, data);
+        } else if (from.secretRef) {
+          if (from.secretRef.name !== SECRET_NAME)
+            throw new Error(`${where}: envFrom names Secret ${from.secretRef.name}, not ${SECRET_NAME}`);
+          Object.assign(env, secret);
+        } else throw new Error(`${where}: an envFrom source this test does not resolve`);
       }
       for (const e of c.env ?? []) {
+        if (e.valueFrom && !e.valueFrom.configMapKeyRef)
+          throw new Error(`${where}: ${e.name} comes from a valueFrom this test does not resolve`);
         const ref = e.valueFrom?.configMapKeyRef;
-        env[e.name] = ref ? (configMaps.get(ref.name)?.[ref.key] ?? '') : (e.value ?? '');
+        const value = ref ? configMaps.get(ref.name)?.[ref.key] : (e.value ?? '');
+        if (value === undefined) throw new Error(`${where}: ${e.name} refers to a missing ConfigMap key`);
+        env[e.name] = value;
       }
       out.push({
         source: `${dir} Deployment/${o.metadata.name}`,
         role,
         args: c.args ?? [],
         env,
+        own: (c.env ?? []).map((e) => e.name),
         files: [
           'deploy/k8s/configmap.yaml',
           `deploy/k8s/${role === 'ingest' ? 'ingester' : 'worker'}-deployment.yaml`,
@@ -119,7 +143,14 @@ export function composeProcesses(): ShippedProcess[] {
     const env = Object.fromEntries(
       Object.entries(s.environment ?? {}).map(([k, v]) => [k, interpolate(v === null ? '' : String(v), {})]),
     );
-    out.push({ source: `${file} service ${name}`, role, args: s.command ?? [], env, files: [file] });
+    out.push({
+      source: `${file} service ${name}`,
+      role,
+      args: s.command ?? [],
+      env,
+      own: Object.keys(env),
+      files: [file],
+    });
   }
   return out;
 }
