@@ -268,6 +268,36 @@ describe('the dispatch workflow', () => {
       expect(calls.deadLetter[0]).toMatchObject({ retryCount: 2, maxRetries: 2 });
       expect(calls.deadLetter[0]!.error).toBe('RETRY_MAX_ATTEMPTS (2) spent; last: runs API answered 503');
     });
+
+    test('spent: the dead letter waits until a second past the budget’s end by the workflow’s clock', async () => {
+      const policy = { ...BUDGET, maxDurationMs: 5_000 };
+      // A Retry-After past the budget: Temporal gives up at once, long before the budget's end.
+      const { calls, events } = await runDispatch(input({ policy }), async (attempt) => {
+        throw ApplicationFailure.create({
+          type: 'RunsApiUnavailable',
+          message: 'runs API answered 503',
+          details: [{ httpStatus: 503, attempt }],
+          nextRetryDelay: '1 minute',
+        });
+      });
+      expect(calls.postRunWithInputBytes).toHaveLength(1);
+      expect(calls.deadLetter).toHaveLength(1);
+      const byId = new Map(events.map((e) => [Number(e.eventId), e]));
+      // The workflow's clock is the start of the workflow task it runs in, in whole milliseconds (event times
+      // carry microseconds): the two readings each lose less than one.
+      const clockOf = (completedId: unknown) => {
+        const completed = byId.get(Number(completedId))?.workflowTaskCompletedEventAttributes;
+        return ms(byId.get(Number(completed?.startedEventId))?.eventTime);
+      };
+      const first = ms(events.find((e) => e.workflowTaskStartedEventAttributes)?.eventTime);
+      const timer = events.find((e) => e.timerStartedEventAttributes)?.timerStartedEventAttributes;
+      const firesAt = clockOf(timer?.workflowTaskCompletedEventId) + ms(timer?.startToFireTimeout);
+      expect(Math.abs(firesAt - first - (policy.maxDurationMs + 1_000))).toBeLessThan(1);
+      const deadLetter = scheduled(events).find((a) => a.activityType?.name === 'deadLetter')!;
+      expect(clockOf(deadLetter.workflowTaskCompletedEventId) - first).toBeGreaterThan(
+        policy.maxDurationMs + 999,
+      );
+    });
   });
 
   test('an execution started by an earlier ingester (parsed input) schedules postRun with the whole dispatch', async () => {
