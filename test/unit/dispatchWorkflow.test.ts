@@ -18,6 +18,7 @@ import {
   type DispatchInput,
   type PostRunHeadInput,
   deadLetterTaskQueue,
+  largeInputTaskQueue,
 } from '../../src/workflows/types';
 
 let env: TestWorkflowEnvironment;
@@ -48,6 +49,7 @@ afterAll(async () => {
 interface Calls {
   postRun: unknown[][];
   postRunWithInputBytes: [PostRunHeadInput, Uint8Array][];
+  postRunReadingInput: PostRunHeadInput[];
   deadLetter: DeadLetterInput[];
   deadLetterAt: number[];
 }
@@ -55,7 +57,13 @@ interface Calls {
 type PostRunImpl = (attempt: number) => Promise<{ run_id: string; admission: 'created' | 'existing' }>;
 
 async function runDispatch(input: DispatchInput, post: PostRunImpl) {
-  const calls: Calls = { postRun: [], postRunWithInputBytes: [], deadLetter: [], deadLetterAt: [] };
+  const calls: Calls = {
+    postRun: [],
+    postRunWithInputBytes: [],
+    postRunReadingInput: [],
+    deadLetter: [],
+    deadLetterAt: [],
+  };
   let attempts = 0;
   const taskQueue = `unit-${uuid()}`;
   const worker = await Worker.create({
@@ -87,12 +95,27 @@ async function runDispatch(input: DispatchInput, post: PostRunImpl) {
       },
     },
   });
+  // Calls with a large input have their own queue too (contract §4).
+  const largeInputWorker = await Worker.create({
+    connection: env.nativeConnection,
+    taskQueue: largeInputTaskQueue(taskQueue),
+    activities: {
+      postRunReadingInput: async (head: PostRunHeadInput) => {
+        calls.postRunReadingInput.push(head);
+        return post(++attempts);
+      },
+    },
+  });
   const workflowId = `dispatch:${input.tenant}:${input.dispatch.dispatch_key}-${uuid()}`;
   const execution = env.client.workflow
     .execute('dispatch', { taskQueue, workflowId, args: [input] })
     .then((result) => ({ result, error: undefined as unknown }))
     .catch((error: unknown) => ({ result: undefined, error }));
-  const [outcome] = await Promise.all([worker.runUntil(execution), deadLetterWorker.runUntil(execution)]);
+  const [outcome] = await Promise.all([
+    worker.runUntil(execution),
+    deadLetterWorker.runUntil(execution),
+    largeInputWorker.runUntil(execution),
+  ]);
   const { events } = await env.client.workflow.getHandle(workflowId).fetchHistory();
   return { ...outcome, calls, events: events ?? [], workflowId };
 }
@@ -297,6 +320,50 @@ describe('the dispatch workflow', () => {
       expect(clockOf(deadLetter.workflowTaskCompletedEventId) - first).toBeGreaterThan(
         policy.maxDurationMs + 999,
       );
+    });
+  });
+
+  describe('an input over 32 KiB (contract §4)', () => {
+    const sized = (bytes: number) => {
+      const text = JSON.stringify({ blob: 'x'.repeat(bytes - '{"blob":""}'.length) });
+      expect(Buffer.byteLength(text)).toBe(bytes);
+      return input({ dispatch: { ...input().dispatch, input_json: text } });
+    };
+    const queues = (events: temporal.api.history.v1.IHistoryEvent[]) =>
+      scheduled(events).map((a) => [
+        a.activityType?.name,
+        a.taskQueue?.name?.replace(/^unit-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}/, 'tq'),
+      ]);
+
+    test('is not scheduled: postRunReadingInput(head) runs on the -large queue and reads it', async () => {
+      const { result, calls, events } = await runDispatch(sized(32 * 1024 + 1), async () => ({
+        run_id: 'r-l',
+        admission: 'created',
+      }));
+      expect(result).toEqual({ run_id: 'r-l', admission: 'created' });
+      expect(queues(events)).toEqual([['postRunReadingInput', 'tq-large']]);
+      expect(calls.postRunWithInputBytes).toEqual([]);
+      expect(calls.postRunReadingInput).toEqual([
+        expect.objectContaining({
+          tenant: 'acme',
+          dispatch: { workflow_ref: 'onboarding@v3', goal_id: 'g-1', dispatch_key: 'd-1' },
+        }),
+      ]);
+      // Its history replays: the size decides the branch again, behind its patch.
+      await expect(
+        Worker.runReplayHistory({ workflowBundle, replayName: 'large-input' }, { events }),
+      ).resolves.toBeUndefined();
+    });
+
+    test('of exactly 32 KiB, or smaller, keeps the main queue and carries its bytes', async () => {
+      for (const bytes of [32 * 1024, 1_024]) {
+        const { calls, events } = await runDispatch(sized(bytes), async () => ({
+          run_id: 'r-s',
+          admission: 'created',
+        }));
+        expect(queues(events)).toEqual([['postRunWithInputBytes', 'tq']]);
+        expect(calls.postRunWithInputBytes[0]![1].byteLength).toBe(bytes);
+      }
     });
   });
 
