@@ -49,6 +49,8 @@ const config = {
   htmlReporter: { fileName: `reports/mutation/${folder}.html` },
   jsonReporter: { fileName: `reports/mutation/${folder}.json` },
   thresholds: { high: 85, low: 70, break: null },
+  // The whole unit project runs once with coverage first: minutes on a busy 2-core machine.
+  dryRunTimeoutMinutes: 40,
   timeoutMS: 10_000,
   timeoutFactor: 2,
 };
