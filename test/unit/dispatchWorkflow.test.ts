@@ -20,6 +20,8 @@ import {
   deadLetterTaskQueue,
   largeInputTaskQueue,
 } from '../../src/workflows/types';
+import { historyToJson } from '../support/histories';
+import { recordingHistories, writeHistoryFixture } from '../support/recordHistories';
 
 let env: TestWorkflowEnvironment;
 let workflowBundle: { code: string };
@@ -349,10 +351,12 @@ describe('the dispatch workflow', () => {
           dispatch: { workflow_ref: 'onboarding@v3', goal_id: 'g-1', dispatch_key: 'd-1' },
         }),
       ]);
-      // Its history replays: the size decides the branch again, behind its patch.
+      // Its history replays: the size decides the branch again, behind its patch. Recorded as a fixture
+      // (POIMEN_RECORD_HISTORIES=1), replay.test.ts keeps replaying it against later workflow code.
       await expect(
         Worker.runReplayHistory({ workflowBundle, replayName: 'large-input' }, { events }),
       ).resolves.toBeUndefined();
+      if (recordingHistories()) writeHistoryFixture('completed-large-input', historyToJson({ events }));
     });
 
     test('of exactly 32 KiB, or smaller, keeps the main queue and carries its bytes', async () => {
