@@ -150,3 +150,22 @@ test('an open breaker nobody asks through for a minute closes, one failure away 
   expect(b.state).toBe('open');
   expect(states.filter((s) => s === 'closed')).toHaveLength(1);
 });
+
+test("a stale probe's failure neither reopens the breaker nor lets a second probe out beside the current one", () => {
+  const { b, states } = breaker(1, 1_000);
+  b.record(outage());
+  jest.advanceTimersByTime(1_000);
+  const stale = probe(b.admit());
+  b.record({ kind: 'healthy' });
+  b.record(outage());
+  jest.advanceTimersByTime(1_000);
+  const current = probe(b.admit());
+  expect(current).not.toBe(stale);
+  // The stale ticket fails while the current probe is still in flight: a plain failure of an open breaker.
+  b.record(outage(), stale);
+  expect(b.state).toBe('half-open');
+  jest.advanceTimersByTime(5_000);
+  expect(b.admit()).toBe('wait');
+  b.record({ kind: 'healthy' }, current);
+  expect(states).toEqual(['open', 'half-open', 'closed', 'open', 'half-open', 'closed']);
+});

@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ConfigError } from '../../src/errors';
 import { loadRelayConfig } from '../../src/config';
+import { headerToken, port, read } from '../../src/config/schema';
 import { runCli } from '../support/cli';
 
 // Certificate variables must name files whose PEM content loads: a real self-signed pair (which is its own CA),
@@ -388,5 +389,29 @@ describe('transport security settings (contract §8 plus KAFKA_SSL_CA, RUNS_API_
     expect(mismatch.message).toBe(
       `invalid configuration: TEMPORAL_TLS_KEY = ${JSON.stringify(otherKeyPem)}: does not match TEMPORAL_TLS_CERT (ERR_OSSL_X509_KEY_VALUES_MISMATCH)`,
     );
+  });
+});
+
+describe('a bad secret value is refused without echoing it', () => {
+  test.each(['RUNS_API_TOKEN', 'KAFKA_SASL_PASSWORD', 'TEMPORAL_API_KEY'])(
+    '%s: the one line names the variable and shows <redacted>, never the value',
+    (name) => {
+      const value = 'hunter2-s3cret\u0007';
+      const err = (() => {
+        try {
+          read({ [name]: value }, name, headerToken);
+        } catch (e) {
+          return e;
+        }
+        return undefined;
+      })();
+      expect(err).toBeInstanceOf(ConfigError);
+      expect((err as Error).message).toContain(`${name} = <redacted>: `);
+      expect((err as Error).message).not.toContain('hunter2');
+    },
+  );
+
+  test('a value that is not a secret is quoted, so the operator sees what was wrong', () => {
+    expect(() => read({ METRICS_PORT: 'abc' }, 'METRICS_PORT', port)).toThrow('METRICS_PORT = "abc"');
   });
 });

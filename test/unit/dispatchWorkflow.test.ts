@@ -18,7 +18,10 @@ import {
   type DispatchInput,
   type PostRunHeadInput,
   deadLetterTaskQueue,
+  largeInputTaskQueue,
 } from '../../src/workflows/types';
+import { historyToJson } from '../support/histories';
+import { recordingHistories, writeHistoryFixture } from '../support/recordHistories';
 
 let env: TestWorkflowEnvironment;
 let workflowBundle: { code: string };
@@ -48,6 +51,7 @@ afterAll(async () => {
 interface Calls {
   postRun: unknown[][];
   postRunWithInputBytes: [PostRunHeadInput, Uint8Array][];
+  postRunReadingInput: PostRunHeadInput[];
   deadLetter: DeadLetterInput[];
   deadLetterAt: number[];
 }
@@ -55,7 +59,13 @@ interface Calls {
 type PostRunImpl = (attempt: number) => Promise<{ run_id: string; admission: 'created' | 'existing' }>;
 
 async function runDispatch(input: DispatchInput, post: PostRunImpl) {
-  const calls: Calls = { postRun: [], postRunWithInputBytes: [], deadLetter: [], deadLetterAt: [] };
+  const calls: Calls = {
+    postRun: [],
+    postRunWithInputBytes: [],
+    postRunReadingInput: [],
+    deadLetter: [],
+    deadLetterAt: [],
+  };
   let attempts = 0;
   const taskQueue = `unit-${uuid()}`;
   const worker = await Worker.create({
@@ -87,12 +97,27 @@ async function runDispatch(input: DispatchInput, post: PostRunImpl) {
       },
     },
   });
+  // Calls with a large input have their own queue too (contract §4).
+  const largeInputWorker = await Worker.create({
+    connection: env.nativeConnection,
+    taskQueue: largeInputTaskQueue(taskQueue),
+    activities: {
+      postRunReadingInput: async (head: PostRunHeadInput) => {
+        calls.postRunReadingInput.push(head);
+        return post(++attempts);
+      },
+    },
+  });
   const workflowId = `dispatch:${input.tenant}:${input.dispatch.dispatch_key}-${uuid()}`;
   const execution = env.client.workflow
     .execute('dispatch', { taskQueue, workflowId, args: [input] })
     .then((result) => ({ result, error: undefined as unknown }))
     .catch((error: unknown) => ({ result: undefined, error }));
-  const [outcome] = await Promise.all([worker.runUntil(execution), deadLetterWorker.runUntil(execution)]);
+  const [outcome] = await Promise.all([
+    worker.runUntil(execution),
+    deadLetterWorker.runUntil(execution),
+    largeInputWorker.runUntil(execution),
+  ]);
   const { events } = await env.client.workflow.getHandle(workflowId).fetchHistory();
   return { ...outcome, calls, events: events ?? [], workflowId };
 }
@@ -267,6 +292,82 @@ describe('the dispatch workflow', () => {
       expect(calls.postRunWithInputBytes).toHaveLength(2);
       expect(calls.deadLetter[0]).toMatchObject({ retryCount: 2, maxRetries: 2 });
       expect(calls.deadLetter[0]!.error).toBe('RETRY_MAX_ATTEMPTS (2) spent; last: runs API answered 503');
+    });
+
+    test('spent: the dead letter waits until a second past the budget’s end by the workflow’s clock', async () => {
+      const policy = { ...BUDGET, maxDurationMs: 5_000 };
+      // A Retry-After past the budget: Temporal gives up at once, long before the budget's end.
+      const { calls, events } = await runDispatch(input({ policy }), async (attempt) => {
+        throw ApplicationFailure.create({
+          type: 'RunsApiUnavailable',
+          message: 'runs API answered 503',
+          details: [{ httpStatus: 503, attempt }],
+          nextRetryDelay: '1 minute',
+        });
+      });
+      expect(calls.postRunWithInputBytes).toHaveLength(1);
+      expect(calls.deadLetter).toHaveLength(1);
+      const byId = new Map(events.map((e) => [Number(e.eventId), e]));
+      // The workflow's clock is the start of the workflow task it runs in, in whole milliseconds (event times
+      // carry microseconds): the two readings each lose less than one.
+      const clockOf = (completedId: unknown) => {
+        const completed = byId.get(Number(completedId))?.workflowTaskCompletedEventAttributes;
+        return ms(byId.get(Number(completed?.startedEventId))?.eventTime);
+      };
+      const first = ms(events.find((e) => e.workflowTaskStartedEventAttributes)?.eventTime);
+      const timer = events.find((e) => e.timerStartedEventAttributes)?.timerStartedEventAttributes;
+      const firesAt = clockOf(timer?.workflowTaskCompletedEventId) + ms(timer?.startToFireTimeout);
+      expect(Math.abs(firesAt - first - (policy.maxDurationMs + 1_000))).toBeLessThan(1);
+      const deadLetter = scheduled(events).find((a) => a.activityType?.name === 'deadLetter')!;
+      expect(clockOf(deadLetter.workflowTaskCompletedEventId) - first).toBeGreaterThan(
+        policy.maxDurationMs + 999,
+      );
+    });
+  });
+
+  describe('an input over 32 KiB (contract §4)', () => {
+    const sized = (bytes: number) => {
+      const text = JSON.stringify({ blob: 'x'.repeat(bytes - '{"blob":""}'.length) });
+      expect(Buffer.byteLength(text)).toBe(bytes);
+      return input({ dispatch: { ...input().dispatch, input_json: text } });
+    };
+    const queues = (events: temporal.api.history.v1.IHistoryEvent[]) =>
+      scheduled(events).map((a) => [
+        a.activityType?.name,
+        a.taskQueue?.name?.replace(/^unit-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}/, 'tq'),
+      ]);
+
+    test('is not scheduled: postRunReadingInput(head) runs on the -large queue and reads it', async () => {
+      const { result, calls, events } = await runDispatch(sized(32 * 1024 + 1), async () => ({
+        run_id: 'r-l',
+        admission: 'created',
+      }));
+      expect(result).toEqual({ run_id: 'r-l', admission: 'created' });
+      expect(queues(events)).toEqual([['postRunReadingInput', 'tq-large']]);
+      expect(calls.postRunWithInputBytes).toEqual([]);
+      expect(calls.postRunReadingInput).toEqual([
+        expect.objectContaining({
+          tenant: 'acme',
+          dispatch: { workflow_ref: 'onboarding@v3', goal_id: 'g-1', dispatch_key: 'd-1' },
+        }),
+      ]);
+      // Its history replays: the size decides the branch again, behind its patch. Recorded as a fixture
+      // (POIMEN_RECORD_HISTORIES=1), replay.test.ts keeps replaying it against later workflow code.
+      await expect(
+        Worker.runReplayHistory({ workflowBundle, replayName: 'large-input' }, { events }),
+      ).resolves.toBeUndefined();
+      if (recordingHistories()) writeHistoryFixture('completed-large-input', historyToJson({ events }));
+    });
+
+    test('of exactly 32 KiB, or smaller, keeps the main queue and carries its bytes', async () => {
+      for (const bytes of [32 * 1024, 1_024]) {
+        const { calls, events } = await runDispatch(sized(bytes), async () => ({
+          run_id: 'r-s',
+          admission: 'created',
+        }));
+        expect(queues(events)).toEqual([['postRunWithInputBytes', 'tq']]);
+        expect(calls.postRunWithInputBytes[0]![1].byteLength).toBe(bytes);
+      }
     });
   });
 

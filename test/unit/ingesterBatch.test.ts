@@ -7,6 +7,7 @@
 import { KafkaJSNumberOfRetriesExceeded, KafkaJSProtocolError } from 'kafkajs';
 import type { EachBatchPayload, KafkaMessage } from 'kafkajs';
 import { loadRelayConfig } from '../../src/config';
+import { TenantAdmission } from '../../src/ingest/admission';
 import { Ingester } from '../../src/ingest/ingester';
 import { handleRecord } from '../../src/ingest/startDispatch';
 import { createLogger } from '../../src/logger';
@@ -490,4 +491,39 @@ test('a turn never ends before the batch has taken a full in-flight bound of rec
   // Three taken at once (the bound), all slower than the slice: the turn ends at the fourth.
   expect(handle).toHaveBeenCalledTimes(3);
   expect(resolved.at(-1)).toBe('202');
+});
+
+test('a record whose wait for room outlasted its batch (a failure meanwhile) gives its tenant slot back', async () => {
+  const starts = [deferred<'started' | 'duplicate'>(), deferred<'started' | 'duplicate'>()];
+  handle.mockImplementation((_ctx, _t, _topic, _p, m) => starts[Number(m.offset) - 10]!.promise);
+  const cfg = loadRelayConfig('ingester', {});
+  // Three open per tenant; nothing started here stays open (no execution is watched).
+  const admission = new TenantAdmission(3, () => new Promise<void>(() => undefined));
+  const ing = new Ingester(
+    cfg,
+    { admin: () => ({}) } as never,
+    {} as never,
+    createMetrics({ defaultMetrics: false }),
+    createLogger('test', 'silent'),
+    { ...cfg.ingest, maxInFlight: 2, commitEveryRecords: 1 },
+    { admission },
+  );
+  const consumer = stubConsumer();
+  consumer.hold = false;
+  (ing as unknown as { consumer: unknown }).consumer = consumer;
+  const { payload } = batchPayload('poimen.acme.dispatch', 0, [10, 11, 12], consumer);
+  const run = (ing as unknown as { eachBatch(c: unknown, p: EachBatchPayload): Promise<void> }).eachBatch(
+    consumer,
+    payload,
+  );
+  await tick();
+  // Record 12 took its slot and waits for room in flight; record 10 fails meanwhile, which ends the batch.
+  expect(handle).toHaveBeenCalledTimes(2);
+  starts[0]!.reject(new Error('Temporal unreachable'));
+  await tick();
+  starts[1]!.resolve('duplicate');
+  await run;
+  expect(handle).toHaveBeenCalledTimes(2);
+  // Every slot came back: the tenant can take its whole bound again.
+  expect([1, 2, 3, 4].map(() => admission.take('acme'))).toEqual([true, true, true, false]);
 });

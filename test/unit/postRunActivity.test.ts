@@ -390,3 +390,35 @@ describe('the attempt history (contract §6 attempts) travels from attempt to at
     ]);
   });
 });
+
+describe("a Retry-After holds the worker's breaker no longer than the attempt's maximum retry interval", () => {
+  test('the next call after the maximum interval is let through, however long the Retry-After', async () => {
+    const metrics = createMetrics();
+    const logger = createLogger('unit', 'silent');
+    const acts = createActivities({
+      // Opens at the first outage answer; a probe is due a second later unless a Retry-After holds it back.
+      gate: createBreakerGate({ failures: 1, probeIntervalMs: 1_000, paced: false }, metrics, logger),
+      dispatcher,
+      runsApi: { url },
+      userAgent: 'poimen-relay/unit',
+      dlq: {} as DlqPublisher,
+      metrics,
+      logger,
+      startInput: () => Promise.reject(new Error('not used')),
+      sourceRecord: () => Promise.reject(new Error('not used')),
+      callHistory: () => Promise.reject(new Error('not used')),
+    });
+    const call = () =>
+      env(2_000)
+        .run(acts.postRunWithInputBytes, HEAD, new TextEncoder().encode('{}'))
+        .catch((e: unknown) => e);
+    answers = [{ status: 503, headers: { 'retry-after': '86400' } }];
+    expect(await call()).toMatchObject({ type: 'RunsApiUnavailable' });
+    // Open: an attempt that may not wait fails without calling.
+    expect(await call()).toMatchObject({ type: 'RunsApiUnavailable' });
+    expect(seen).toHaveLength(1);
+    await new Promise((r) => setTimeout(r, 2_100));
+    expect(await call()).toEqual({ run_id: 'r-1', admission: 'created' });
+    expect(seen).toHaveLength(2);
+  });
+});

@@ -67,8 +67,8 @@ const OUTCOMES = [
   'failed-rejected-422',
   'failed-retries-exhausted',
 ];
-/** Outcomes only this version has. */
-const BUDGET_OUTCOMES = ['failed-budget-spent'];
+/** Outcomes only this version has: a spent budget, and a call whose input over 32 KiB runs on the -large queue. */
+const BUDGET_OUTCOMES = ['failed-budget-spent', 'completed-large-input'];
 
 test('the fixtures cover every dispatch outcome, as this version records them and as the versions before did', () => {
   expect(fixtures.map((f) => f.name)).toEqual(

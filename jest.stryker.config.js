@@ -1,0 +1,25 @@
+/**
+ * The unit project alone, for mutation testing (stryker.config.mjs): the same transform and roots as the `unit`
+ * project of jest.config.js, without the integration project, whose global setup starts a real stack.
+ */
+const base = require('./jest.config.js');
+
+const unit = base.projects.find((p) => p.displayName === 'unit');
+if (!unit) throw new Error('jest.config.js has no `unit` project');
+
+/**
+ * Left out, because they cannot judge a mutant in Stryker's sandbox (a copy of the project without .git):
+ * - dispatchWorkflow: runs the workflow in Temporal's workflow sandbox from a webpack bundle of the instrumented
+ *   code, where the instrumentation does not hold (in the initial run, with no mutant active, small inputs took
+ *   the large-input branch); its workflow's mutants are judged by replay.test.ts and the workflow's helpers' tests.
+ * - image: reads the build context through git.
+ */
+const LEFT_OUT = ['/test/unit/dispatchWorkflow\\.test\\.ts$', '/test/unit/image\\.test\\.ts$'];
+
+/** @type {import('jest').Config} */
+module.exports = {
+  ...unit,
+  displayName: undefined,
+  testPathIgnorePatterns: ['/node_modules/', ...LEFT_OUT],
+  maxWorkers: 1,
+};

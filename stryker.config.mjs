@@ -1,0 +1,59 @@
+// @ts-check
+/**
+ * Mutation testing of the modules that decide a record's outcome (docs/reliability.md, "Mutation testing"):
+ * StrykerJS changes one expression at a time and runs the unit tests that cover it; a change no test notices
+ * (a surviving mutant) is a behaviour no test states. Run it with `npm run test:mutation` (scripts/mutation.js,
+ * one folder at a time). Slow (tens of minutes per folder on 2 cores): not part of `npm test` or .ci/run.
+ */
+
+/** The folders that decide outcomes; scripts/mutation.js runs them one by one, test/unit/mutationConfig checks. */
+export const MUTATED_FOLDERS = {
+  ingest: ['src/ingest/**/*.ts'],
+  activities: ['src/activities/**/*.ts'],
+  workflows: ['src/workflows/**/*.ts'],
+  kafka: ['src/kafka/**/*.ts'],
+  'ops-dlq': ['src/ops/dlq*.ts'],
+  contract: ['src/contract/**/*.ts'],
+};
+
+/** POIMEN_MUTATE_FOLDER names one folder (scripts/mutation.js); unset, the run covers them all. */
+const folder = process.env.POIMEN_MUTATE_FOLDER || 'all';
+const globs = folder === 'all' ? Object.values(MUTATED_FOLDERS).flat() : MUTATED_FOLDERS[folder];
+if (!globs) {
+  throw new Error(
+    `POIMEN_MUTATE_FOLDER=${folder}: not one of ${Object.keys(MUTATED_FOLDERS).join(', ')}, all`,
+  );
+}
+
+/** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
+const config = {
+  mutate: globs,
+  testRunner: 'jest',
+  jest: { projectType: 'custom', configFile: 'jest.stryker.config.js', enableFindRelatedTests: false },
+  coverageAnalysis: 'perTest',
+  checkers: ['typescript'],
+  tsconfigFile: 'tsconfig.json',
+  typescriptChecker: { prioritizePerformanceOverAccuracy: true },
+  // The machine is shared (2 cores); one test runner and one checker.
+  concurrency: 1,
+  // Only the mutants of changed code or changed tests run again. One file per folder (a run rewrites its file
+  // with its own mutants only), committed so the next run starts from the last one (docs/reliability.md).
+  incremental: true,
+  incrementalFile: `test/mutation/${folder}.incremental.json`,
+  // The sandbox is a copy of the project: never the tools' build, reports or earlier sandboxes (node_modules is
+  // linked, not copied). dist/ (a few MB) is copied: the CLI tests spawn it; built from the unmutated source,
+  // they only have to pass.
+  ignorePatterns: ['dist-tools', 'reports', 'coverage', 'test-artifacts', '.stryker-tmp'],
+  tempDirName: '.stryker-tmp',
+  cleanTempDir: 'always',
+  reporters: ['clear-text', 'progress-append-only', 'html', 'json'],
+  htmlReporter: { fileName: `reports/mutation/${folder}.html` },
+  jsonReporter: { fileName: `reports/mutation/${folder}.json` },
+  thresholds: { high: 85, low: 70, break: null },
+  // The whole unit project runs once with coverage first: minutes on a busy 2-core machine.
+  dryRunTimeoutMinutes: 40,
+  timeoutMS: 10_000,
+  timeoutFactor: 2,
+};
+
+export default config;

@@ -1,0 +1,95 @@
+/**
+ * The `deadLetter` activity's choice of payload (contract §6): the source record read back from Kafka is carried
+ * only when it is this dispatch; a record at those coordinates that holds another dispatch of the same tenant (a
+ * topic made anew, offsets reused) is not, and the payload is rebuilt from the workflow input instead.
+ */
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { DefaultLogger } from '@temporalio/worker';
+import { Agent } from 'undici';
+import type { DlqRecord } from '../../src/contract';
+import { createActivities } from '../../src/activities';
+import { createBreakerGate } from '../../src/activities/breakerGate';
+import type { DlqPublisher } from '../../src/kafka/dlqPublisher';
+import type { SourceRecord } from '../../src/kafka/sourceRecord';
+import { createLogger } from '../../src/logger';
+import { createMetrics } from '../../src/metrics';
+import type { DeadLetterInput } from '../../src/workflows/types';
+
+const dispatcher = new Agent();
+afterAll(() => dispatcher.close());
+
+function deadLetterWith(found: SourceRecord) {
+  const published: DlqRecord[] = [];
+  const metrics = createMetrics();
+  const logger = createLogger('unit', 'silent');
+  const acts = createActivities({
+    gate: createBreakerGate({ failures: 5, probeIntervalMs: 1_000, paced: false }, metrics, logger),
+    dispatcher,
+    runsApi: { url: 'http://127.0.0.1:9' },
+    userAgent: 'poimen-relay/unit',
+    dlq: {
+      publish: async (record: DlqRecord) => {
+        published.push(record);
+      },
+    } as unknown as DlqPublisher,
+    metrics,
+    logger,
+    startInput: () => Promise.reject(new Error('not used')),
+    sourceRecord: async () => found,
+    callHistory: async () => undefined,
+  });
+  return { acts, published };
+}
+
+const env = () =>
+  new MockActivityEnvironment({ attempt: 1, startToCloseTimeoutMs: 10_000 } as never, {
+    logger: new DefaultLogger('ERROR'),
+  });
+
+const INPUT: DeadLetterInput = {
+  tenant: 'acme',
+  dispatchKey: 'd-1',
+  dispatch: { workflow_ref: 'onboarding@v3', input: { user: 1 }, goal_id: null, dispatch_key: 'd-1' },
+  source: { topic: 'poimen.acme.dispatch', partition: 0, offset: '7', timestamp: '1700000000000' },
+  error: 'HTTP 503',
+  httpStatus: 503,
+  retryCount: 3,
+  maxRetries: 3,
+  workflowId: 'dispatch:acme:d-1',
+  workflowRunId: 'run-1',
+};
+
+const record = (dispatchKey: string): SourceRecord => ({
+  value: Buffer.from(
+    JSON.stringify({
+      workflow_ref: 'onboarding@v3',
+      input: { user: 2 },
+      goal_id: null,
+      dispatch_key: dispatchKey,
+    }),
+  ),
+  key: Buffer.from(`key-of-${dispatchKey}`),
+  headers: {},
+});
+
+describe('deadLetter: the source record is carried only when it is this dispatch', () => {
+  test('the record at the coordinates, when it is this dispatch, is carried as consumed', async () => {
+    const { acts, published } = deadLetterWith(record('d-1'));
+    await env().run(acts.deadLetter, INPUT);
+    expect(published).toHaveLength(1);
+    expect(published[0]!.payload).toBe(record('d-1').value!.toString());
+    expect(published[0]!.source.key).toBe('key-of-d-1');
+    expect(published[0]!.error).toBe('HTTP 503');
+  });
+
+  test('a valid record of the same tenant with another dispatch_key is not carried: the payload is rebuilt', async () => {
+    const { acts, published } = deadLetterWith(record('d-other'));
+    await env().run(acts.deadLetter, INPUT);
+    expect(published).toHaveLength(1);
+    const [dl] = published as [DlqRecord];
+    expect(dl.dispatch_key).toBe('d-1');
+    expect(JSON.parse(dl.payload!)).toEqual(INPUT.dispatch);
+    expect(dl.source.key).toBeNull();
+    expect(dl.error).toContain('poimen.acme.dispatch partition 0 offset 7 holds another record');
+  });
+});

@@ -1,0 +1,70 @@
+/**
+ * The mutation-testing setup (stryker.config.mjs, docs/reliability.md "Mutation testing") covers the modules that
+ * decide a record's outcome, runs the unit project only (never the integration project's stack), and stays
+ * incremental and light enough for the shared 2-core machine. The run itself is `npm run test:mutation`.
+ */
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
+
+const root = path.resolve(__dirname, '..', '..');
+
+/** The config as StrykerJS loads it (an ES module: read in a child process, jest's VM does not import ESM). */
+function strykerConfig(folder?: string): Record<string, unknown> & { folders: Record<string, string[]> } {
+  const out = execFileSync(
+    process.execPath,
+    [
+      '--input-type=module',
+      '-e',
+      "const m = await import('./stryker.config.mjs'); console.log(JSON.stringify({ ...m.default, folders: m.MUTATED_FOLDERS }))",
+    ],
+    {
+      cwd: root,
+      env: { ...process.env, POIMEN_MUTATE_FOLDER: folder ?? '' },
+      encoding: 'utf8',
+      stdio: 'pipe',
+    },
+  );
+  return JSON.parse(out) as ReturnType<typeof strykerConfig>;
+}
+
+describe('mutation testing configuration', () => {
+  const all = strykerConfig('all');
+
+  test('mutates ingest, activities, workflows, kafka, the DLQ tools and the contract', () => {
+    expect(all.folders).toEqual({
+      ingest: ['src/ingest/**/*.ts'],
+      activities: ['src/activities/**/*.ts'],
+      workflows: ['src/workflows/**/*.ts'],
+      kafka: ['src/kafka/**/*.ts'],
+      'ops-dlq': ['src/ops/dlq*.ts'],
+      contract: ['src/contract/**/*.ts'],
+    });
+    expect(all.mutate).toEqual(Object.values(all.folders).flat());
+    expect(strykerConfig('contract').mutate).toEqual(['src/contract/**/*.ts']);
+  });
+
+  test('one folder per run keeps its own incremental file and report; an unknown folder is refused', () => {
+    expect(strykerConfig('kafka')).toMatchObject({
+      incremental: true,
+      incrementalFile: 'test/mutation/kafka.incremental.json',
+      jsonReporter: { fileName: 'reports/mutation/kafka.json' },
+    });
+    expect(() => strykerConfig('nope')).toThrow(/POIMEN_MUTATE_FOLDER=nope: not one of/);
+  });
+
+  test('runs the jest unit project with per-test coverage, the TypeScript checker, at most 2 processes', () => {
+    expect(all).toMatchObject({
+      testRunner: 'jest',
+      jest: { projectType: 'custom', configFile: 'jest.stryker.config.js' },
+      coverageAnalysis: 'perTest',
+      checkers: ['typescript'],
+    });
+    expect(all.concurrency).toBeLessThanOrEqual(2);
+    expect(all.ignorePatterns).toEqual(expect.arrayContaining(['dist-tools', 'reports', '.stryker-tmp']));
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const jestConfig = require(path.join(root, 'jest.stryker.config.js')) as Record<string, unknown>;
+    expect(jestConfig.roots).toEqual(['<rootDir>/test/unit']);
+    expect(jestConfig.projects).toBeUndefined();
+    expect(jestConfig.globalSetup).toBeUndefined();
+  });
+});
