@@ -69,6 +69,8 @@ test('a record whose handling the full progress metadata cannot record is deferr
   };
   const admin = {
     listTopics: async () => [topics.dlq(TENANT)],
+    // No other DLQ command is working on the tenant's dead letters.
+    describeGroups: async () => ({ groups: [{ members: [] }] }),
     fetchOffsets: async () => [
       {
         topic: topics.dlq(TENANT),
