@@ -22,11 +22,15 @@ function heapAfterGc(): number {
 
 const log = createLogger('test', 'silent');
 
-/** One batch of one record, committed at once, in the given generation: the steady-trickle case. */
-async function oneBatch(generation: GroupGeneration, offset: number): Promise<void> {
+/** One batch of one record in the given generation, committed through `send`. */
+async function oneBatch(
+  generation: GroupGeneration,
+  offset: number,
+  send: () => Promise<void> = () => Promise.resolve(),
+): Promise<void> {
   const commits = new BatchCommits({
     offsets: [String(offset)],
-    send: () => Promise.resolve(),
+    send,
     resolve: () => undefined,
     live: () => !generation.over,
     keepTrying: () => true,
@@ -41,22 +45,11 @@ async function oneBatch(generation: GroupGeneration, offset: number): Promise<vo
 }
 
 /** One batch whose first commit fails once, so its last commit waits out one retry delay. */
-async function oneRetriedBatch(generation: GroupGeneration, offset: number): Promise<void> {
+function oneRetriedBatch(generation: GroupGeneration, offset: number): Promise<void> {
   let tries = 0;
-  const commits = new BatchCommits({
-    offsets: [String(offset)],
-    send: () => (tries++ === 0 ? Promise.reject(new Error('coordinator busy')) : Promise.resolve()),
-    resolve: () => undefined,
-    live: () => !generation.over,
-    keepTrying: () => true,
-    ends: () => false,
-    generation,
-    every: 100,
-    lastCommitBudgetMs: 60_000,
-    log,
-  });
-  commits.finished(0);
-  await commits.finish();
+  return oneBatch(generation, offset, () =>
+    tries++ === 0 ? Promise.reject(new Error('coordinator busy')) : Promise.resolve(),
+  );
 }
 
 describe('a long group generation', () => {
