@@ -1,3 +1,4 @@
+/* eslint-disable max-lines -- docker-compose.yml checked service by service against the contract */
 /**
  * The container setup (Dockerfile, docker-compose.yml, Prometheus config and alerts) must agree with
  * the external contract (contract §7 ports and metric names, §8 environment) and with the local stack's
