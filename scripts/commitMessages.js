@@ -28,13 +28,13 @@ const BASE_FILE = path.join(__dirname, 'commitMessages.base');
 function messageProblems(message, opts = {}) {
   let lines = message.replace(/\r\n/g, '\n').split('\n');
   if (opts.stripComments) lines = lines.filter((l) => !l.startsWith('#'));
-  while (lines.length > 0 && lines[lines.length - 1].trim() === '') lines.pop();
+  while (lines.length > 0 && (lines[lines.length - 1] ?? '').trim() === '') lines.pop();
   const subject = lines[0] ?? '';
   const problems = [];
   if (subject.trim() === '') return ['the subject is empty'];
   if (subject.length > MAX_SUBJECT)
     problems.push(`the subject has ${subject.length} characters (at most ${MAX_SUBJECT})`);
-  if (lines.length > 1 && lines[1].trim() !== '') problems.push('the second line is not blank');
+  if ((lines[1] ?? '').trim() !== '') problems.push('the second line is not blank');
   const body = lines.slice(2).join('\n').trim();
   if (body === '' && !opts.merge)
     problems.push('there is no body (a blank line, then why and what was tested)');
@@ -81,7 +81,7 @@ function checkRange(base, cwd) {
   if (!list.ok) return { code: 2, lines: [`commit messages: git rev-list failed: ${list.out.trim()}`] };
   const lines = [];
   for (const row of list.out.split('\n').filter(Boolean)) {
-    const [sha, ...parents] = row.split(' ');
+    const [sha = '', ...parents] = row.split(' ');
     const body = git(['log', '-1', '--format=%B', sha], cwd);
     if (!body.ok) return { code: 2, lines: [`commit messages: cannot read ${sha}: ${body.out.trim()}`] };
     const problems = messageProblems(body.out, { merge: parents.length > 1 });
@@ -98,6 +98,7 @@ function checkRange(base, cwd) {
 
 /** @param {string[]} argv @param {NodeJS.ProcessEnv} env */
 function main(argv, env) {
+  /** @param {string} flag */
   const at = (flag) => {
     const i = argv.indexOf(flag);
     return i >= 0 ? argv[i + 1] : undefined;
