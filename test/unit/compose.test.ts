@@ -277,7 +277,7 @@ describe('deploy/prometheus', () => {
       expect(['info', 'warning', 'critical']).toContain(a.labels?.severity);
       expect(a.annotations?.summary).toBeTruthy();
       expect(a.annotations?.description).toBeTruthy();
-      expect(a.annotations?.runbook_url).toMatch(/^docs\/operations\.md#[a-z0-9-]+$/);
+      expect(a.annotations?.runbook_url).toMatch(/^docs\/runbook\.md#[a-z0-9-]+$/);
       if (a.for !== undefined) expect(a.for).toMatch(/^\d+[smhd]$/);
     }
   });
