@@ -34,7 +34,7 @@ COPY src ./src
 RUN npm run build \
  && npm prune --omit=dev --ignore-scripts --no-audit --no-fund
 
-# The commit poimen_relay_build_info reports (src/buildInfo.ts): `docker build --build-arg GIT_COMMIT=$(git rev-parse HEAD)`.
+# The commit poimen_relay_build_info reports (src/version.ts reads build-info.json): `docker build --build-arg GIT_COMMIT=$(git rev-parse HEAD)`.
 # Without it the gauge says "unknown" rather than guess.
 ARG GIT_COMMIT=
 RUN node -e "require('node:fs').writeFileSync('build-info.json', JSON.stringify(process.argv[1] ? { commit: process.argv[1] } : {}) + '\\n')" "${GIT_COMMIT}"

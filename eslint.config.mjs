@@ -111,6 +111,19 @@ export default tseslint.config(
     },
   },
   {
+    // One screen of concern per file: a file over 300 lines says why on its first line (eslint-disable max-lines).
+    rules: { 'max-lines': ['error', { max: 300 }] },
+  },
+  {
+    // Type-aware: a promise nobody awaits loses its rejection (an unhandled rejection stops the process) and its
+    // ordering. Fire-and-forget is written `void p` with a reason. Only src/: the product's processes.
+    files: ['src/**/*.ts'],
+    languageOptions: {
+      parserOptions: { project: './tsconfig.build.json', tsconfigRootDir: import.meta.dirname },
+    },
+    rules: { '@typescript-eslint/no-floating-promises': 'error' },
+  },
+  {
     // scripts/ is CommonJS run by node before any build (npm test's preflight).
     files: ['*.js', '*.mjs', 'scripts/**/*.js'],
     languageOptions: {

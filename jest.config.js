@@ -7,7 +7,10 @@ const common = {
 
 module.exports = {
   projects: [
+    // Pure logic and files: no stack and no host tool, so `npm run test:unit` is the edit-test loop.
     { ...common, displayName: 'unit', roots: ['<rootDir>/test/unit'], testMatch: ['**/*.test.ts'] },
+    // Unit-sized tests that need a host tool (promtool) or the stack's cached temporal CLI, but no running stack.
+    { ...common, displayName: 'host', roots: ['<rootDir>/test/host'], testMatch: ['**/*.test.ts'] },
     {
       // Real Kafka and real Temporal. The global setup runs only when a test of this project is selected.
       ...common,

@@ -38,7 +38,7 @@ export class BusyError extends Error {
 }
 
 /**
- * The CLI's exit codes, one per class of failure (docs/operations.md#exit-codes). 1 is "the answer is no"
+ * The CLI's exit codes, one per class of failure (docs/cli.md#exit-codes). 1 is "the answer is no"
  * (not found, not ready), never a crash: a bug exits 70 (sysexits' EX_SOFTWARE) with its stack trace.
  */
 export const EXIT = {

@@ -1,3 +1,4 @@
+/* eslint-disable max-lines -- one case per CLI convention, sharing one stack set-up */
 /**
  * The conventions a CLI user expects, on the built executable: required options say so in the help, `ingest` and
  * `worker` list the variables they read, every help ends with the exit codes, every command that reports has

@@ -1,5 +1,5 @@
 /**
- * The CLI's "credentials refused" class (exit 5, docs/operations.md#exit-codes): a Kafka that rejects the SASL
+ * The CLI's "credentials refused" class (exit 5, docs/cli.md#exit-codes): a Kafka that rejects the SASL
  * password and a Temporal that requires a client certificate the CLI does not offer. One line naming the
  * variables to fix and the service's address, no stack trace, no secret, within a few seconds. Real services:
  * a dedicated SASL_SSL broker and HAProxy (mTLS) in front of the dev server (test/support/tlsServices.ts).

@@ -1,6 +1,6 @@
 /**
  * The CLI's promise when something is wrong: one line on stderr naming what failed (for a service: which one and
- * its address), within a few seconds, no stack trace, and an exit code per class (docs/operations.md):
+ * its address), within a few seconds, no stack trace, and an exit code per class (docs/cli.md):
  * 1 not found, 2 usage or configuration, 4 unreachable, 5 credentials refused. `--json` keeps stdout JSON only.
  */
 import net from 'node:net';

@@ -1,3 +1,4 @@
+/* eslint-disable max-lines -- the end-to-end scenarios share one stack set-up and its relay processes */
 /**
  * The T10.7 verification suite: real Kafka, real Temporal, the relay's real processes, and the runs API double
  * recording every HTTP call. Each test has its own tenant, consumer group and task queue.

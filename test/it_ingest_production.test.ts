@@ -1,3 +1,4 @@
+/* eslint-disable max-lines -- the production-shape scenarios share one multi-tenant set-up */
 /**
  * The ingester in the shape production runs it: many tenant topics in one consumer, outages longer than the
  * start deadline, commits racing the records they cover. Real Kafka, real Temporal, the relay's processes.

@@ -1,3 +1,4 @@
+/* eslint-disable max-lines -- the operator commands share one stack set-up and tenant topics */
 /**
  * Operator commands on the real stack: topics apply/list, temporal setup, dlq list/replay, dispatch status,
  * and the DLQ backlog metrics. Replaying can never cause a duplicate run.

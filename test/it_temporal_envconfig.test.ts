@@ -196,7 +196,7 @@ test('TEMPORAL_TLS_SERVER_NAME: the server’s certificate is checked against th
   expect(wrongName.stderr.trim()).toMatch(
     /^poimen-relay: .*TEMPORAL_TLS_SERVER_NAME = "other\.test": is not a name in the certificate of Temporal at /,
   );
-  // Exit 5, access refused (docs/operations.md#exit-codes), as for any TLS setting the server does not accept.
+  // Exit 5, access refused (docs/cli.md#exit-codes), as for any TLS setting the server does not accept.
   expect([noName.code, wrongName.code]).toEqual([5, 5]);
 });
 

@@ -1,3 +1,4 @@
+/* eslint-disable max-lines -- the Temporal operations share one set-up and recorded histories */
 /**
  * What an operator does with a dispatch through Temporal's own tools, on real Kafka, real Temporal and the
  * relay's real processes: find a stuck dispatch in the Web UI (a real headless Chromium), reset a dead-lettered

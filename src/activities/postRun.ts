@@ -1,3 +1,4 @@
+/* eslint-disable max-lines -- postRun and its successors by shape stay together (recorded histories) */
 /**
  * `postRun` and its two successors by shape: one POST /v1/runs per attempt, no retries inside undici (retries
  * live in exactly one layer, the activity RetryPolicy); the answer is classified by one pure function and turned

@@ -7,7 +7,7 @@ import { type Command, Help, Option } from 'commander';
 import { type EnvReader, type EnvVar, applyFlagOverrides, envVarsReadBy, flagOf } from '../config/envTable';
 import { ConfigError, EXIT } from '../errors';
 
-/** What each exit code means (docs/operations.md#exit-codes); typed so a new code cannot go undocumented. */
+/** What each exit code means (docs/cli.md#exit-codes); typed so a new code cannot go undocumented. */
 const EXIT_MEANINGS: Record<keyof typeof EXIT, string> = {
   ok: 'ok',
   notFound:

@@ -1,7 +1,8 @@
 /**
- * The defaults the contract fixes (docs/contract.md §5: the retry budget and the attempt timeout), stated once.
- * Pure: the workflow reads them for executions whose input carries no policy, the config module for unset
- * variables.
+ * The defaults the relay applies when a variable is unset, each stated once: those the contract fixes
+ * (docs/contract.md §5: the retry policy and the attempt timeout), the runs-API circuit breaker's, and the ports
+ * /metrics listens on. Pure: the workflow reads the retry policy for executions whose input carries none, the
+ * config module all of them for unset variables.
  */
 
 /**

@@ -1,3 +1,4 @@
+/* eslint-disable max-lines -- the whole configuration read in one place, each variable beside its check */
 /**
  * The relay's configuration, read once at start from the environment into a typed object with units in the
  * names; a bad value throws a ConfigError whose one-line message names the variable. The config folder is

@@ -1,3 +1,4 @@
+/* eslint-disable max-lines -- one row per environment variable: the table is the single list of them */
 /**
  * Every environment variable the config module reads, once: its one-line meaning, which commands it affects
  * and whether a flag may stand for it. `--help` lists and the override flags are generated from this table, and

@@ -1,3 +1,4 @@
+/* eslint-disable max-lines -- every Temporal setting's precedence chain read in one place */
 /**
  * Temporal's own connection settings (`@temporalio/envconfig`: the variables and TOML profiles the Temporal CLI
  * and every SDK read), beside the contract's names the relay has always read. Precedence, per setting:

@@ -1,3 +1,4 @@
+/* eslint-disable max-lines -- contract §3 in one place, every rule next to the reason it reports */
 /** Dispatch records (contract §2, §3): the validator, with a precise reason per failure, and the runs API body.
  * Pure: safe to import from workflow code. Kept whole past 300 lines because it is contract §3 in one place,
  * every rule next to the reason it reports, so it can be checked against the spec in one read. */

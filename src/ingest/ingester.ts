@@ -1,3 +1,4 @@
+/* eslint-disable max-lines -- the consumer loop is to be split into its own modules; until then one file */
 /**
  * The ingester: a thin kafkajs consumer that turns each dispatch record into a Temporal workflow start (or a
  * dead letter) and commits a record's offset only after that outcome is durable.

@@ -1,3 +1,4 @@
+/* eslint-disable max-lines -- every outcome of one record decided in one function, read as one */
 /**
  * Turns one Kafka record into its outcome: a started (or attached-to) `dispatch` workflow, a duplicate of a
  * dispatch already completed, or a dead letter. Throws only for infrastructure failures (Temporal or Kafka

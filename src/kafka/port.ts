@@ -6,14 +6,14 @@
  *
  * Why aliases of kafkajs's own types rather than interfaces of our own: the ingester relies on the consumer's
  * exact semantics (eachBatch with resolveOffset and heartbeat, pause/resume, commitOffsets, the CRASH event's
- * `restart`), and restating them in a wrapper would be a second API to keep in step with the first. The client
- * a later move would go to, @confluentinc/kafka-javascript, offers a KafkaJS-compatible API
- * (`require('@confluentinc/kafka-javascript').KafkaJS`) with these same shapes (Kafka, Admin, Consumer,
- * Producer, EachBatchPayload, KafkaMessage, ITopicConfig), so the aliases can point there instead. What differs
- * there is mostly configuration (a `kafkaJS` block; acks, fromBeginning and autoCommit set when a producer or
- * consumer is made, not per call; errors told apart by `code`), and the client-building, error-classifying and
- * codec code that meets those differences is in this folder. Call sites outside it that pass per-call options
- * the other client takes at creation: ingest/ingester.ts (run autoCommit), ops/dlq.ts (send acks).
+ * `restart`), and restating them in a wrapper would be a second API to keep in step with the first. The cost is
+ * that these are kafkajs's shapes and semantics, not a neutral interface: @confluentinc/kafka-javascript offers a
+ * KafkaJS-compatible API (`require('@confluentinc/kafka-javascript').KafkaJS`) with much the same names, but it
+ * is not a drop-in target for the ingester. Its consumer manages heartbeats in librdkafka (`heartbeat()` does not
+ * report a rebalance, which the ingester's generation handling reads), caps eachBatch at a configured batch size,
+ * and takes acks, fromBeginning and autoCommit when a client is made rather than per call. A move would re-point
+ * these aliases and rework the ingester's batch and rebalance handling with them; the per-call options are passed
+ * in ingest/ingester.ts (run autoCommit), ops/dlq.ts and devstack/demo.ts (send acks).
  */
 export type {
   Admin as KafkaAdmin,

@@ -1,3 +1,4 @@
+/* eslint-disable max-lines -- the runs API double's admission rules and faults in one server */
 /**
  * The tests' stand-in for the runs API's admission layer, served over real HTTP (node:http); the benchmark and
  * the chaos soak use it too. Test support, never shipped: the demo's plain sample is src/devstack/sampleRunsApi.ts.

@@ -1,3 +1,4 @@
+/* eslint-disable max-lines -- docker-compose.yml checked service by service against the contract */
 /**
  * The container setup (Dockerfile, docker-compose.yml, Prometheus config and alerts) must agree with
  * the external contract (contract §7 ports and metric names, §8 environment) and with the local stack's
@@ -276,7 +277,7 @@ describe('deploy/prometheus', () => {
       expect(['info', 'warning', 'critical']).toContain(a.labels?.severity);
       expect(a.annotations?.summary).toBeTruthy();
       expect(a.annotations?.description).toBeTruthy();
-      expect(a.annotations?.runbook_url).toMatch(/^docs\/operations\.md#[a-z0-9-]+$/);
+      expect(a.annotations?.runbook_url).toMatch(/^docs\/runbook\.md#[a-z0-9-]+$/);
       if (a.for !== undefined) expect(a.for).toMatch(/^\d+[smhd]$/);
     }
   });

@@ -1,3 +1,4 @@
+/* eslint-disable max-lines -- one case per environment variable check of the config loader */
 import { generateKeyPairSync } from 'node:crypto';
 import fs from 'node:fs';
 import { makeSelfSigned } from '../support/selfSigned';

@@ -1,3 +1,4 @@
+/* eslint-disable max-lines -- one case per rule of contract §2-§3, in the order of the document */
 import { dlqRecordId, sourceRecordDlqId } from '../../src/contract';
 import {
   base64Decode,

@@ -1,3 +1,4 @@
+/* eslint-disable max-lines -- one case per entry of the malformed corpus and its reason */
 /**
  * The bad-input corpus against the validator, and property-based fuzzing (fast-check) of validateDispatch and
  * the dead-letter record built from its verdict.

@@ -1,3 +1,4 @@
+/* eslint-disable max-lines -- the manifests checked against the contract variable by variable */
 /**
  * The Kubernetes manifests (deploy/k8s), the declarative topics file (deploy/topics.yaml) and the Grafana
  * dashboard (deploy/grafana) must agree with the external contract: contract §7 metric names and ports, contract §8

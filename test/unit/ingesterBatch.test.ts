@@ -1,3 +1,4 @@
+/* eslint-disable max-lines -- the ingester's batch cases share one fake consumer set-up */
 /**
  * The ingester's batch bookkeeping at unit level: which offsets it commits and resolves, and which partitions it
  * pauses and resumes, when records, commits and failures interleave in orders the integration suites cannot

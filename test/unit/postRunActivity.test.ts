@@ -1,3 +1,4 @@
+/* eslint-disable max-lines -- one case per HTTP answer class of the postRun activity */
 /**
  * The `postRun` activity's I/O against a real node:http server, run in the SDK's MockActivityEnvironment: the
  * bytes and headers on the wire, how each answer is turned into success or failure, the metrics it records, and

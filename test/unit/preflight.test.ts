@@ -1,3 +1,4 @@
+/* eslint-disable max-lines -- one case per host the preflight plan must describe */
 /**
  * `npm test`'s preflight (scripts/preflight.js): from what a machine has, which Debian packages it installs as
  * root, or the one line it stops with. The machine is described, not probed, so every case runs here; one

@@ -1,3 +1,4 @@
+/* eslint-disable max-lines -- one case per outcome of startDispatch, sharing one fake client */
 /**
  * `handleRecord` against a stub Temporal client and DLQ publisher: what a start asks of Temporal (id, id
  * policies, search attributes, memo), and what each start error becomes. The integration suites cover the same

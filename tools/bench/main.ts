@@ -1,3 +1,4 @@
+/* eslint-disable max-lines -- the bench's phase order and its one printed table in one place */
 /**
  * `npm run bench [-- --quick] [-- --phases a,b] [-- --profile dev|cluster]`: the relay against the bare-Temporal ceiling and a plain
  * Kafka→HTTP consumer, side by side, and what a runs-API outage costs, in one run on one machine, same Kafka,

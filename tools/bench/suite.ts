@@ -1,3 +1,4 @@
+/* eslint-disable max-lines -- the fixed-order phases share one flat record of figures */
 /**
  * The throughput, latency and memory phases of `npm run bench`, run in their fixed order (main.ts adds the
  * outage phase and the codecs): each selected phase adds its figures to one flat record and its lines to the

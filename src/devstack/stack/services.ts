@@ -1,3 +1,4 @@
+/* eslint-disable max-lines -- the two dev services side by side, each start beside its readiness probe */
 /**
  * The two services of the local stack. Each knows how to start itself from the cached binaries, where its
  * data, log and pid file live (all under one state folder), and how to prove readiness through a real client.

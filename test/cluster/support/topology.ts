@@ -1,3 +1,4 @@
+/* eslint-disable max-lines -- the cluster suite's topology and its end-of-run account together */
 /**
  * The production shape the cluster suite runs the relay in: 20 tenants with 4 partitions each (replicated 3
  * ways, min ISR 2: the topics' own policy on three brokers), two ingesters and two workers as real processes,

@@ -1,3 +1,4 @@
+/* eslint-disable max-lines -- the workflow's cases share one test environment and worker */
 /**
  * The `dispatch` workflow's logic with mocked activities on a local Temporal dev server (the stack's cached
  * temporal CLI, started by the SDK's test environment): which activity it schedules and with what, the retry
