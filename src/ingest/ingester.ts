@@ -33,6 +33,7 @@ import { dispatchTopics } from './dispatchTopics';
 import { TenantAdmission } from './admission';
 import { BatchCommits } from './batchCommits';
 import { GroupGeneration } from './generation';
+import { MarkerBatches } from './markerBatches';
 import { IngestMonitor } from './monitor';
 import { PausedPartitions } from './pausedPartitions';
 import { Semaphore } from './semaphore';
@@ -90,6 +91,8 @@ export class Ingester {
   private watcher: NodeJS.Timeout | undefined;
   private readonly monitor: IngestMonitor;
   private readonly undecodable: UndecodablePartitions;
+  /** Fetches of transaction markers alone, which kafkajs never hands over: committed past (markerBatches.ts). */
+  private readonly markers: MarkerBatches;
   private restarting: Promise<void> = Promise.resolve();
   /** Batch handlers running now: stopping the consumer waits for them so their commits are not dropped. */
   private readonly batches = new Set<Promise<void>>();
@@ -107,6 +110,7 @@ export class Ingester {
     this.admin = kafka.admin();
     this.semaphore = new Semaphore(opts.maxInFlight, opts.maxInFlightBytes);
     this.paused = new PausedPartitions(metrics.pausedPartitions);
+    this.markers = new MarkerBatches(logger);
     this.undecodable = new UndecodablePartitions(kafka, this.admin, cfg.kafka.groupId, metrics, logger);
     this.monitor = new IngestMonitor(
       this.admin,
@@ -210,6 +214,14 @@ export class Ingester {
         else this.restartAfterCrash(e.payload.error);
       }
     });
+    this.markers.watch(
+      consumer,
+      (topic, partition) =>
+        consumer === this.consumer &&
+        !this.stopping &&
+        !this.generation.closing &&
+        (this.assignment?.[topic]?.includes(partition) ?? false),
+    );
     this.consumer = consumer;
     this.generation.supersede();
     this.generation = new GroupGeneration();
@@ -293,6 +305,7 @@ export class Ingester {
     // commit them — before disconnect(): kafkajs marks the consumer stopped as disconnect() begins, and from then
     // on drops every commitOffsets, so a batch left to finish inside disconnect() would exit uncommitted.
     await Promise.allSettled([...this.batches]);
+    await this.markers.settled();
     await consumer?.disconnect();
     this.generation.supersede();
     this.generation = new GroupGeneration();
@@ -302,6 +315,8 @@ export class Ingester {
     const { batch, heartbeat, isRunning, isStale } = payload;
     const tenant = tenantFromTopic(batch.topic);
     if (tenant === undefined || batch.messages.length === 0) return;
+    // A commit past this partition's transaction markers still in flight lands first (markerBatches.ts).
+    await this.markers.before(batch.topic, batch.partition);
     const log = this.logger.child({ topic: batch.topic, partition: batch.partition });
     const generation = this.generation;
     const current = () => consumer === this.consumer && !this.stopping;
@@ -320,6 +335,8 @@ export class Ingester {
     };
     const commits = new BatchCommits({
       offsets: batch.messages.map((m) => m.offset),
+      // Transaction markers and aborted records after the last record: committed past once all are finished.
+      lastFetched: batch.lastOffset(),
       send: (offset) =>
         payload.commitOffsetsIfNecessary({
           topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset }] }],
