@@ -11,6 +11,9 @@
  * kafkajs's consumer.commitOffsets, which retries transient errors but stops at once on "your generation is
  * over" (not retriable in kafkajs); a later batch of the same partition waits for it (`before`), so it never
  * lands after that batch's own commits, and a consumer being stopped waits for it (`settled`) before leaving.
+ * Left open: a commit retried across a coordinator move could land after another member, now owning the
+ * partition, committed further; its records after this offset would then be delivered again and absorbed as every
+ * redelivery is (docs/design.md, "Nothing lost, nothing doubled").
  */
 import type { KafkaConsumer } from '../kafka/port';
 import type { Logger } from '../logger';
