@@ -50,7 +50,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean; role?: ProcessRo
     registry,
     inboxLag: new Gauge({
       name: 'poimen_inbox_lag',
-      help: 'Records in a dispatch partition not yet committed by the ingester group (high watermark - committed offset)',
+      help: 'Records in a dispatch partition not yet committed by the ingester group (last stable offset - committed offset)',
       labelNames: ['topic', 'partition'],
       registers,
     }),

@@ -12,6 +12,11 @@
  * While the group rebalances (a rejoin asked: generation.ts) the batch still commits what finished, but does not
  * retry a failed commit: the rebalance waits for this member, and the next owner's redelivery is absorbed.
  *
+ * A batch's last record need not be the last offset it fetched: a transaction's commit or abort marker, and an
+ * aborted transaction's records, follow it unseen (kafkajs filters them out). Once every record of the batch is
+ * finished, its commit goes past them too (`lastFetched`), or the group's committed offset would stay below the
+ * log end for good and the partition's lag never reach 0 (docs/contract.md §2, "Committed offsets and lag").
+ *
  * Each commit is one attempt (the batch payload's commitOffsetsIfNecessary), never kafkajs's retrying
  * consumer.commitOffsets: a retry loop left running by a generation that ended would send the old offset again
  * once kafkajs had rejoined, under the new generation, and move the group's offset back.
@@ -25,6 +30,11 @@ const RETRY_MAX_MS = 5_000;
 export interface BatchCommitsOptions {
   /** The batch's record offsets, in order. */
   offsets: string[];
+  /**
+   * The last offset the batch fetched (kafkajs's `batch.lastOffset()`): the last record's, or a later one of a
+   * transaction marker or an aborted record that was filtered out. Committed past once every record is finished.
+   */
+  lastFetched?: string;
   /** One commit attempt of `next` (the offset after the last committed record). */
   send(next: string): Promise<void>;
   /** Tells kafkajs where the next fetch of this partition starts. */
@@ -96,6 +106,16 @@ export class BatchCommits {
     return this.o.generation.until(this.committing);
   }
 
+  /** The offset to commit once records up to index `upTo` are finished: past the filtered tail after the last. */
+  private nextAfter(upTo: number): string {
+    let next = BigInt(this.o.offsets[upTo]!) + 1n;
+    if (upTo === this.o.offsets.length - 1 && this.o.lastFetched !== undefined) {
+      const past = BigInt(this.o.lastFetched) + 1n;
+      if (past > next) next = past;
+    }
+    return next.toString();
+  }
+
   private async commit(budgetMs: number): Promise<void> {
     const started = Date.now();
     for (let delayMs = RETRY_FIRST_MS; ; delayMs = Math.min(delayMs * 2, RETRY_MAX_MS)) {
@@ -103,7 +123,7 @@ export class BatchCommits {
       const upTo = this.contiguous;
       if (upTo <= this.committed || !this.o.live()) return;
       this.attempted = upTo;
-      const next = (BigInt(this.o.offsets[upTo]!) + 1n).toString();
+      const next = this.nextAfter(upTo);
       try {
         await this.o.send(next);
         this.committed = Math.max(this.committed, upTo);

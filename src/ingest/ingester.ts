@@ -34,6 +34,7 @@ import { dispatchTopics } from './dispatchTopics';
 import { TenantAdmission } from './admission';
 import { BatchCommits } from './batchCommits';
 import { GroupGeneration } from './generation';
+import { MarkerBatches } from './markerBatches';
 import { IngestMonitor } from './monitor';
 import { PausedPartitions } from './pausedPartitions';
 import { Semaphore } from './semaphore';
@@ -91,6 +92,8 @@ export class Ingester {
   private watcher: NodeJS.Timeout | undefined;
   private readonly monitor: IngestMonitor;
   private readonly undecodable: UndecodablePartitions;
+  /** Fetches of transaction markers alone, which kafkajs never hands over: committed past (markerBatches.ts). */
+  private readonly markers: MarkerBatches;
   private restarting: Promise<void> = Promise.resolve();
   /** Batch handlers running now: stopping the consumer waits for them so their commits are not dropped. */
   private readonly batches = new Set<Promise<void>>();
@@ -108,6 +111,7 @@ export class Ingester {
     this.admin = kafka.admin();
     this.semaphore = new Semaphore(opts.maxInFlight, opts.maxInFlightBytes);
     this.paused = new PausedPartitions(metrics.pausedPartitions);
+    this.markers = new MarkerBatches(logger);
     this.undecodable = new UndecodablePartitions(kafka, this.admin, cfg.kafka.groupId, metrics, logger);
     this.monitor = new IngestMonitor(
       this.admin,
@@ -211,6 +215,14 @@ export class Ingester {
         else this.restartAfterCrash(e.payload.error);
       }
     });
+    this.markers.watch(
+      consumer,
+      (topic, partition) =>
+        consumer === this.consumer &&
+        !this.stopping &&
+        !this.generation.closing &&
+        (this.assignment?.[topic]?.includes(partition) ?? false),
+    );
     this.consumer = consumer;
     this.generation.supersede();
     this.generation = new GroupGeneration();
@@ -294,6 +306,7 @@ export class Ingester {
     // commit them — before disconnect(): kafkajs marks the consumer stopped as disconnect() begins, and from then
     // on drops every commitOffsets, so a batch left to finish inside disconnect() would exit uncommitted.
     await Promise.allSettled([...this.batches]);
+    await this.markers.settled();
     await consumer?.disconnect();
     this.generation.supersede();
     this.generation = new GroupGeneration();
@@ -303,6 +316,8 @@ export class Ingester {
     const { batch, heartbeat, isRunning, isStale } = payload;
     const tenant = tenantFromTopic(batch.topic);
     if (tenant === undefined || batch.messages.length === 0) return;
+    // A commit past this partition's transaction markers still in flight lands first (markerBatches.ts).
+    await this.markers.before(batch.topic, batch.partition);
     const log = this.logger.child({ topic: batch.topic, partition: batch.partition });
     const generation = this.generation;
     const current = () => consumer === this.consumer && !this.stopping;
@@ -321,6 +336,8 @@ export class Ingester {
     };
     const commits = new BatchCommits({
       offsets: batch.messages.map((m) => m.offset),
+      // Transaction markers and aborted records after the last record: committed past once all are finished.
+      lastFetched: batch.lastOffset(),
       send: (offset) =>
         payload.commitOffsetsIfNecessary({
           topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset }] }],

@@ -1,7 +1,8 @@
 /**
- * The ingester's gauges that need the broker rather than the records: inbox lag per dispatch partition (log end
- * less the group's committed offset) and, per tenant served, the DLQ backlog not yet replayed with the age of
- * its oldest record. Refreshed on timers of their own; a failed round is retried at the next.
+ * The ingester's gauges that need the broker rather than the records: inbox lag per dispatch partition (last
+ * stable offset less the group's committed offset: docs/contract.md §2, "Committed offsets and lag") and, per
+ * tenant served, the DLQ backlog not yet replayed with the age of its oldest record. Refreshed on timers of their
+ * own; a failed round is retried at the next.
  */
 import { tenantFromTopic, topics as topicNames } from '../contract';
 import { groupPositions } from '../kafka/offsets';

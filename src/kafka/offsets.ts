@@ -11,6 +11,10 @@ export interface PartitionPosition {
   /** The group's committed offset (the next record it reads); undefined when it has committed none. */
   committed: bigint | undefined;
   low: bigint;
+  /**
+   * The log end as a read_committed reader sees it, the last stable offset (kafkajs's ListOffsets default): the
+   * high watermark unless a transaction is still open, then the offset of its first record.
+   */
   high: bigint;
 }
 

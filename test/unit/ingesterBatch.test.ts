@@ -79,6 +79,8 @@ function batchPayload(
   partition: number,
   offsets: number[],
   consumer: { commitOffsets(o: { offset: string }[]): Promise<void> },
+  /** The last offset fetched, when records kafkajs filtered out (transaction markers) follow the last one. */
+  lastFetched: number = offsets.at(-1)!,
 ) {
   const resolved: string[] = [];
   const payload = {
@@ -90,6 +92,7 @@ function batchPayload(
       messages: offsets.map(
         (o) => ({ offset: String(o), value: Buffer.from('{}'), key: null }) as unknown as KafkaMessage,
       ),
+      lastOffset: () => String(lastFetched),
     },
     heartbeat: async () => undefined,
     isRunning: () => true,
@@ -126,6 +129,47 @@ test('records that complete while a commit is in flight are committed by the bat
   await run;
   // The batch ends committed at its last record + 1: no tail left for a rebalance to redeliver.
   expect(consumer.commits.at(-1)!.offset).toBe('13');
+});
+
+test('a batch whose last records were filtered out (a transaction marker, an aborted transaction) commits past them once every record finished, and not before', async () => {
+  const starts = [deferred<'started'>(), deferred<'started'>()];
+  handle.mockImplementation((_ctx, _t, _topic, _p, m) => starts[Number(m.offset) - 20]!.promise);
+  const { ing } = ingester();
+  const consumer = stubConsumer();
+  consumer.hold = false;
+  (ing as unknown as { consumer: unknown }).consumer = consumer;
+  // Records 20 and 21, then 22 (the transaction's commit marker) and 23-25 (an aborted transaction with its marker).
+  const { payload } = batchPayload('poimen.acme.dispatch', 0, [20, 21], consumer, 25);
+  const run = (ing as unknown as { eachBatch(c: unknown, p: EachBatchPayload): Promise<void> }).eachBatch(
+    consumer,
+    payload,
+  );
+  await tick();
+  starts[0]!.resolve('started');
+  await tick();
+  await tick();
+  // Record 21 is not finished: the commit stops right after 20.
+  expect(consumer.commits.map((c) => c.offset)).toEqual(['21']);
+  starts[1]!.resolve('started');
+  await run;
+  expect(consumer.commits.map((c) => c.offset)).toEqual(['21', '26']);
+});
+
+test('a batch ended by a failure before its last record does not commit past the filtered records after it', async () => {
+  handle.mockImplementation(async (_ctx, _t, _topic, _p, m) => {
+    if (m.offset === '31') throw new Error('Temporal unreachable');
+    return 'started';
+  });
+  const { ing } = ingester({ maxInFlight: 1 });
+  const consumer = stubConsumer();
+  consumer.hold = false;
+  (ing as unknown as { consumer: unknown }).consumer = consumer;
+  const { payload } = batchPayload('poimen.acme.dispatch', 0, [30, 31], consumer, 33);
+  await (ing as unknown as { eachBatch(c: unknown, p: EachBatchPayload): Promise<void> }).eachBatch(
+    consumer,
+    payload,
+  );
+  expect(consumer.commits.map((c) => c.offset)).toEqual(['31']);
 });
 
 test('a failure pauses only its own partition, ends its batch at once, and its record’s success on the refetch ends the outage', async () => {

@@ -124,6 +124,9 @@ export function kafkaService(
       properties: [
         'num.partitions=1',
         'offsets.topic.num.partitions=1',
+        // Likewise the transaction log, made by the first transactional producer (it_transactional_producers):
+        // Kafka's default of 50 partitions is 50 more logs to load at every broker restart of the fault suites.
+        'transaction.state.log.num.partitions=1',
         // A fresh group's first join is not held back: the suites make hundreds of groups. Production brokers wait
         // 3 s (Kafka's default); the cluster profile runs that.
         'group.initial.rebalance.delay.ms=0',
