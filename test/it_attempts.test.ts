@@ -35,6 +35,7 @@ function expectTimesInOrder(record: DlqRecord): void {
 }
 
 test('a dispatch answered 503, 503, timeout, 422 has exactly those four attempts, in order, in its dead letter and in dispatch status', async () => {
+  // Attempt 3 is a 3 s delay that must time out; the shipped 10 s attempt timeout would wait it out.
   h = await createHarness({ env: { RUNS_API_TIMEOUT_MS: '1000' } });
   h.api.scriptFor(
     'four',
