@@ -331,6 +331,8 @@ describe('dlq and dispatch status', () => {
     expect(malformed).toHaveLength(2);
     expect(malformed[1]!.error).toBe(malformed[0]!.error);
     expect(h.api.runs.size).toBe(2);
+    // The succeeded dispatch's replay must not have posted again: its 409 would hide behind the one run.
+    await h.expectCommittedAtLogEnd();
   });
 
   test('dispatch status shows a stuck dispatch (attempt, last error, HTTP status, next retry, Web UI link) and a completed one (the attempt it succeeded on, the failure before it)', async () => {
