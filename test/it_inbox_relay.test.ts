@@ -111,6 +111,7 @@ describe('inbox relay (T10.7)', () => {
     );
     expect(h.api.requestsFor('d-dup')).toHaveLength(1);
     expect(h.api.runs.size).toBe(1);
+    await h.expectCommittedAtLogEnd();
   });
 
   test('step 2b: resetting the group offset and restarting the ingester still makes exactly one run per dispatch', async () => {
@@ -139,6 +140,7 @@ describe('inbox relay (T10.7)', () => {
     );
     expect(h.api.requests).toHaveLength(3);
     expect(h.api.runs.size).toBe(3);
+    await h.expectCommittedAtLogEnd();
   });
 
   test('step 3a: Kafka down: a message produced by a retrying producer during the outage is relayed once the broker is back', async () => {
