@@ -35,6 +35,7 @@ function expectTimesInOrder(record: DlqRecord): void {
 }
 
 test('a dispatch answered 503, 503, timeout, 422 has exactly those four attempts, in order, in its dead letter and in dispatch status', async () => {
+  // Attempt 3 is a 3 s delay that must time out; the shipped 10 s attempt timeout would wait it out.
   h = await createHarness({ env: { RUNS_API_TIMEOUT_MS: '1000' } });
   h.api.scriptFor(
     'four',
@@ -88,6 +89,7 @@ test('a dispatch answered 503, 503, timeout, 422 has exactly those four attempts
   expect(rows[1]).toMatch(/^\s*2\s+\S+\s+503\s+\d+ ms\s+runs API answered 503/);
   expect(rows[2]).toMatch(/^\s*3\s+\S+\s+-\s+\d+ ms\s+.*(timed out|timeout)/i);
   expect(rows[3]).toMatch(/^\s*4\s+\S+\s+422\s+\d+ ms\s+/);
+  await h.expectCommittedAtLogEnd();
 });
 
 test('a worker killed mid-attempt leaves that attempt in the history, with its start time and "no outcome recorded"', async () => {
@@ -140,4 +142,5 @@ test('a worker killed mid-attempt leaves that attempt in the history, with its s
   const held = h.api.requestsFor('lost')[1]!;
   // The lost attempt's time is when it began, a little before its request reached the API.
   expect(Math.abs(Date.parse(record!.attempts![1]!.at!) - held.receivedAtMs)).toBeLessThan(5_000);
+  await h.expectCommittedAtLogEnd();
 });

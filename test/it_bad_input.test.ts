@@ -135,6 +135,7 @@ describe('bad input', () => {
     expect(counts.filter(([, n]) => n !== 1)).toEqual([]);
     expect(h.api.requests).toHaveLength(validKeys.length);
     expect(h.api.runs.size).toBe(validKeys.length);
+    await h.expectCommittedAtLogEnd();
   });
 
   test('hostile records are relayed under the value’s dispatch_key with the relay’s own headers; an invalid traceparent is dropped', () => {
@@ -207,9 +208,7 @@ describe('bad input', () => {
       /consumer crashed|Restarting the consumer|could not start or dead-letter/,
     );
 
-    await waitFor(async () => (await h.offsets()).every((p) => p.committed === p.high), {
-      what: 'the committed offset to reach the end of the topic',
-    });
+    await h.expectCommittedAtLogEnd();
     const metrics = await ingester.metrics();
     expect(
       metricValue(metrics, 'poimen_dispatch_records_total', { tenant: h.tenant, outcome: 'dead_lettered' }),

@@ -80,13 +80,8 @@ describe('compressed records (issue 10.1)', () => {
     }
     expect(h.api.runs.size).toBe(keys.length);
 
-    const offsets = await waitFor(
-      async () => {
-        const o = await h.offsets();
-        return o.every((p) => p.committed === p.high) && o;
-      },
-      { timeoutMs: 30_000, what: 'committed offsets at the log end' },
-    );
+    await h.expectCommittedAtLogEnd();
+    const offsets = await h.offsets();
     expect(offsets.reduce((n, p) => n + p.high, 0)).toBe(records.length);
   });
 });

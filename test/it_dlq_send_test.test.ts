@@ -54,6 +54,7 @@ const purgeTests = async (tenant: string, ...args: string[]) =>
   json<ReplaySummary>(await cli(['dlq', 'purge-tests', '--tenant', tenant, '--json', ...args]));
 
 async function setup() {
+  // Test speed: the DLQ gauges are read here, and the shipped 30 s refresh would add that wait to each read.
   h = await createHarness({ env: { POIMEN_DLQ_REFRESH_MS: '500' } });
   made.push(h.tenant);
   await h.startWorker();

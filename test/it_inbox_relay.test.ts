@@ -112,6 +112,7 @@ describe('inbox relay (T10.7)', () => {
     );
     expect(h.api.requestsFor('d-dup')).toHaveLength(1);
     expect(h.api.runs.size).toBe(1);
+    await h.expectCommittedAtLogEnd();
   });
 
   test('step 2b: resetting the group offset and restarting the ingester still makes exactly one run per dispatch', async () => {
@@ -140,6 +141,7 @@ describe('inbox relay (T10.7)', () => {
     );
     expect(h.api.requests).toHaveLength(3);
     expect(h.api.runs.size).toBe(3);
+    await h.expectCommittedAtLogEnd();
   });
 
   test('step 3a: Kafka down: a message produced by a retrying producer during the outage is relayed once the broker is back', async () => {
@@ -359,7 +361,8 @@ describe('inbox relay (T10.7)', () => {
   });
 
   test('exhausted retries (API always 503) give one dispatch_failure DLQ record with retry_count == max_retries, and the workflow Failed', async () => {
-    h = await createHarness();
+    // This test spends an attempt cap; the shipped default has none (only the 24 h budget would end it).
+    h = await createHarness({ env: { RETRY_MAX_ATTEMPTS: '4' } });
     const worker = await h.startWorker();
     await h.startIngester();
     h.api.always({ kind: 'status', status: 503, body: 'upstream busy' });
@@ -409,7 +412,13 @@ describe('inbox relay (T10.7)', () => {
     const dlq = await h.readDlq(1);
     expect(dlq).toHaveLength(1);
     const [rec] = dlq;
-    expect(rec).toMatchObject({ type: 'dispatch_failure', http_status: 422, retry_count: 1, max_retries: 4 });
+    // max_retries null: the shipped policy has no attempt cap (contract §6).
+    expect(rec).toMatchObject({
+      type: 'dispatch_failure',
+      http_status: 422,
+      retry_count: 1,
+      max_retries: null,
+    });
     expect(rec!.error).toMatch(/422/);
     expect(h.api.requestsFor('refused')).toHaveLength(1);
     await waitFor(async () => (await status('refused')) === 'FAILED', { what: 'the workflow to fail' });
@@ -494,20 +503,20 @@ describe('inbox relay (T10.7)', () => {
 
   test('Retry-After: 2 is respected (measured gap between attempts)', async () => {
     // Within the maximum interval: a Retry-After beyond it is capped (it_retry_after).
-    h = await createHarness({ env: { RETRY_MAX_INTERVAL_MS: '5000' } });
+    h = await createHarness();
     await h.startWorker();
     await h.startIngester();
     h.api.scriptFor('slow-down', { kind: 'status', status: 429, retryAfter: '2' });
     await h.publish(h.dispatchValue('slow-down'));
     expect(await result('slow-down')).toMatchObject({ admission: 'created' });
     const [first, second] = h.api.requestsFor('slow-down');
-    // The configured initial interval is 200 ms; only Retry-After explains a gap of two seconds.
+    // The shipped initial interval is 1 s; only Retry-After explains a gap of two seconds.
     expect(second!.receivedAtMs - first!.receivedAtMs).toBeGreaterThanOrEqual(1900);
     expect(second!.receivedAtMs - first!.receivedAtMs).toBeLessThan(10_000);
   });
 
   test('a worker crash mid-activity (SIGKILL, restart) still makes exactly one run', async () => {
-    h = await createHarness({ env: { RUNS_API_TIMEOUT_MS: '2000' } });
+    h = await createHarness();
     const worker = await h.startWorker('worker-1');
     await h.startIngester();
     // The API holds the call until the worker is dead, then admits the run: the worker never hears back.

@@ -128,6 +128,7 @@ describe('records at the size limit, under the heap limits', () => {
     // Once, the worker (128 MiB heap) ran out of memory with 41 such calls waiting. Large calls now run a few
     // at a time per worker (POIMEN_WORKER_MAX_LARGE_ACTIVITIES), reading their input from the start event;
     // it_worker_memory holds the worker to the manifest's memory limit.
+    // 150 calls queue behind the slow API's 2 s answers; at the shipped 10 s the queued ones would time out.
     const t = await createHarness({ partitions: 4, env: { RUNS_API_TIMEOUT_MS: '30000' } });
     try {
       const n = 150;

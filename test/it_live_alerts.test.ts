@@ -62,6 +62,7 @@ async function promHas(expr: string, what: string): Promise<void> {
 }
 
 beforeAll(async () => {
+  // Test speed: the DLQ gauges are read here, and the shipped 30 s refresh would add that wait to each read.
   h = await createHarness({ tenants: 2, env: { POIMEN_DLQ_REFRESH_MS: '500' } });
   [dlqTenant, lagTenant] = h.tenants as [string, string];
   // Only the ingester goes through the proxy: the worker and the test's own client reach Temporal directly.

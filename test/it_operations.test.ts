@@ -224,6 +224,7 @@ describe('dlq and dispatch status', () => {
   });
 
   test('dlq replay: a succeeded dispatch is not run again, a failed one runs exactly once, malformed records stay unless forced', async () => {
+    // Test speed: the DLQ gauges are read here, and the shipped 30 s refresh would add that wait to each read.
     h = await createHarness({ env: { POIMEN_DLQ_REFRESH_MS: '500' } });
     await h.startWorker();
     const ingester = await h.startIngester();
@@ -331,9 +332,13 @@ describe('dlq and dispatch status', () => {
     expect(malformed).toHaveLength(2);
     expect(malformed[1]!.error).toBe(malformed[0]!.error);
     expect(h.api.runs.size).toBe(2);
+    // The succeeded dispatch's replay must not have posted again: its 409 would hide behind the one run.
+    await h.expectCommittedAtLogEnd();
   });
 
   test('dispatch status shows a stuck dispatch (attempt, last error, HTTP status, next retry, Web UI link) and a completed one (the attempt it succeeded on, the failure before it)', async () => {
+    // A cap for `dispatch status` to show (the shipped policy has none), and retries at most 2 s apart so the
+    // stuck dispatch shows a next retry within the test rather than up to 5 min ahead.
     h = await createHarness({ env: { RETRY_MAX_ATTEMPTS: '50', RETRY_MAX_INTERVAL_MS: '2000' } });
     await h.startWorker();
     await h.startIngester();
@@ -397,6 +402,7 @@ describe('dlq and dispatch status', () => {
   });
 
   test('dlq_oldest_message_age_seconds reports the age of the oldest dead letter not yet replayed', async () => {
+    // Test speed: the DLQ gauges are read here, and the shipped 30 s refresh would add that wait to each read.
     h = await createHarness({ env: { POIMEN_DLQ_REFRESH_MS: '500' } });
     const ingester = await h.startIngester();
     const threeDaysMs = 3 * 24 * 3600 * 1000;

@@ -21,6 +21,7 @@ describe('overload: a slow runs API while 5,000 dispatches arrive', () => {
   let h: Harness;
 
   beforeAll(async () => {
+    // Test speed: the test samples the lag gauge as it falls; the shipped 5 s refresh would blur it.
     h = await createHarness({ partitions: 4, env: { POIMEN_LAG_REFRESH_MS: '500' } });
   });
   afterAll(async () => {

@@ -37,7 +37,16 @@ describe('secrets: the API token never leaves the worker', () => {
   const failed = ['sec-400-echo', 'sec-422-cut', 'sec-exhausted'];
 
   beforeAll(async () => {
-    h = await createHarness({ env: { RUNS_API_TOKEN: token, RETRY_MAX_ATTEMPTS: '3', LOG_LEVEL: 'debug' } });
+    // sec-exhausted spends a cap of its three scripted answers (the shipped policy has none); failures scripted
+    // for nine keys at once must not open the process-wide breaker, which would change each key's answers.
+    h = await createHarness({
+      env: {
+        RUNS_API_TOKEN: token,
+        RETRY_MAX_ATTEMPTS: '3',
+        POIMEN_BREAKER_FAILURES: '1000',
+        LOG_LEVEL: 'debug',
+      },
+    });
     worker = await h.startWorker();
     ingester = await h.startIngester();
     const echo = (status: number) => ({ kind: 'status' as const, status, echoHeaders: true });

@@ -56,6 +56,8 @@ afterEach(async () => {
 
 /** A harness whose dispatch stays in retries for minutes: the API answers 503 to every call. */
 async function stuckHarness(): Promise<Harness> {
+  // Retries every 2 s at most (the pause test measures against it; the shipped 5 min ceiling would stall it), and
+  // a cap of 50 so a stuck dispatch the test leaves behind ends within minutes, not the 24 h budget.
   const harness = await createHarness({ env: { RETRY_MAX_ATTEMPTS: '50', RETRY_MAX_INTERVAL_MS: '2000' } });
   harness.api.always({ kind: 'status', status: 503, body: 'upstream busy' });
   return harness;
@@ -417,7 +419,9 @@ describe('operating dispatches with Temporal tools', () => {
   });
 
   test('histories of every dispatch outcome replay against the current workflow code without a determinism error (POIMEN_RECORD_HISTORIES=1 re-records test/fixtures/histories)', async () => {
-    h = await createHarness();
+    // h-exhausted spends an attempt cap (the shipped policy has none), and failures scripted for several keys at
+    // once must not open the process-wide breaker: each recorded history is one key's own scripted outcome.
+    h = await createHarness({ env: { RETRY_MAX_ATTEMPTS: '4', POIMEN_BREAKER_FAILURES: '1000' } });
     const harness = h;
     const firstWorker = await harness.startWorker('worker-1');
     await harness.startIngester();
@@ -428,7 +432,6 @@ describe('operating dispatches with Temporal tools', () => {
     // Outcomes run side by side; each dispatch key has its own script at the API.
     harness.api.scriptFor('h-retried', { kind: 'status', status: 503 }, { kind: 'status', status: 503 });
     harness.api.scriptFor('h-lost-answer', { kind: 'drop', afterAdmit: true });
-    // RETRY_MAX_ATTEMPTS is 4 in the test relay.
     harness.api.scriptFor('h-exhausted', ...Array<Fault>(4).fill({ kind: 'status', status: 503 }));
     const outcomes = {
       'h-success': [201],

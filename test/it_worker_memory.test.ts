@@ -41,6 +41,7 @@ describe('worker memory under the manifest limit', () => {
   it(`${LARGE} dispatches of ~1 MiB waiting on a slow API, with small ones mixed in: the worker stays within deploy/k8s's memory limit, is not OOM-killed, and relays every dispatch once`, async () => {
     const limit = manifestMemoryLimitBytes('worker-deployment.yaml');
     cg = createMemoryCgroup(limit);
+    // Calls queue behind the slow API's answers; at the shipped 10 s the queued ones would time out.
     h = await createHarness({ partitions: 4, env: { RUNS_API_TIMEOUT_MS: '30000' } });
     const t = h;
     t.api.always({ kind: 'delay', ms: API_DELAY_MS });

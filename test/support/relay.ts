@@ -19,6 +19,11 @@ export interface RelayEnv {
   extra?: Record<string, string>;
 }
 
+/**
+ * Only what isolates one test from the next (addresses, topics, group, task queue, runs API) and the log level:
+ * every behaviour setting is the shipped default (test/unit/harnessDefaults.test.ts holds this). A suite that
+ * needs another value passes it in `extra`, with its reason beside it.
+ */
 export function relayEnv(e: RelayEnv): NodeJS.ProcessEnv {
   const services = testServices();
   return {
@@ -30,17 +35,6 @@ export function relayEnv(e: RelayEnv): NodeJS.ProcessEnv {
     TEMPORAL_TASK_QUEUE: e.taskQueue,
     DISPATCH_TOPIC_PATTERN: e.tenantPattern,
     RUNS_API_URL: e.runsApiUrl,
-    // Short retries so the suite stays quick; production defaults are contract §5's.
-    RETRY_INITIAL_INTERVAL_MS: '200',
-    RETRY_MAX_INTERVAL_MS: '1000',
-    RETRY_MAX_ATTEMPTS: '4',
-    RUNS_API_TIMEOUT_MS: '3000',
-    // The worker's circuit breaker is process-wide: in suites about other things, failures scripted for several
-    // keys at once would open it and change each key's scripted sequence of answers. The outage suites
-    // (it_outage_*) run it at its default.
-    POIMEN_BREAKER_FAILURES: '1000',
-    POIMEN_TOPIC_REFRESH_MS: '1000',
-    POIMEN_LAG_REFRESH_MS: '500',
     LOG_LEVEL: 'info',
     ...e.extra,
   };

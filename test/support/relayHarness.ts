@@ -6,6 +6,7 @@ import { Client, Connection } from '@temporalio/client';
 import { Kafka, type Producer, logLevel, type IHeaders } from 'kafkajs';
 import { topics, workflowId, type DlqRecord, parseDlqRecord } from '../../src/contract';
 import { ensureTopics, tenantTopicSpecs } from '../../src/kafka/topics';
+import { type ConflictAllowance, expectConflictsBounded } from './conflicts';
 import { uniqueName, uniqueTenant } from './names';
 import { type RelayProcess, relayEnv, startRelayProcess } from './relay';
 import { RunsApiDouble } from './runsApiDouble';
@@ -45,9 +46,12 @@ export interface Harness {
   offsets(tenant?: string): Promise<{ partition: number; committed: number; high: number }[]>;
   /**
    * Waits until the group's committed offset equals the log end on every partition of every tenant's .dispatch
-   * topic: the shared end-of-drain assertion (an uncommitted tail is redelivered on every rebalance).
+   * topic: the shared end-of-drain assertion (an uncommitted tail is redelivered on every rebalance). Then holds
+   * every key's 409s to its bound (test/support/conflicts.ts): a second POST the double's dedup would hide fails.
    */
   expectCommittedAtLogEnd(timeoutMs?: number): Promise<void>;
+  /** Grants a key 409s beyond its scripted drops, delays and holds (e.g. a worker killed mid-call), with why. */
+  allowConflicts(runKey: string, conflicts: number, why: string): void;
   /**
    * Creates one more tenant's topics while the relay runs (multi-tenant harnesses only): the ingester's pattern
    * matches it, and it joins `tenants`, so `expectCommittedAtLogEnd` covers it.
@@ -110,6 +114,7 @@ export async function createHarness(
     },
   });
   const processes: RelayProcess[] = [];
+  const allowances: ConflictAllowance[] = [];
   const dlqConsumers: { disconnect(): Promise<void> }[] = [];
 
   const h: Harness = {
@@ -213,6 +218,10 @@ export async function createHarness(
       ).catch((err: unknown) => {
         throw new Error(`${(err as Error).message}; behind (committed/end): ${last}`);
       });
+      expectConflictsBounded(api, allowances);
+    },
+    allowConflicts(runKey, conflicts, why) {
+      allowances.push({ runKey, conflicts, why });
     },
     async addTenant() {
       if (count < 2) throw new Error('addTenant needs a harness made with tenants ≥ 2 (one pattern for all)');

@@ -45,6 +45,13 @@ export interface RecordedRequest {
   /** What the double answered: a status, or 'dropped'. */
   answer: number | 'dropped';
   runId?: string;
+  /** The run this call was deduplicated under (dispatch_key, or `<tenant>/<dispatch_key>` when tenant-scoped). */
+  runKey?: string;
+  /**
+   * The fault scripted for this call, if any: a drop, delay or hold may lose the answer and explain a 409; so
+   * may 'cut', a call in flight when `refuseConnections()` destroyed its socket.
+   */
+  fault?: Fault['kind'] | 'cut';
 }
 
 export interface RunsApiOptions {
@@ -75,6 +82,7 @@ export class RunsApiDouble {
   /** Requests received and not yet answered or dropped, now and at most at once (what the relay had in flight). */
   inFlight = 0;
   maxInFlight = 0;
+  private readonly open = new Set<RecordedRequest>();
   private readonly waiters = new Set<() => void>();
   private readonly sockets = new Set<Socket>();
   private closed = false;
@@ -126,6 +134,7 @@ export class RunsApiDouble {
   async refuseConnections(): Promise<void> {
     if (!this.server.listening) return;
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    for (const r of this.open) r.fault ??= 'cut';
     for (const s of this.sockets) s.destroy();
     await closed;
   }
@@ -248,10 +257,12 @@ export class RunsApiDouble {
       answer: 0,
     };
     this.requests.push(rec);
+    this.open.add(rec);
     this.inFlight++;
     this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
     let open = true;
     const done = () => {
+      this.open.delete(rec);
       if (open) this.inFlight--;
       open = false;
     };
@@ -275,6 +286,7 @@ export class RunsApiDouble {
       return answer(400, { error: 'body must be JSON with a dispatch_key' });
 
     const fault = this.nextFault(dispatchKey);
+    if (fault) rec.fault = fault.kind;
     if (fault?.kind === 'delay') await new Promise((r) => setTimeout(r, fault.ms));
     if (fault?.kind === 'hold') {
       await new Promise<void>((r) => {
@@ -299,6 +311,7 @@ export class RunsApiDouble {
     const runKey = this.opts.tenantScoped
       ? `${String(req.headers['x-tenant-id'])}/${dispatchKey}`
       : dispatchKey;
+    rec.runKey = runKey;
     if (fault?.kind === 'drop') {
       if (fault.afterAdmit) this.admit(runKey);
       rec.answer = 'dropped';

@@ -1,0 +1,79 @@
+/**
+ * The integration harness runs the relay on its shipped defaults: the shared builders set only what isolates one
+ * test from another (addresses, topics, group, task queue, runs API URL) and the log level. A suite that needs
+ * another setting sets it itself, with its reason, where a reader of that suite sees it.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { ENV_VARS } from '../../src/config/envTable';
+import { relayEnv } from '../support/relay';
+
+const ISOLATION = new Set([
+  'KAFKA_BROKERS',
+  'TEMPORAL_ADDRESS',
+  'TEMPORAL_NAMESPACE',
+  'KAFKA_GROUP_ID',
+  'TEMPORAL_TASK_QUEUE',
+  'DISPATCH_TOPIC_PATTERN',
+  'RUNS_API_URL',
+  'LOG_LEVEL',
+]);
+
+/** What the relay's two processes read (the dev stack's own variables are not theirs). */
+const RELAY_VARS = new Set(
+  ENV_VARS.filter((v) => v.readBy.includes('ingest') || v.readBy.includes('worker')).map((v) => v.name),
+);
+const SUPPORT = path.join(__dirname, '..', 'support');
+
+/**
+ * Shared support files that name relay variables as keys on purpose, and why. Nothing else may: a key there
+ * would change every suite that uses the file.
+ */
+const NAMED_ON_PURPOSE: Record<string, { names: string[]; why: string }> = {
+  'outage.ts': {
+    names: [
+      'POIMEN_BREAKER_FAILURES',
+      'POIMEN_BREAKER_PROBE_INTERVAL_MS',
+      'POIMEN_RUNS_API_CONNECTIONS',
+      'POIMEN_WORKER_MAX_ACTIVITIES',
+      'RETRY_MAX_ATTEMPTS',
+    ],
+    why: 'breakerEnv() writes the settings its suite passes; UNCAPPED is the shipped "no attempt cap", stated',
+  },
+};
+
+describe('the integration harness on shipped defaults', () => {
+  it('relayEnv() sets no relay variable but the isolation ones and LOG_LEVEL', () => {
+    const saved = { ...process.env };
+    // As a unit test sees it: none of the relay's variables inherited from the shell.
+    for (const name of RELAY_VARS) delete process.env[name];
+    try {
+      const env = relayEnv({
+        tenantPattern: '^poimen\\.t\\.dispatch$',
+        groupId: 'g',
+        taskQueue: 'q',
+        runsApiUrl: 'http://127.0.0.1:1',
+      });
+      const set = Object.keys(env).filter((k) => RELAY_VARS.has(k) && !ISOLATION.has(k));
+      expect(set).toEqual([]);
+      for (const name of ISOLATION) expect(env[name]).toBeDefined();
+    } finally {
+      process.env = saved;
+    }
+  });
+
+  it('no shared support file sets a relay variable but those it names on purpose', () => {
+    const found: string[] = [];
+    for (const file of fs.readdirSync(SUPPORT).filter((f) => f.endsWith('.ts'))) {
+      const text = fs.readFileSync(path.join(SUPPORT, file), 'utf8');
+      for (const m of text.matchAll(/^\s*['"]?([A-Z][A-Z0-9_]+)['"]?\s*:/gm)) {
+        const name = m[1]!;
+        // METRICS_PORT: each process's own port, isolation as the addresses are.
+        if (!RELAY_VARS.has(name) || ISOLATION.has(name) || name === 'METRICS_PORT') continue;
+        if (NAMED_ON_PURPOSE[file]?.names.includes(name)) continue;
+        found.push(`${file}: ${name}`);
+      }
+    }
+    expect(found).toEqual([]);
+  });
+});
