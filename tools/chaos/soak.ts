@@ -14,7 +14,7 @@
 import crypto from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { Kafka, logLevel, type Producer } from 'kafkajs';
-import { childEnv } from '../../src/config';
+import { RUNS_API_TIMEOUT_MS_DEFAULT, childEnv } from '../../src/config';
 import type { RelayProcess } from '../../src/devstack/relayProcess';
 import { RunsApiDouble } from '../../test/support/runsApiDouble';
 import { ensureTopics } from '../../src/kafka/topics';
@@ -24,6 +24,7 @@ import type { SoakOptions, SoakResult, SoakRun } from './types';
 import type { BudgetLane } from './combined';
 import { laneAccount, laneDrained, notReady } from './lane';
 import { account, awaitDrain, groupMembersOf } from './verdict';
+import { attemptTimeoutsOf } from './attemptTimeouts';
 
 export type { ClusterControl, ServiceControl, SoakOptions, SoakResult, Victim } from './types';
 
@@ -127,7 +128,10 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
     );
     const { drained, drainedAtMs } = drain;
     const { lastFaultEndMs, gap, down } = faults;
-    const verdict = await account(soak, client, api, expected, droppedAfterAdmit, faults, drain);
+    const verdict = await account(soak, client, api, expected, droppedAfterAdmit, faults, drain, {
+      seen: attemptTimeoutsOf(opts.logsDir, soak.run),
+      attemptTimeoutMs: Number(opts.env?.RUNS_API_TIMEOUT_MS ?? RUNS_API_TIMEOUT_MS_DEFAULT),
+    });
     const groupMembers = await groupMembersOf(soak, ingesterNames.length);
     const laneAcc = lane && (await laneAccount(soak, lane, api));
     const late = await notReady(relay);
