@@ -72,6 +72,13 @@ describe('the soak’s 409 account', () => {
     expect(acc).toMatchObject({ client_timeouts_after_admit: 0, unexplained: 1 });
   });
 
+  test('a timeout logged late by a stalled worker still explains the 409 after the answer it abandoned', () => {
+    // The answer came at 10 s; the worker's event loop stalled and logged its 5 s timeout only at 19 s.
+    const calls = [call('stalled', 201, 10_000), call('stalled', 409, 20_000)];
+    const acc = dedupAccount(calls, new Map(), [], [{ dispatchKey: 'stalled', atMs: 19_000 }], 5_000);
+    expect(acc).toMatchObject({ client_timeouts_after_admit: 1, unexplained: 0 });
+  });
+
   test('the worker logs are read for attempt timeouts, by key and time', () => {
     const lines = [
       {
