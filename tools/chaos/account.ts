@@ -24,12 +24,6 @@ export interface AttemptTimeout {
   atMs: number;
 }
 
-/**
- * How long before a timeout's log line the double may have received the abandoned call: the attempt timeout
- * plus the time from the worker's timer to its log line and the double's clock read (same host).
- */
-const TIMEOUT_SLACK_MS = 2000;
-
 export interface DedupAccount {
   dedup_409: number;
   /** Answers dropped after the run was admitted: the relay never saw them, its retry must get 409. */
@@ -37,8 +31,8 @@ export interface DedupAccount {
   /** 201/409 answers inside a worker-kill or Temporal/PostgreSQL-outage window: the activity's result may be lost. */
   answered_in_fault_windows: number;
   /**
-   * Attempts the worker timed out on (client side) after the double had answered that key 201/409 within the
-   * attempt: the relay never read the answer, its retry must get 409.
+   * Attempts the worker timed out on (client side) after the double had answered that call 201/409: the relay
+   * never read the answer, its retry must get 409.
    */
   client_timeouts_after_admit: number;
   /** Every fault that can make one 409: the three above. */
@@ -53,7 +47,6 @@ export function dedupAccount(
   droppedAfterAdmit: Map<string, number>,
   windows: FaultWindow[],
   timeouts: AttemptTimeout[] = [],
-  attemptTimeoutMs = 0,
 ): DedupAccount {
   const per = new Map<string, { c409: number; explained: number }>();
   const of = (k: string) => {
@@ -80,7 +73,7 @@ export function dedupAccount(
     drops += n;
     of(k).explained += n;
   }
-  const timedOut = timeoutsAfterAdmit(calls, timeouts, attemptTimeoutMs);
+  const timedOut = timeoutsAfterAdmit(calls, timeouts);
   for (const k of timedOut) of(k).explained++;
   const unexplainedKeys = [...per].filter(([, e]) => e.c409 > e.explained).map(([k]) => k);
   return {
@@ -95,26 +88,22 @@ export function dedupAccount(
 }
 
 /**
- * The keys of timeouts whose abandoned call the double answered conclusively: a 201/409 on the same key received
- * within the attempt before the timeout was logged, each answer claimed by one timeout at most.
+ * The keys of timeouts whose abandoned call the double answered conclusively. One activity's attempts on a key are
+ * sequential, so the call a timeout abandoned is the key's latest call the double received before the timeout was
+ * logged (not a window: a stalled worker logs its timeout late); it explains a 409 only when that call got 201/409.
+ * Each call is claimed by one timeout at most.
  */
-function timeoutsAfterAdmit(
-  calls: ApiCall[],
-  timeouts: AttemptTimeout[],
-  attemptTimeoutMs: number,
-): string[] {
+function timeoutsAfterAdmit(calls: ApiCall[], timeouts: AttemptTimeout[]): string[] {
   const claimed = new Set<ApiCall>();
   const keys: string[] = [];
   for (const t of [...timeouts].sort((a, b) => a.atMs - b.atMs)) {
-    const abandoned = calls.find(
-      (c) =>
-        !claimed.has(c) &&
-        c.dispatchKey === t.dispatchKey &&
-        (c.answer === 201 || c.answer === 409) &&
-        c.receivedAtMs <= t.atMs &&
-        c.receivedAtMs >= t.atMs - attemptTimeoutMs - TIMEOUT_SLACK_MS,
+    const before = calls.filter((c) => c.dispatchKey === t.dispatchKey && c.receivedAtMs <= t.atMs);
+    const abandoned = before.reduce<ApiCall | undefined>(
+      (latest, c) => (latest === undefined || c.receivedAtMs >= latest.receivedAtMs ? c : latest),
+      undefined,
     );
-    if (!abandoned) continue;
+    if (!abandoned || claimed.has(abandoned) || (abandoned.answer !== 201 && abandoned.answer !== 409))
+      continue;
     claimed.add(abandoned);
     keys.push(t.dispatchKey);
   }

@@ -14,7 +14,7 @@
 import crypto from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { Kafka, logLevel, type Producer } from 'kafkajs';
-import { RUNS_API_TIMEOUT_MS_DEFAULT, childEnv } from '../../src/config';
+import { childEnv } from '../../src/config';
 import type { RelayProcess } from '../../src/devstack/relayProcess';
 import { RunsApiDouble } from '../../test/support/runsApiDouble';
 import { ensureTopics } from '../../src/kafka/topics';
@@ -128,10 +128,16 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
     );
     const { drained, drainedAtMs } = drain;
     const { lastFaultEndMs, gap, down } = faults;
-    const verdict = await account(soak, client, api, expected, droppedAfterAdmit, faults, drain, {
-      seen: attemptTimeoutsOf(opts.logsDir, soak.run),
-      attemptTimeoutMs: Number(opts.env?.RUNS_API_TIMEOUT_MS ?? RUNS_API_TIMEOUT_MS_DEFAULT),
-    });
+    const verdict = await account(
+      soak,
+      client,
+      api,
+      expected,
+      droppedAfterAdmit,
+      faults,
+      drain,
+      attemptTimeoutsOf(opts.logsDir, soak.run),
+    );
     const groupMembers = await groupMembersOf(soak, ingesterNames.length);
     const laneAcc = lane && (await laneAccount(soak, lane, api));
     const late = await notReady(relay);

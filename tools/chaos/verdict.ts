@@ -204,7 +204,7 @@ export async function account(
   droppedAfterAdmit: Map<string, number>,
   { kills, faultWindows, pendingRewinds }: FaultLog,
   drain: { drained: boolean; dlqSeen: SeenDlq[] },
-  timeouts: { seen: AttemptTimeout[]; attemptTimeoutMs: number },
+  timeouts: AttemptTimeout[],
 ): Promise<Verdict> {
   const { kafka, tenant, groupId, taskQueue } = soak;
   let dlqSeen = drain.dlqSeen;
@@ -235,8 +235,7 @@ export async function account(
     })),
     droppedAfterAdmit,
     faultWindows,
-    timeouts.seen,
-    timeouts.attemptTimeoutMs,
+    timeouts,
   );
   const dlqAcc = dlqAccount(
     dlqSeen.filter((d) => d.id !== ''),
