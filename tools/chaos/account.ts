@@ -1,8 +1,8 @@
 /**
  * The soak's exactly-once account of the relay itself, not of the API double: the double answers 201 once per
  * key by construction, so "one 201 per key" cannot catch a relay that POSTs every dispatch twice. What can:
- * every 409 must be explained by a fault that loses the relay's knowledge of a run it created, and every
- * repeated dead letter by a rewind of its partition.
+ * every 409 must be explained by a fault on that key that loses the relay's knowledge of a run it created, and
+ * every repeated dead letter by a rewind of its partition.
  */
 
 /** When a conclusive answer (201/409) may not reach Temporal as the activity's result. */
@@ -18,13 +18,24 @@ export interface ApiCall {
   receivedAtMs: number;
 }
 
+/** A client-side attempt timeout the worker logged: it stopped waiting for this key's answer at `atMs`. */
+export interface AttemptTimeout {
+  dispatchKey: string;
+  atMs: number;
+}
+
 export interface DedupAccount {
   dedup_409: number;
   /** Answers dropped after the run was admitted: the relay never saw them, its retry must get 409. */
   dropped_after_admit: number;
   /** 201/409 answers inside a worker-kill or Temporal/PostgreSQL-outage window: the activity's result may be lost. */
   answered_in_fault_windows: number;
-  /** Every fault that can make one 409: the two above. */
+  /**
+   * Attempts the worker timed out on (client side) after the double had answered that call 201/409: the relay
+   * never read the answer, its retry must get 409.
+   */
+  client_timeouts_after_admit: number;
+  /** Every fault that can make one 409: the three above. */
   bound: number;
   /** 409s on a key beyond that key's own faults: a relay repeating a call it had an answer for. */
   unexplained: number;
@@ -35,6 +46,7 @@ export function dedupAccount(
   calls: ApiCall[],
   droppedAfterAdmit: Map<string, number>,
   windows: FaultWindow[],
+  timeouts: AttemptTimeout[] = [],
 ): DedupAccount {
   const per = new Map<string, { c409: number; explained: number }>();
   const of = (k: string) => {
@@ -61,15 +73,41 @@ export function dedupAccount(
     drops += n;
     of(k).explained += n;
   }
+  const timedOut = timeoutsAfterAdmit(calls, timeouts);
+  for (const k of timedOut) of(k).explained++;
   const unexplainedKeys = [...per].filter(([, e]) => e.c409 > e.explained).map(([k]) => k);
   return {
     dedup_409: dedup,
     dropped_after_admit: drops,
     answered_in_fault_windows: inWindows,
-    bound: drops + inWindows,
+    client_timeouts_after_admit: timedOut.length,
+    bound: drops + inWindows + timedOut.length,
     unexplained: unexplainedKeys.reduce((s, k) => s + per.get(k)!.c409 - per.get(k)!.explained, 0),
     unexplained_keys: unexplainedKeys.slice(0, 20),
   };
+}
+
+/**
+ * The keys of timeouts whose abandoned call the double answered conclusively. One activity's attempts on a key are
+ * sequential, so the call a timeout abandoned is the key's latest call the double received before the timeout was
+ * logged (not a window: a stalled worker logs its timeout late); it explains a 409 only when that call got 201/409.
+ * Each call is claimed by one timeout at most.
+ */
+function timeoutsAfterAdmit(calls: ApiCall[], timeouts: AttemptTimeout[]): string[] {
+  const claimed = new Set<ApiCall>();
+  const keys: string[] = [];
+  for (const t of [...timeouts].sort((a, b) => a.atMs - b.atMs)) {
+    const before = calls.filter((c) => c.dispatchKey === t.dispatchKey && c.receivedAtMs <= t.atMs);
+    const abandoned = before.reduce<ApiCall | undefined>(
+      (latest, c) => (latest === undefined || c.receivedAtMs >= latest.receivedAtMs ? c : latest),
+      undefined,
+    );
+    if (!abandoned || claimed.has(abandoned) || (abandoned.answer !== 201 && abandoned.answer !== 409))
+      continue;
+    claimed.add(abandoned);
+    keys.push(t.dispatchKey);
+  }
+  return keys;
 }
 
 /** Offsets of one partition that an ingester kill, broker kill or the rebalance after it may redeliver. */

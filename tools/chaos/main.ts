@@ -158,7 +158,7 @@ async function main(): Promise<void> {
     ['workflow ids with two executions', String(out.duplicate_executions)],
     [
       '409s / faults that can cause one',
-      `${out.dedup.dedup_409} / ${out.dedup.bound} (${out.dedup.dropped_after_admit} answers dropped after admission, ${out.dedup.answered_in_fault_windows} answers near a worker kill or Temporal outage); unexplained ${out.dedup.unexplained}`,
+      `${out.dedup.dedup_409} / ${out.dedup.bound} (${out.dedup.dropped_after_admit} answers dropped after admission, ${out.dedup.answered_in_fault_windows} answers near a worker kill or Temporal outage, ${out.dedup.client_timeouts_after_admit} attempts timed out after admission); unexplained ${out.dedup.unexplained}`,
     ],
     [
       'DLQ copies per id',

@@ -24,6 +24,7 @@ import type { SoakOptions, SoakResult, SoakRun } from './types';
 import type { BudgetLane } from './combined';
 import { laneAccount, laneDrained, notReady } from './lane';
 import { account, awaitDrain, groupMembersOf } from './verdict';
+import { attemptTimeoutsOf } from './attemptTimeouts';
 
 export type { ClusterControl, ServiceControl, SoakOptions, SoakResult, Victim } from './types';
 
@@ -127,7 +128,16 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
     );
     const { drained, drainedAtMs } = drain;
     const { lastFaultEndMs, gap, down } = faults;
-    const verdict = await account(soak, client, api, expected, droppedAfterAdmit, faults, drain);
+    const verdict = await account(
+      soak,
+      client,
+      api,
+      expected,
+      droppedAfterAdmit,
+      faults,
+      drain,
+      attemptTimeoutsOf(opts.logsDir, soak.run),
+    );
     const groupMembers = await groupMembersOf(soak, ingesterNames.length);
     const laneAcc = lane && (await laneAccount(soak, lane, api));
     const late = await notReady(relay);

@@ -8,7 +8,7 @@ import { readDeadLetters } from '../../src/kafka/dlqReader';
 import { poll } from '../../src/poll';
 import type { RunsApiDouble } from '../../test/support/runsApiDouble';
 import { committedAtLogEnd } from '../bench/groupOffsets';
-import { dedupAccount, dlqAccount, sourcesWithTwoIds } from './account';
+import { type AttemptTimeout, dedupAccount, dlqAccount, sourcesWithTwoIds } from './account';
 import type { FaultLog } from './faults';
 import type { Planned } from './traffic';
 import type { SoakResult, SoakRun } from './types';
@@ -204,6 +204,7 @@ export async function account(
   droppedAfterAdmit: Map<string, number>,
   { kills, faultWindows, pendingRewinds }: FaultLog,
   drain: { drained: boolean; dlqSeen: SeenDlq[] },
+  timeouts: AttemptTimeout[],
 ): Promise<Verdict> {
   const { kafka, tenant, groupId, taskQueue } = soak;
   let dlqSeen = drain.dlqSeen;
@@ -234,6 +235,7 @@ export async function account(
     })),
     droppedAfterAdmit,
     faultWindows,
+    timeouts,
   );
   const dlqAcc = dlqAccount(
     dlqSeen.filter((d) => d.id !== ''),
