@@ -40,3 +40,10 @@ test('the count for earlier workers is bounded even for a budget no interval cou
     }),
   ).toBe(100_000);
 });
+
+test('an earlier worker counts the attempt due exactly at the budget’s end, and none after it', () => {
+  const everySecond = { initialIntervalMs: 1_000, backoff: 1, maxIntervalMs: 1_000, attemptCap: 0 };
+  // Attempts at 0 s, 1 s, 2 s and 3 s: the last one is due at the end of a 3 s budget.
+  expect(legacyMaxAttempts({ ...everySecond, maxDurationMs: 3_000 })).toBe(4);
+  expect(legacyMaxAttempts({ ...everySecond, maxDurationMs: 3_001 })).toBe(5);
+});

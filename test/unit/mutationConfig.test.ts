@@ -9,7 +9,10 @@ import path from 'node:path';
 const root = path.resolve(__dirname, '..', '..');
 
 /** The config as StrykerJS loads it (an ES module: read in a child process, jest's VM does not import ESM). */
-function strykerConfig(folder?: string): Record<string, unknown> & { folders: Record<string, string[]> } {
+function strykerConfig(
+  folder?: string,
+  extraEnv: Record<string, string> = {},
+): Record<string, unknown> & { folders: Record<string, string[]> } {
   const out = execFileSync(
     process.execPath,
     [
@@ -19,7 +22,7 @@ function strykerConfig(folder?: string): Record<string, unknown> & { folders: Re
     ],
     {
       cwd: root,
-      env: { ...process.env, POIMEN_MUTATE_FOLDER: folder ?? '' },
+      env: { ...process.env, POIMEN_MUTATE_TYPECHECK: '', POIMEN_MUTATE_FOLDER: folder ?? '', ...extraEnv },
       encoding: 'utf8',
       stdio: 'pipe',
     },
@@ -52,13 +55,21 @@ describe('mutation testing configuration', () => {
     expect(() => strykerConfig('nope')).toThrow(/POIMEN_MUTATE_FOLDER=nope: not one of/);
   });
 
-  test('runs the jest unit project with per-test coverage, the TypeScript checker, at most 2 processes', () => {
+  test('runs only the unit files that import the mutated file, and only the tests that reach the mutant', () => {
     expect(all).toMatchObject({
       testRunner: 'jest',
-      jest: { projectType: 'custom', configFile: 'jest.stryker.config.js' },
+      jest: { projectType: 'custom', configFile: 'jest.stryker.config.js', enableFindRelatedTests: true },
       coverageAnalysis: 'perTest',
-      checkers: ['typescript'],
     });
+  });
+
+  test('the TypeScript checker is off unless POIMEN_MUTATE_TYPECHECK=1 asks for it', () => {
+    expect(all.checkers).toEqual([]);
+    const checked = strykerConfig('all', { POIMEN_MUTATE_TYPECHECK: '1' });
+    expect(checked).toMatchObject({ checkers: ['typescript'], tsconfigFile: 'tsconfig.build.json' });
+  });
+
+  test('stays light on the shared machine: at most 2 processes, the unit project only', () => {
     expect(all.concurrency).toBeLessThanOrEqual(2);
     expect(all.ignorePatterns).toEqual(expect.arrayContaining(['dist-tools', 'reports', '.stryker-tmp']));
     // eslint-disable-next-line @typescript-eslint/no-require-imports
