@@ -36,8 +36,8 @@ const config = {
   coverageAnalysis: 'perTest',
   // No TypeScript checker: on the shared 2-core machine it was most of the time per mutant (its type check of each
   // mutant group took longer than the mutant's tests; the test runner sat idle waiting for it). All it does is
-  // leave out mutants that do not compile; without it they run (swc strips types) and count like any other, so
-  // the score can only come out lower, never higher. POIMEN_MUTATE_TYPECHECK=1 puts it back for one run.
+  // leave out mutants that do not compile; without it they run (swc strips types) and count like any other: a
+  // killed one raises the score, a surviving one lowers it. POIMEN_MUTATE_TYPECHECK=1 puts it back for one run.
   checkers: process.env.POIMEN_MUTATE_TYPECHECK === '1' ? ['typescript'] : [],
   // The checker, when on, compiles the product (src/) only: a mutant changes src/ alone.
   tsconfigFile: 'tsconfig.build.json',
