@@ -162,6 +162,7 @@ function batchPayload(
       messages: offsets.map(
         (o) => ({ offset: String(o), value: Buffer.from('{}'), key: null }) as unknown as KafkaMessage,
       ),
+      lastOffset: () => String(offsets.at(-1)),
     },
     heartbeat: async () => undefined,
     isRunning: () => true,

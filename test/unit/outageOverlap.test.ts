@@ -81,6 +81,7 @@ function batch(topic: string, partition: number, offsets: number[], consumer: ob
       messages: offsets.map(
         (o) => ({ offset: String(o), value: Buffer.from('{}'), key: null }) as unknown as KafkaMessage,
       ),
+      lastOffset: () => String(offsets.at(-1)),
     },
     heartbeat: async () => undefined,
     isRunning: () => true,
