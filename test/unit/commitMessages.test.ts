@@ -90,6 +90,28 @@ describe('the commits after the cutoff', () => {
     expect(checkRange(base, repo)).toEqual({ code: 0, lines: [] });
   });
 
+  it('checks every commit a shallow clone holds when the cutoff is older than its history', () => {
+    const base = commit('The cutoff\n\nbody');
+    commit('Work after the cutoff\n\nbody');
+    commit('More work\n\nbody');
+    const shallow = fs.mkdtempSync(path.join(os.tmpdir(), 'commit-msgs-shallow-'));
+    try {
+      execFileSync('git', ['clone', '-q', '--depth', '2', `file://${repo}`, shallow]);
+      expect(checkRange(base, shallow)).toEqual({
+        code: 0,
+        lines: [`commit messages: ${base} is older than this shallow clone; checked every commit it holds`],
+      });
+      commit('A later one with no body');
+      execFileSync('git', ['fetch', '-q', '--depth', '2', 'origin', 'main'], { cwd: shallow });
+      execFileSync('git', ['reset', '-q', '--hard', 'FETCH_HEAD'], { cwd: shallow });
+      const result = checkRange(base, shallow);
+      expect(result.code).toBe(1);
+      expect(result.lines[0]).toContain('"A later one with no body": there is no body');
+    } finally {
+      fs.rmSync(shallow, { recursive: true, force: true });
+    }
+  });
+
   it('stops with one line when the cutoff is not in the clone', () => {
     commit('The only commit\n\nbody');
     expect(checkRange('0123456789abcdef0123456789abcdef01234567', repo)).toEqual({
