@@ -5,6 +5,7 @@
  * their own bodies). Checked are the commits HEAD has and the cutoff commit recorded in
  * scripts/commitMessages.base has not (`git rev-list <base>..HEAD`), so older history is exempt and a fresh CI
  * clone, which has no upstream branch to compare with, checks the same commits as a developer's clone.
+ * A shallow clone whose history begins after the cutoff has only newer commits: all of them are checked.
  *
  * node scripts/commitMessages.js                  the commits after the recorded cutoff
  * node scripts/commitMessages.js --base <rev>     the commits after <rev> (also COMMIT_MSG_BASE=<rev>)
@@ -70,14 +71,16 @@ function recordedBase() {
 function checkRange(base, cwd) {
   if (!git(['rev-parse', '--is-inside-work-tree'], cwd).ok)
     return { code: 0, lines: ['commit messages: not a git checkout, no history to check'] };
-  if (!git(['cat-file', '-e', `${base}^{commit}`], cwd).ok)
-    return {
-      code: 2,
-      lines: [
-        `commit messages: the base ${base} is not in this clone (a shallow clone? git fetch --unshallow)`,
-      ],
-    };
-  const list = git(['rev-list', '--parents', `${base}..HEAD`], cwd);
+  const notes = [];
+  let range = `${base}..HEAD`;
+  if (!git(['cat-file', '-e', `${base}^{commit}`], cwd).ok) {
+    // A shallow clone (CI's --depth) whose history starts after the cutoff: every commit it holds is newer.
+    if (git(['rev-parse', '--is-shallow-repository'], cwd).out.trim() !== 'true')
+      return { code: 2, lines: [`commit messages: the base ${base} is not in this clone`] };
+    notes.push(`commit messages: ${base} is older than this shallow clone; checked every commit it holds`);
+    range = 'HEAD';
+  }
+  const list = git(['rev-list', '--parents', range], cwd);
   if (!list.ok) return { code: 2, lines: [`commit messages: git rev-list failed: ${list.out.trim()}`] };
   const lines = [];
   for (const row of list.out.split('\n').filter(Boolean)) {
@@ -89,10 +92,14 @@ function checkRange(base, cwd) {
     for (const p of problems) lines.push(`${sha.slice(0, 12)} "${subject}": ${p}`);
   }
   return lines.length === 0
-    ? { code: 0, lines: [] }
+    ? { code: 0, lines: notes }
     : {
         code: 1,
-        lines: [...lines, 'commit messages: see CONTRIBUTING.md; reword with git rebase -i before merging'],
+        lines: [
+          ...notes,
+          ...lines,
+          'commit messages: see CONTRIBUTING.md; reword with git rebase -i before merging',
+        ],
       };
 }
 
