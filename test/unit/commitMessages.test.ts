@@ -112,6 +112,22 @@ describe('the commits after the cutoff', () => {
     }
   });
 
+  it("takes a shallow clone's oldest commit as the merge it is", () => {
+    const base = commit('The cutoff\n\nbody');
+    git('checkout', '-q', '-b', 'topic');
+    commit('Topic work\n\nbody');
+    git('checkout', '-q', 'main');
+    commit('Main work\n\nbody');
+    git('merge', '-q', '--no-ff', '--no-edit', 'topic');
+    const shallow = fs.mkdtempSync(path.join(os.tmpdir(), 'commit-msgs-shallow-'));
+    try {
+      execFileSync('git', ['clone', '-q', '--depth', '1', `file://${repo}`, shallow]);
+      expect(checkRange(base, shallow).code).toBe(0);
+    } finally {
+      fs.rmSync(shallow, { recursive: true, force: true });
+    }
+  });
+
   it('stops with one line when the cutoff is not in the clone', () => {
     commit('The only commit\n\nbody');
     expect(checkRange('0123456789abcdef0123456789abcdef01234567', repo)).toEqual({
