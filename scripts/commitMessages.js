@@ -84,7 +84,12 @@ function checkRange(base, cwd) {
   if (!list.ok) return { code: 2, lines: [`commit messages: git rev-list failed: ${list.out.trim()}`] };
   const lines = [];
   for (const row of list.out.split('\n').filter(Boolean)) {
-    const [sha = '', ...parents] = row.split(' ');
+    const [sha = ''] = row.split(' ');
+    // The commit object's own parent lines: a shallow clone's rev-list shows its oldest commits without parents.
+    const object = git(['cat-file', '-p', sha], cwd);
+    if (!object.ok) return { code: 2, lines: [`commit messages: cannot read ${sha}: ${object.out.trim()}`] };
+    const header = object.out.split('\n\n')[0] ?? '';
+    const parents = header.split('\n').filter((l) => l.startsWith('parent '));
     const body = git(['log', '-1', '--format=%B', sha], cwd);
     if (!body.ok) return { code: 2, lines: [`commit messages: cannot read ${sha}: ${body.out.trim()}`] };
     const problems = messageProblems(body.out, { merge: parents.length > 1 });
