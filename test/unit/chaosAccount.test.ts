@@ -78,6 +78,19 @@ describe('the soak’s 409 account', () => {
     expect(acc).toMatchObject({ client_timeouts_after_admit: 1, unexplained: 0 });
   });
 
+  test('a call a fault window already explains is not explained a second time by a timeout', () => {
+    // Admitted at 10 s inside a worker-kill window (that explains one 409), abandoned by a timeout logged at 25 s:
+    // both point at the same lost answer, so the second 409 at 40 s has no cause.
+    const calls = [call('k', 201, 10_000), call('k', 409, 30_000), call('k', 409, 40_000)];
+    const windows = [{ fromMs: 9_000, toMs: 12_000, cause: 'worker_kill' as const }];
+    const acc = dedupAccount(calls, new Map(), windows, [{ dispatchKey: 'k', atMs: 25_000 }]);
+    expect(acc).toMatchObject({
+      answered_in_fault_windows: 1,
+      client_timeouts_after_admit: 0,
+      unexplained: 1,
+    });
+  });
+
   test('the worker logs are read for attempt timeouts, by key and time', () => {
     const lines = [
       {
