@@ -56,6 +56,8 @@ export function dedupAccount(
   };
   let inWindows = 0;
   let dedup = 0;
+  /** Calls whose lost answer already explains a 409: a timeout abandoning one of them explains nothing more. */
+  const explainedCalls = new Set<ApiCall>();
   for (const c of calls) {
     if (c.dispatchKey === undefined) continue;
     if (c.answer === 409) {
@@ -66,6 +68,7 @@ export function dedupAccount(
     if (conclusive && windows.some((w) => c.receivedAtMs >= w.fromMs && c.receivedAtMs <= w.toMs)) {
       inWindows++;
       of(c.dispatchKey).explained++;
+      explainedCalls.add(c);
     }
   }
   let drops = 0;
@@ -73,7 +76,7 @@ export function dedupAccount(
     drops += n;
     of(k).explained += n;
   }
-  const timedOut = timeoutsAfterAdmit(calls, timeouts);
+  const timedOut = timeoutsAfterAdmit(calls, timeouts, explainedCalls);
   for (const k of timedOut) of(k).explained++;
   const unexplainedKeys = [...per].filter(([, e]) => e.c409 > e.explained).map(([k]) => k);
   return {
@@ -91,10 +94,9 @@ export function dedupAccount(
  * The keys of timeouts whose abandoned call the double answered conclusively. One activity's attempts on a key are
  * sequential, so the call a timeout abandoned is the key's latest call the double received before the timeout was
  * logged (not a window: a stalled worker logs its timeout late); it explains a 409 only when that call got 201/409.
- * Each call is claimed by one timeout at most.
+ * Each call is claimed once at most, by a timeout or already by a fault window (`claimed`).
  */
-function timeoutsAfterAdmit(calls: ApiCall[], timeouts: AttemptTimeout[]): string[] {
-  const claimed = new Set<ApiCall>();
+function timeoutsAfterAdmit(calls: ApiCall[], timeouts: AttemptTimeout[], claimed: Set<ApiCall>): string[] {
   const keys: string[] = [];
   for (const t of [...timeouts].sort((a, b) => a.atMs - b.atMs)) {
     const before = calls.filter((c) => c.dispatchKey === t.dispatchKey && c.receivedAtMs <= t.atMs);
