@@ -257,7 +257,14 @@ describe('transport security (issue #6)', () => {
 
   test('a runs API certificate the worker does not trust: attempts fail by TLS error code, retry, and end in the DLQ; no run is made', async () => {
     const w = await createWorld({ cert: certs.otherServerCert, key: certs.otherServerKey });
-    await start(w, 'worker');
+    // This test waits for the dispatch's dead letter: a cap of 4 quick attempts, where the default budget is 24 h.
+    const capped = {
+      ...w.env,
+      RETRY_MAX_ATTEMPTS: '4',
+      RETRY_INITIAL_INTERVAL_MS: '200',
+      RETRY_MAX_INTERVAL_MS: '1000',
+    };
+    await start(w, 'worker', capped);
     await start(w, 'ingest');
     await publish(w, 'untrusted-1');
 
