@@ -4,7 +4,7 @@
  * consumer is a recording stub and the start (`handleRecord`) a stub that reports each record's execution; the
  * watch for an execution's close is a deferred the test resolves. Real Kafka and Temporal: it_fairness.
  */
-import type { EachBatchPayload, KafkaMessage } from 'kafkajs';
+import type { EachBatchPayload } from 'kafkajs';
 import { loadRelayConfig } from '../../src/config';
 import { TenantAdmission } from '../../src/ingest/admission';
 import { Ingester } from '../../src/ingest/ingester';
@@ -13,6 +13,7 @@ import { handleRecord } from '../../src/ingest/startDispatch';
 import { createLogger } from '../../src/logger';
 import { createMetrics } from '../../src/metrics';
 import { waitFor } from '../support/wait';
+import { batchPayload as batchStub } from '../support/batchPayload';
 
 jest.mock('../../src/ingest/startDispatch', () => ({ handleRecord: jest.fn() }));
 const handle = handleRecord as jest.MockedFunction<typeof handleRecord>;
@@ -151,24 +152,16 @@ function batchPayload(
 ) {
   const resolved: string[] = [];
   const commits: string[] = [];
-  const payload = {
-    commitOffsetsIfNecessary: async (o: { topics: { partitions: { offset: string }[] }[] }) => {
-      commits.push(o.topics[0]!.partitions[0]!.offset);
+  const payload = batchStub({
+    topic,
+    partition,
+    offsets,
+    commit: async (offset) => {
+      commits.push(offset);
       await consumer.commitOffsets();
     },
-    batch: {
-      topic,
-      partition,
-      messages: offsets.map(
-        (o) => ({ offset: String(o), value: Buffer.from('{}'), key: null }) as unknown as KafkaMessage,
-      ),
-      lastOffset: () => String(offsets.at(-1)),
-    },
-    heartbeat: async () => undefined,
-    isRunning: () => true,
-    isStale: () => false,
-    resolveOffset: (o: string) => resolved.push(o),
-  } as unknown as EachBatchPayload;
+    resolve: (o) => resolved.push(o),
+  });
   return { payload, resolved, commits };
 }
 

@@ -6,7 +6,7 @@
  * resolves one by one. Real Kafka and Temporal are exercised by it_ingest_production.
  */
 import { KafkaJSNumberOfRetriesExceeded, KafkaJSProtocolError } from 'kafkajs';
-import type { EachBatchPayload, KafkaMessage } from 'kafkajs';
+import type { EachBatchPayload } from 'kafkajs';
 import { loadRelayConfig } from '../../src/config';
 import { TenantAdmission } from '../../src/ingest/admission';
 import { Ingester } from '../../src/ingest/ingester';
@@ -14,6 +14,7 @@ import { handleRecord } from '../../src/ingest/startDispatch';
 import { createLogger } from '../../src/logger';
 import { createMetrics } from '../../src/metrics';
 import { waitFor } from '../support/wait';
+import { batchPayload as batchStub } from '../support/batchPayload';
 
 jest.mock('../../src/ingest/startDispatch', () => ({ handleRecord: jest.fn() }));
 const handle = handleRecord as jest.MockedFunction<typeof handleRecord>;
@@ -83,22 +84,14 @@ function batchPayload(
   lastFetched: number = offsets.at(-1)!,
 ) {
   const resolved: string[] = [];
-  const payload = {
-    commitOffsetsIfNecessary: (o: { topics: { partitions: { offset: string }[] }[] }) =>
-      consumer.commitOffsets([{ offset: o.topics[0]!.partitions[0]!.offset }]),
-    batch: {
-      topic,
-      partition,
-      messages: offsets.map(
-        (o) => ({ offset: String(o), value: Buffer.from('{}'), key: null }) as unknown as KafkaMessage,
-      ),
-      lastOffset: () => String(lastFetched),
-    },
-    heartbeat: async () => undefined,
-    isRunning: () => true,
-    isStale: () => false,
-    resolveOffset: (o: string) => resolved.push(o),
-  } as unknown as EachBatchPayload;
+  const payload = batchStub({
+    topic,
+    partition,
+    offsets,
+    lastFetched,
+    commit: (offset) => consumer.commitOffsets([{ offset }]),
+    resolve: (o) => resolved.push(o),
+  });
   return { payload, resolved };
 }
 

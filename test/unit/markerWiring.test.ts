@@ -5,12 +5,13 @@
  * unit/markerBatches; real Kafka is it_transactional_producers. The consumer is a stub with kafkajs's event names.
  */
 import { EventEmitter } from 'node:events';
-import type { EachBatchPayload, KafkaMessage } from 'kafkajs';
+import type { EachBatchPayload } from 'kafkajs';
 import { loadRelayConfig } from '../../src/config';
 import { Ingester } from '../../src/ingest/ingester';
 import { handleRecord } from '../../src/ingest/startDispatch';
 import { createLogger } from '../../src/logger';
 import { createMetrics } from '../../src/metrics';
+import { batchPayload } from '../support/batchPayload';
 
 jest.mock('../../src/ingest/startDispatch', () => ({ handleRecord: jest.fn() }));
 const handle = handleRecord as jest.MockedFunction<typeof handleRecord>;
@@ -68,22 +69,7 @@ function ingester(s: ReturnType<typeof stubConsumer>) {
 }
 
 function batch(s: ReturnType<typeof stubConsumer>, offsets: number[]): EachBatchPayload {
-  return {
-    commitOffsetsIfNecessary: async (o: { topics: { partitions: { offset: string }[] }[] }) =>
-      void s.log.push(`batch ${o.topics[0]!.partitions[0]!.offset}`),
-    batch: {
-      topic: TOPIC,
-      partition: 0,
-      messages: offsets.map(
-        (o) => ({ offset: String(o), value: Buffer.from('{}'), key: null }) as unknown as KafkaMessage,
-      ),
-      lastOffset: () => String(offsets.at(-1)),
-    },
-    heartbeat: async () => undefined,
-    isRunning: () => true,
-    isStale: () => false,
-    resolveOffset: () => undefined,
-  } as unknown as EachBatchPayload;
+  return batchPayload({ topic: TOPIC, partition: 0, offsets, commit: (o) => void s.log.push(`batch ${o}`) });
 }
 
 const tick = () => new Promise((r) => setImmediate(r));

@@ -4,13 +4,14 @@
  * (pausedPartitions.ts); what happens to that timer and to the outage's entry when the consumer changes under it
  * decides whether the process survives and whether it ever becomes ready again.
  */
-import type { EachBatchPayload, KafkaMessage } from 'kafkajs';
+import type { EachBatchPayload } from 'kafkajs';
 import { loadRelayConfig } from '../../src/config';
 import { Ingester } from '../../src/ingest/ingester';
 import { PausedPartitions } from '../../src/ingest/pausedPartitions';
 import { handleRecord } from '../../src/ingest/startDispatch';
 import { createLogger } from '../../src/logger';
 import { createMetrics } from '../../src/metrics';
+import { batchPayload } from '../support/batchPayload';
 
 jest.mock('../../src/ingest/startDispatch', () => ({ handleRecord: jest.fn() }));
 const handle = handleRecord as jest.MockedFunction<typeof handleRecord>;
@@ -73,22 +74,7 @@ function ingester() {
 }
 
 function batch(topic: string, partition: number, offsets: number[], consumer: object): EachBatchPayload {
-  return {
-    commitOffsetsIfNecessary: async () => undefined,
-    batch: {
-      topic,
-      partition,
-      messages: offsets.map(
-        (o) => ({ offset: String(o), value: Buffer.from('{}'), key: null }) as unknown as KafkaMessage,
-      ),
-      lastOffset: () => String(offsets.at(-1)),
-    },
-    heartbeat: async () => undefined,
-    isRunning: () => true,
-    isStale: () => false,
-    resolveOffset: () => undefined,
-    ...consumer,
-  } as unknown as EachBatchPayload;
+  return batchPayload({ topic, partition, offsets, extra: consumer });
 }
 
 describe('a consumer kafkajs restarted during an outage', () => {
