@@ -79,13 +79,29 @@ describe('the commits after the cutoff', () => {
     expect(result.lines).toHaveLength(2);
   });
 
-  it('lets a merge of a branch through with its default message', () => {
+  /** The cutoff, then a topic branch merged into main with git's default message; returns the cutoff. */
+  const cutoffThenMerge = (): string => {
     const base = commit('The cutoff\n\nbody');
     git('checkout', '-q', '-b', 'topic');
     commit('Topic work\n\nbody');
     git('checkout', '-q', 'main');
     commit('Main work\n\nbody');
     git('merge', '-q', '--no-ff', '--no-edit', 'topic');
+    return base;
+  };
+  /** A `--depth` clone of the test repo, removed after `use`. */
+  const inShallowClone = (depth: number, use: (clone: string) => void): void => {
+    const shallow = fs.mkdtempSync(path.join(os.tmpdir(), 'commit-msgs-shallow-'));
+    try {
+      execFileSync('git', ['clone', '-q', '--depth', String(depth), `file://${repo}`, shallow]);
+      use(shallow);
+    } finally {
+      fs.rmSync(shallow, { recursive: true, force: true });
+    }
+  };
+
+  it('lets a merge of a branch through with its default message', () => {
+    const base = cutoffThenMerge();
     expect(git('log', '-1', '--format=%s')).toBe("Merge branch 'topic'");
     expect(checkRange(base, repo)).toEqual({ code: 0, lines: [] });
   });
@@ -94,9 +110,7 @@ describe('the commits after the cutoff', () => {
     const base = commit('The cutoff\n\nbody');
     commit('Work after the cutoff\n\nbody');
     commit('More work\n\nbody');
-    const shallow = fs.mkdtempSync(path.join(os.tmpdir(), 'commit-msgs-shallow-'));
-    try {
-      execFileSync('git', ['clone', '-q', '--depth', '2', `file://${repo}`, shallow]);
+    inShallowClone(2, (shallow) => {
       expect(checkRange(base, shallow)).toEqual({
         code: 0,
         lines: [`commit messages: ${base} is older than this shallow clone; checked every commit it holds`],
@@ -107,25 +121,12 @@ describe('the commits after the cutoff', () => {
       const result = checkRange(base, shallow);
       expect(result.code).toBe(1);
       expect(result.lines[1]).toContain('"A later one with no body": there is no body');
-    } finally {
-      fs.rmSync(shallow, { recursive: true, force: true });
-    }
+    });
   });
 
   it("takes a shallow clone's oldest commit as the merge it is", () => {
-    const base = commit('The cutoff\n\nbody');
-    git('checkout', '-q', '-b', 'topic');
-    commit('Topic work\n\nbody');
-    git('checkout', '-q', 'main');
-    commit('Main work\n\nbody');
-    git('merge', '-q', '--no-ff', '--no-edit', 'topic');
-    const shallow = fs.mkdtempSync(path.join(os.tmpdir(), 'commit-msgs-shallow-'));
-    try {
-      execFileSync('git', ['clone', '-q', '--depth', '1', `file://${repo}`, shallow]);
-      expect(checkRange(base, shallow).code).toBe(0);
-    } finally {
-      fs.rmSync(shallow, { recursive: true, force: true });
-    }
+    const base = cutoffThenMerge();
+    inShallowClone(1, (shallow) => expect(checkRange(base, shallow).code).toBe(0));
   });
 
   it('stops with one line when the cutoff is not in the clone', () => {
