@@ -64,9 +64,13 @@ describe('the integration harness on shipped defaults', () => {
 
   it('no shared support file sets a relay variable but those it names on purpose', () => {
     const found: string[] = [];
-    for (const file of fs.readdirSync(SUPPORT).filter((f) => f.endsWith('.ts'))) {
+    const files = fs
+      .readdirSync(SUPPORT, { recursive: true, encoding: 'utf8' })
+      .filter((f) => f.endsWith('.ts'));
+    for (const file of files) {
       const text = fs.readFileSync(path.join(SUPPORT, file), 'utf8');
-      for (const m of text.matchAll(/^\s*['"]?([A-Z][A-Z0-9_]+)['"]?\s*:/gm)) {
+      // A key anywhere on a line (`{ RETRY_MAX_ATTEMPTS: '4' }`) or an assignment (`env['RETRY_MAX_ATTEMPTS'] =`).
+      for (const m of text.matchAll(/\b['"]?([A-Z][A-Z0-9_]+)['"]?\s*(?::|\]\s*=(?!=))/g)) {
         const name = m[1]!;
         // METRICS_PORT: each process's own port, isolation as the addresses are.
         if (!RELAY_VARS.has(name) || ISOLATION.has(name) || name === 'METRICS_PORT') continue;
