@@ -258,14 +258,15 @@ describe('transport security (issue #6)', () => {
   test('a runs API certificate the worker does not trust: attempts fail by TLS error code, retry, and end in the DLQ; no run is made', async () => {
     const w = await createWorld({ cert: certs.otherServerCert, key: certs.otherServerKey });
     // This test waits for the dispatch's dead letter: a cap of 4 quick attempts, where the default budget is 24 h.
+    // The retry policy travels in the workflow's input, so it is the ingester's to read.
     const capped = {
       ...w.env,
       RETRY_MAX_ATTEMPTS: '4',
       RETRY_INITIAL_INTERVAL_MS: '200',
       RETRY_MAX_INTERVAL_MS: '1000',
     };
-    await start(w, 'worker', capped);
-    await start(w, 'ingest');
+    await start(w, 'worker');
+    await start(w, 'ingest', capped);
     await publish(w, 'untrusted-1');
 
     const failure = await result(w, 'untrusted-1').then(
