@@ -104,10 +104,8 @@ test('each process logs its effective configuration once at start, at info, secr
     });
     expect(get('LOG_LEVEL')).toMatchObject({ value: 'debug', source: 'environment' });
     if (role === 'worker') {
-      expect(get('POIMEN_BREAKER_FAILURES')).toMatchObject({
-        value: h.env.POIMEN_BREAKER_FAILURES,
-        source: 'environment',
-      });
+      expect(get('RUNS_API_URL')).toMatchObject({ value: h.env.RUNS_API_URL, source: 'environment' });
+      expect(get('POIMEN_BREAKER_FAILURES')).toMatchObject({ value: '5', source: 'default' });
       expect(get('POIMEN_WORKER_MAX_ACTIVITIES')).toMatchObject({ value: '100', source: 'default' });
       const token = get('RUNS_API_TOKEN');
       expect(token?.value === null || token?.value === 'set').toBe(true);
