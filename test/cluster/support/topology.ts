@@ -171,9 +171,18 @@ export async function restoreCluster(stack: ClusterStack): Promise<void> {
 export async function expectExactlyOnce(
   t: Topology,
   keys: string[],
-  timeoutMs = 300_000,
+  opts: {
+    timeoutMs?: number;
+    /**
+     * Why a call's completion may have been lost outside the API double (a Temporal or PostgreSQL kill): each key
+     * may then have one 409, its activity's retry after the API had answered.
+     */
+    lostCompletions?: string;
+  } = {},
 ): Promise<{ conflicts: number; executions: number }> {
   const { h } = t;
+  const timeoutMs = opts.timeoutMs ?? 300_000;
+  if (opts.lostCompletions) for (const k of keys) h.allowConflicts(k, 1, opts.lostCompletions);
   await waitFor(() => keys.every((k) => h.api.runs.has(k)), {
     timeoutMs,
     intervalMs: 500,
