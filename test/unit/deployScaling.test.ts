@@ -15,7 +15,7 @@ const read = (file: string): string => fs.readFileSync(path.join(root, file), 'u
 
 // Oldest Kubernetes with every field used GA (Job podFailurePolicy: 1.31), and the newest the schemas cover.
 const KUBERNETES_VERSIONS = ['1.31.0', '1.37.0'];
-const CUSTOM_KINDS = ['ScaledObject', 'PodMonitor'];
+const CUSTOM_KINDS = ['ScaledObject', 'PodMonitor', 'PrometheusRule'];
 
 // Parameter names of KEDA's `kafka` and `temporal` scalers and ScaledObject spec (keda.sh docs, v2.17-2.22): a
 // misspelt key is silently ignored by KEDA, so the test refuses any other name.
@@ -166,12 +166,13 @@ describe('deploy/k8s-autoscaled (KEDA)', () => {
   const scaled = (name: string): ScaledObjectSpec =>
     one(dir, 'ScaledObject', name).spec as unknown as ScaledObjectSpec;
 
-  it('holds the base plus two ScaledObjects and a PodMonitor, and leaves the replica count to KEDA', () => {
+  it('holds the base plus two ScaledObjects, a PodMonitor and a PrometheusRule, and leaves the replica count to KEDA', () => {
     const kinds = (d: string): string[] =>
       (rendered[d] ?? []).map((o) => `${o.kind}/${o.metadata.name}`).sort();
     const extra = kinds(dir).filter((k) => !kinds('deploy/k8s').includes(k));
     expect(extra).toEqual([
       'PodMonitor/poimen-relay',
+      'PrometheusRule/poimen-relay',
       'ScaledObject/poimen-relay-ingester',
       'ScaledObject/poimen-relay-worker',
     ]);
