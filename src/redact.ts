@@ -9,7 +9,8 @@ export const REDACTED = '<redacted>';
 /** Environment variables whose values are never echoed, not even in a one-line config error. */
 export function isSecretName(name: string): boolean {
   // KEY_DATA: a private key given inline (TEMPORAL_TLS_CLIENT_KEY_DATA).
-  return /PASSWORD|TOKEN|API_KEY|KEY_DATA/.test(name);
+  // OTLP_*HEADERS: an exporter's headers carry its credentials (OTEL_EXPORTER_OTLP_HEADERS).
+  return /PASSWORD|TOKEN|API_KEY|KEY_DATA|OTLP_(TRACES_)?HEADERS/.test(name);
 }
 
 /** A URL without the user and password it may carry (`https://u:p@host` → `https://host`). */

@@ -63,7 +63,12 @@ describe('tracing over OTLP', () => {
   test("one trace from the record's traceparent through ingester, workflow, activity and HTTP call; the API receives the call's span as parent", async () => {
     receiver = await otlpReceiver();
     h = await createHarness({
-      env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '200' },
+      env: {
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+        // This receiver reads JSON; the default, http/protobuf, is test/unit/otlpExport.test.ts's.
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+        OTEL_BSP_SCHEDULE_DELAY: '200',
+      },
     });
     await h.startWorker();
     await h.startIngester();

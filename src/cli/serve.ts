@@ -13,10 +13,12 @@ export async function serve(
   role: Exclude<Role, 'cli'>,
   create: (cfg: RelayConfig, deps: RelayServiceDeps) => Promise<RelayService>,
 ): Promise<void> {
-  const { cfg, settings } = explainRelayConfig(role);
+  const { cfg, settings, unhonoured } = explainRelayConfig(role);
   const logger = createLogger(`poimen-${role}`, cfg.logLevel, { format: cfg.logFormat });
   // Once, before anything connects: what this process runs with, as `poimen-relay config --role` prints it.
   logger.info({ config: settings }, 'effective configuration');
+  if (unhonoured.length > 0)
+    logger.warn({ variables: unhonoured }, `OpenTelemetry variables not honoured: ${unhonoured.join(', ')}`);
   const metrics = createMetrics({ role });
   const service = await create(cfg, { logger, metrics });
   const parts: Closeable[] = [{ name: role, close: () => service.close() }];

@@ -7,6 +7,7 @@
 import { type EnvReader, envVarsReadBy } from './envTable';
 import { type RelayConfig, type Role, loadRelayConfig } from './env';
 import { type Env, type Reading, watchReads } from './schema';
+import { unhonouredOtelVariables } from './otelEnv';
 import { isSecretName, withoutUserinfo } from '../redact';
 
 export type ServiceRole = Exclude<Role, 'cli'>;
@@ -53,7 +54,7 @@ function shown(value: unknown): string | null {
 export function explainRelayConfig(
   role: ServiceRole,
   env: Env = process.env,
-): { cfg: RelayConfig; settings: Setting[] } {
+): { cfg: RelayConfig; settings: Setting[]; unhonoured: string[] } {
   const readings = new Map<string, Reading>();
   const stop = watchReads(env, (r) => readings.set(r.name, r));
   let cfg: RelayConfig;
@@ -81,5 +82,11 @@ export function explainRelayConfig(
     if (fallback === undefined) return { name, value: null, source: 'unset' };
     return { name, value: secret ? 'set' : shown(fallback), source: 'default' };
   });
-  return { cfg, settings };
+  // OpenTelemetry's variables are many and an environment often sets them for every process: one the relay does
+  // not read is named at start, so nobody takes it for applied.
+  const unhonoured = unhonouredOtelVariables(
+    env,
+    settings.map((s) => s.name),
+  );
+  return { cfg, settings, unhonoured };
 }

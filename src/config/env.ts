@@ -30,6 +30,7 @@ import {
   tenantWeights,
 } from './schema';
 import type { TracingConfig } from '../tracing/tracing';
+import { tracingOf } from './otelEnv';
 import { type LogFormat, logFormatSchema } from './logging';
 import { type TemporalSettings, type TemporalTls, withTemporalEnvConfig } from './temporalEnv';
 import { caFile, caProblem, certFile, certProblem, keyFile, keyProblem, sslCode } from './tls';
@@ -356,18 +357,4 @@ export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig
     ),
     logFormat: read(env, 'LOG_FORMAT', logFormatSchema),
   };
-}
-
-/**
- * Tracing from the standard OpenTelemetry variables: on when OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (used as it is) or
- * OTEL_EXPORTER_OTLP_ENDPOINT (+ `/v1/traces`) is set and OTEL_SDK_DISABLED is not true. OTEL_SERVICE_NAME names
- * the process; by default `poimen-relay-<role>`.
- */
-function tracingOf(env: Env, role: Role): { tracing?: TracingConfig } {
-  if (read(env, 'OTEL_SDK_DISABLED', bool, false)) return {};
-  const traces = read(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', httpUrl);
-  const generic = read(env, 'OTEL_EXPORTER_OTLP_ENDPOINT', httpUrl);
-  const serviceName = read(env, 'OTEL_SERVICE_NAME', nonEmpty, `poimen-relay-${role}`);
-  const tracesUrl = traces ?? (generic === undefined ? undefined : `${generic}/v1/traces`);
-  return tracesUrl === undefined ? {} : { tracing: { tracesUrl, serviceName } };
 }

@@ -374,6 +374,63 @@ export const ENV_VARS: readonly EnvVar[] = [
   },
   { name: 'OTEL_SDK_DISABLED', description: 'true: no tracing even with an endpoint set', readBy: RELAY },
   {
+    name: 'OTEL_EXPORTER_OTLP_PROTOCOL',
+    description: 'http/protobuf (default), http/json or grpc (endpoint used as it is)',
+    readBy: RELAY,
+  },
+  {
+    name: 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL',
+    description: 'the protocol for traces (wins over OTEL_EXPORTER_OTLP_PROTOCOL)',
+    readBy: RELAY,
+  },
+  {
+    name: 'OTEL_EXPORTER_OTLP_HEADERS',
+    description: 'headers of every export, key=value,... percent-encoded (never logged)',
+    readBy: RELAY,
+  },
+  {
+    name: 'OTEL_EXPORTER_OTLP_TRACES_HEADERS',
+    description: 'headers of trace exports, merged over OTEL_EXPORTER_OTLP_HEADERS (never logged)',
+    readBy: RELAY,
+  },
+  {
+    name: 'OTEL_RESOURCE_ATTRIBUTES',
+    description: 'resource attributes of the spans, key=value,... percent-encoded',
+    readBy: RELAY,
+  },
+  {
+    name: 'OTEL_TRACES_SAMPLER',
+    description: 'always_on, always_off, traceidratio or parentbased_* (default parentbased_always_on)',
+    readBy: RELAY,
+  },
+  {
+    name: 'OTEL_TRACES_SAMPLER_ARG',
+    description: 'sampling ratio of the traceidratio samplers, 0 to 1 (default 1)',
+    readBy: RELAY,
+  },
+  {
+    name: 'OTEL_BSP_SCHEDULE_DELAY',
+    description: 'ms between two exports of buffered spans; read by the SDK',
+    readBy: RELAY,
+  },
+  { name: 'OTEL_BSP_MAX_QUEUE_SIZE', description: 'spans buffered at most; read by the SDK', readBy: RELAY },
+  {
+    name: 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE',
+    description: 'spans per export at most; read by the SDK',
+    readBy: RELAY,
+  },
+  { name: 'OTEL_BSP_EXPORT_TIMEOUT', description: 'ms one export may take; read by the SDK', readBy: RELAY },
+  {
+    name: 'OTEL_EXPORTER_OTLP_TIMEOUT',
+    description: 'ms one OTLP request may take; read by the SDK',
+    readBy: RELAY,
+  },
+  {
+    name: 'OTEL_EXPORTER_OTLP_TRACES_TIMEOUT',
+    description: 'ms one OTLP traces request may take; read by the SDK',
+    readBy: RELAY,
+  },
+  {
     name: 'POIMEN_STACK_TEMPORAL_IN_MEMORY',
     description: 'dev stack Temporal without a database file',
     readBy: ['stack'],

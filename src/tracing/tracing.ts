@@ -1,6 +1,6 @@
 /**
- * OpenTelemetry for the relay's own hop: the one place that builds the SDK (the tracer provider, its OTLP/HTTP
- * exporter, the W3C propagator) and the Temporal interceptors that carry a trace through the workflow and its
+ * OpenTelemetry for the relay's own hop: the one place that builds the SDK (the tracer provider, its sampler, its
+ * OTLP exporter over HTTP (protobuf or JSON) or gRPC, the W3C propagator: traceparent and tracestate) and the Temporal interceptors that carry a trace through the workflow and its
  * activities. Off unless an OTLP endpoint is configured (config/env.ts `tracing`): then nothing here is built, the
  * API's tracer is the no-op one, and the worker runs the workflow bundle without the tracing interceptors.
  */
@@ -16,9 +16,22 @@ import {
   propagation,
   trace,
 } from '@opentelemetry/api';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { Metadata, credentials } from '@grpc/grpc-js';
+import { OTLPTraceExporter as OtlpGrpcExporter } from '@opentelemetry/exporter-trace-otlp-grpc';
+import { OTLPTraceExporter as OtlpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { OTLPTraceExporter as OtlpProtoExporter } from '@opentelemetry/exporter-trace-otlp-proto';
+import { CompressionAlgorithm } from '@opentelemetry/otlp-exporter-base';
 import { Resource } from '@opentelemetry/resources';
-import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import {
+  AlwaysOffSampler,
+  AlwaysOnSampler,
+  BatchSpanProcessor,
+  NodeTracerProvider,
+  ParentBasedSampler,
+  type Sampler,
+  type SpanExporter,
+  TraceIdRatioBasedSampler,
+} from '@opentelemetry/sdk-trace-node';
 import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry/lib/client';
 import {
   OpenTelemetryActivityInboundInterceptor,
@@ -31,10 +44,60 @@ import { VERSION } from '../version';
 export const WORKFLOW_TRACING_MODULE =
   require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors');
 
+/** OTEL_EXPORTER_OTLP_PROTOCOL's values. */
+export type OtlpProtocol = 'http/protobuf' | 'http/json' | 'grpc';
+/** OTEL_TRACES_SAMPLER's values the SDK implements. */
+export type SamplerName =
+  | 'always_on'
+  | 'always_off'
+  | 'traceidratio'
+  | 'parentbased_always_on'
+  | 'parentbased_always_off'
+  | 'parentbased_traceidratio';
+
+/** Read from the standard OTEL_* variables by config/otelEnv.ts. */
 export interface TracingConfig {
-  /** Where spans go (OTLP over HTTP, JSON): OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, or the generic endpoint + /v1/traces. */
+  protocol: OtlpProtocol;
+  /** Where spans go: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, or the generic endpoint (+ /v1/traces over HTTP). */
   tracesUrl: string;
   serviceName: string;
+  /** Sent with every export (HTTP headers, gRPC metadata). */
+  headers: Readonly<Record<string, string>>;
+  /** OTEL_RESOURCE_ATTRIBUTES, beside service.name and service.version. */
+  resourceAttributes: Readonly<Record<string, string>>;
+  /** `ratio`: OTEL_TRACES_SAMPLER_ARG, used by the traceidratio samplers. */
+  sampler: { name: SamplerName; ratio: number };
+}
+
+/** The sampler OTEL_TRACES_SAMPLER names, built from the SDK's own classes. */
+export function samplerOf({ name, ratio }: TracingConfig['sampler']): Sampler {
+  const root: Readonly<Record<string, () => Sampler>> = {
+    always_on: () => new AlwaysOnSampler(),
+    always_off: () => new AlwaysOffSampler(),
+    traceidratio: () => new TraceIdRatioBasedSampler(ratio),
+  };
+  const sampler = root[name.replace(/^parentbased_/, '')]!();
+  return name.startsWith('parentbased_') ? new ParentBasedSampler({ root: sampler }) : sampler;
+}
+
+/**
+ * The exporter of the configured protocol. Headers and compression are given explicitly, so the exporters'
+ * own reading of the environment adds nothing the relay's configuration does not show.
+ */
+function exporterOf(cfg: TracingConfig): SpanExporter {
+  const common = { url: cfg.tracesUrl, compression: CompressionAlgorithm.NONE };
+  if (cfg.protocol === 'grpc') {
+    const metadata = new Metadata();
+    for (const [k, v] of Object.entries(cfg.headers)) metadata.set(k, v);
+    const secure = cfg.tracesUrl.startsWith('https://');
+    return new OtlpGrpcExporter({
+      ...common,
+      metadata,
+      credentials: secure ? credentials.createSsl() : credentials.createInsecure(),
+    });
+  }
+  const http = { ...common, headers: { ...cfg.headers } };
+  return cfg.protocol === 'http/json' ? new OtlpJsonExporter(http) : new OtlpProtoExporter(http);
 }
 
 export interface Tracing {
@@ -59,9 +122,17 @@ export interface Tracing {
 let relayTracer: Tracer | undefined;
 
 export function startTracing(cfg: TracingConfig): Tracing {
-  const resource = new Resource({ 'service.name': cfg.serviceName, 'service.version': VERSION });
-  const processor = new BatchSpanProcessor(new OTLPTraceExporter({ url: cfg.tracesUrl }));
-  const provider = new NodeTracerProvider({ resource, spanProcessors: [processor] });
+  const resource = new Resource({
+    'service.version': VERSION,
+    ...cfg.resourceAttributes,
+    'service.name': cfg.serviceName,
+  });
+  const processor = new BatchSpanProcessor(exporterOf(cfg));
+  const provider = new NodeTracerProvider({
+    resource,
+    sampler: samplerOf(cfg.sampler),
+    spanProcessors: [processor],
+  });
   // Global context manager (AsyncLocalStorage) and W3C trace-context propagator: the Temporal interceptors
   // inject and extract through them.
   provider.register();

@@ -71,7 +71,7 @@ describe('deploy/prometheus/alerts.yml (promtool)', () => {
       .tests;
     const cases = tests.flatMap((t) => t.alert_rule_test ?? []);
     const names = alertNames();
-    expect(names).toHaveLength(8);
+    expect(names).toHaveLength(10);
     for (const name of names) {
       const mine = cases.filter((c) => c.alertname === name);
       const firing = mine.filter((c) => (c.exp_alerts ?? []).length > 0);
@@ -84,6 +84,31 @@ describe('deploy/prometheus/alerts.yml (promtool)', () => {
         for (const a of c.exp_alerts ?? [])
           expect(a.exp_annotations?.runbook_url).toMatch(/^docs\/runbook\.md#/);
       }
+    }
+  });
+
+  it('links every alert to a section of docs/runbook.md that exists (GitHub heading anchors)', () => {
+    const rules = (
+      parse(fs.readFileSync(path.join(root, RULES), 'utf8')) as {
+        groups: { rules: { alert?: string; annotations?: Record<string, string> }[] }[];
+      }
+    ).groups.flatMap((g) => g.rules);
+    const runbook = fs.readFileSync(path.join(root, 'docs/runbook.md'), 'utf8');
+    const anchors = [...runbook.matchAll(/^#{1,6} (.+)$/gm)].map((m) =>
+      m[1]!
+        .trim()
+        .toLowerCase()
+        .replace(/[^a-z0-9 _-]/g, '')
+        .replace(/ /g, '-'),
+    );
+    for (const r of rules.filter((x) => x.alert)) {
+      const url = r.annotations?.runbook_url ?? '';
+      const [file, anchor] = url.split('#');
+      expect({ alert: r.alert, file }).toEqual({ alert: r.alert, file: 'docs/runbook.md' });
+      expect({ alert: r.alert, anchor: anchors.includes(anchor ?? '') }).toEqual({
+        alert: r.alert,
+        anchor: true,
+      });
     }
   });
 

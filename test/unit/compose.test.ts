@@ -246,7 +246,7 @@ describe('deploy/prometheus', () => {
     });
   });
 
-  it('defines the eight relay alerts on contract §7 metrics, each with severity, summary and runbook', () => {
+  it('defines the relay alerts on contract §7 metrics and on the scrape of each job, each with severity, summary and runbook', () => {
     const rules = parseYaml('deploy/prometheus/alerts.yml') as Rules;
     expect(rules.groups.map((g) => g.name)).toEqual(['poimen-relay']);
     const alerts = rules.groups.flatMap((g) => g.rules);
@@ -260,8 +260,15 @@ describe('deploy/prometheus', () => {
         'PoimenIngestPartitionUndecodable',
         'PoimenIngestPartitionsPaused',
         'PoimenRunsApiCircuitOpen',
+        'PoimenIngesterAbsent',
+        'PoimenWorkerAbsent',
       ].sort(),
     );
+    // The absent alerts read Prometheus's own `up` of the jobs prometheus.yml scrapes.
+    const jobs = (
+      parseYaml('deploy/prometheus/prometheus.yml') as { scrape_configs: { job_name: string }[] }
+    ).scrape_configs.map((c) => c.job_name);
+    expect(jobs).toEqual(expect.arrayContaining(['poimen-ingester', 'poimen-worker']));
     const metricOf: Record<string, string> = {
       PoimenDlqLagHigh: 'dlq_consumer_lag',
       PoimenDlqRateHigh: 'dlq_messages_sent_total',
@@ -271,6 +278,8 @@ describe('deploy/prometheus', () => {
       PoimenIngestPartitionUndecodable: 'poimen_ingest_undecodable_partitions',
       PoimenIngestPartitionsPaused: 'poimen_ingest_paused_partitions',
       PoimenRunsApiCircuitOpen: 'poimen_runs_api_circuit_state',
+      PoimenIngesterAbsent: 'up{job="poimen-ingester"}',
+      PoimenWorkerAbsent: 'up{job="poimen-worker"}',
     };
     for (const a of alerts) {
       expect(a.expr).toContain(metricOf[a.alert]);

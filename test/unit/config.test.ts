@@ -251,7 +251,7 @@ describe('tracing from the standard OpenTelemetry variables', () => {
     loadRelayConfig(role, env).tracing;
   test('off unless an OTLP endpoint is set; the traces endpoint wins and is used as it is', () => {
     expect(tracing({})).toBeUndefined();
-    expect(tracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel:4318/' })).toEqual({
+    expect(tracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel:4318/' })).toMatchObject({
       tracesUrl: 'http://otel:4318/v1/traces',
       serviceName: 'poimen-relay-worker',
     });
@@ -264,7 +264,7 @@ describe('tracing from the standard OpenTelemetry variables', () => {
         },
         'ingester',
       ),
-    ).toEqual({ tracesUrl: 'http://traces:4318/custom', serviceName: 'relay-eu' });
+    ).toMatchObject({ tracesUrl: 'http://traces:4318/custom', serviceName: 'relay-eu' });
     expect(
       tracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel:4318', OTEL_SDK_DISABLED: 'true' }),
     ).toBeUndefined();

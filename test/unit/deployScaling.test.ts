@@ -8,13 +8,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 import { provisionKubeconform, type Kubeconform } from '../support/kubeconform';
+import { deadLetterTaskQueue, largeInputTaskQueue } from '../../src/workflows/types';
 
 const root = path.resolve(__dirname, '..', '..');
 const read = (file: string): string => fs.readFileSync(path.join(root, file), 'utf8');
 
 // Oldest Kubernetes with every field used GA (Job podFailurePolicy: 1.31), and the newest the schemas cover.
 const KUBERNETES_VERSIONS = ['1.31.0', '1.37.0'];
-const CUSTOM_KINDS = ['ScaledObject', 'PodMonitor'];
+const CUSTOM_KINDS = ['ScaledObject', 'PodMonitor', 'PrometheusRule'];
 
 // Parameter names of KEDA's `kafka` and `temporal` scalers and ScaledObject spec (keda.sh docs, v2.17-2.22): a
 // misspelt key is silently ignored by KEDA, so the test refuses any other name.
@@ -165,12 +166,13 @@ describe('deploy/k8s-autoscaled (KEDA)', () => {
   const scaled = (name: string): ScaledObjectSpec =>
     one(dir, 'ScaledObject', name).spec as unknown as ScaledObjectSpec;
 
-  it('holds the base plus two ScaledObjects and a PodMonitor, and leaves the replica count to KEDA', () => {
+  it('holds the base plus two ScaledObjects, a PodMonitor and a PrometheusRule, and leaves the replica count to KEDA', () => {
     const kinds = (d: string): string[] =>
       (rendered[d] ?? []).map((o) => `${o.kind}/${o.metadata.name}`).sort();
     const extra = kinds(dir).filter((k) => !kinds('deploy/k8s').includes(k));
     expect(extra).toEqual([
       'PodMonitor/poimen-relay',
+      'PrometheusRule/poimen-relay',
       'ScaledObject/poimen-relay-ingester',
       'ScaledObject/poimen-relay-worker',
     ]);
@@ -190,12 +192,13 @@ describe('deploy/k8s-autoscaled (KEDA)', () => {
       expect(Object.keys(spec).filter((k) => !SCALED_OBJECT_SPEC_KEYS.includes(k))).toEqual([]);
       expect(spec.minReplicaCount).toBeGreaterThanOrEqual(2); // the PodDisruptionBudget lets one go at a time
       expect(spec.maxReplicaCount).toBeGreaterThan(spec.minReplicaCount);
-      expect(spec.triggers).toHaveLength(1);
-      const trigger = spec.triggers[0] as Trigger;
-      const known = trigger.type === 'kafka' ? KAFKA_TRIGGER_KEYS : TEMPORAL_TRIGGER_KEYS;
-      expect(Object.keys(trigger.metadata).filter((k) => !known.includes(k))).toEqual([]);
-      for (const [k, v] of Object.entries(trigger.metadata))
-        expect({ k, type: typeof v }).toEqual({ k, type: 'string' });
+      expect(spec.triggers.length).toBeGreaterThan(0);
+      for (const trigger of spec.triggers) {
+        const known = trigger.type === 'kafka' ? KAFKA_TRIGGER_KEYS : TEMPORAL_TRIGGER_KEYS;
+        expect(Object.keys(trigger.metadata).filter((k) => !known.includes(k))).toEqual([]);
+        for (const [k, v] of Object.entries(trigger.metadata))
+          expect({ k, type: typeof v }).toEqual({ k, type: 'string' });
+      }
     },
   );
 
@@ -223,7 +226,7 @@ describe('deploy/k8s-autoscaled (KEDA)', () => {
 
   it("scales the worker on its task queue's backlog, read from the ConfigMap's Temporal settings", () => {
     const spec = scaled('poimen-relay-worker');
-    const trigger = spec.triggers[0] as Trigger;
+    const trigger = spec.triggers.find((t) => t.metadata.taskQueue === config().TEMPORAL_TASK_QUEUE)!;
     expect(trigger.type).toBe('temporal');
     expect(trigger.metadata.endpointFromEnv).toBe('TEMPORAL_ADDRESS');
     expect(trigger.metadata.namespace).toBe(config().TEMPORAL_NAMESPACE);
@@ -233,6 +236,24 @@ describe('deploy/k8s-autoscaled (KEDA)', () => {
     const grace =
       template(one(dir, 'Deployment', 'poimen-relay-worker')).spec.terminationGracePeriodSeconds ?? 30;
     expect(spec.cooldownPeriod ?? 300).toBeGreaterThan(grace);
+  });
+
+  it('scales the worker on the backlog of every task queue it polls: dispatch, large-input and dead-letter', () => {
+    const spec = scaled('poimen-relay-worker');
+    const queue = config().TEMPORAL_TASK_QUEUE!;
+    const byQueue = new Map(spec.triggers.map((t) => [t.metadata.taskQueue, t]));
+    expect([...byQueue.keys()].sort()).toEqual(
+      [queue, largeInputTaskQueue(queue), deadLetterTaskQueue(queue)].sort(),
+    );
+    for (const side of [largeInputTaskQueue(queue), deadLetterTaskQueue(queue)]) {
+      const t = byQueue.get(side)!;
+      expect({ side, type: t.type }).toEqual({ side, type: 'temporal' });
+      // Only activities run on these queues; the namespace and address are the dispatch queue's.
+      expect({ side, queueTypes: t.metadata.queueTypes }).toEqual({ side, queueTypes: 'activity' });
+      expect(t.metadata.endpointFromEnv).toBe('TEMPORAL_ADDRESS');
+      expect(t.metadata.namespace).toBe(config().TEMPORAL_NAMESPACE);
+      expect(Number(t.metadata.targetQueueSize)).toBeGreaterThan(0);
+    }
   });
 });
 

@@ -6,6 +6,7 @@
 import { ENV_VARS, flagOf } from '../../src/config/envTable';
 import { type Env, loadRelayConfig, loadStackConfig } from '../../src/config';
 import { GRPC_META_PREFIX, TEMPORAL_SDK_ENV } from '../../src/config/temporalEnv';
+import { OTEL_SDK_ENV } from '../../src/config/otelEnv';
 
 function recordingEnv(values: Env): { env: Env; asked: Set<string> } {
   const asked = new Set<string>();
@@ -28,7 +29,7 @@ test('the table names exactly the variables the config module reads', () => {
   for (const role of ['ingester', 'worker', 'cli'] as const) loadRelayConfig(role, env);
   loadStackConfig(env);
   // Plus what only the SDK's loader reads, from the copy of the environment the relay hands it.
-  const sdk = [...TEMPORAL_SDK_ENV, `${GRPC_META_PREFIX}<NAME>`];
+  const sdk = [...TEMPORAL_SDK_ENV, `${GRPC_META_PREFIX}<NAME>`, ...OTEL_SDK_ENV];
   expect(ENV_VARS.map((v) => v.name).sort()).toEqual([...new Set([...asked, ...sdk])].sort());
 });
 
