@@ -149,6 +149,7 @@ describe('over a sample', () => {
     expect(s.actions_per_dispatch).toBeCloseTo(11 / 3, 3);
     expect(s.actions_by_type.retry_activity).toBeCloseTo(2 / 3, 3);
     expect(retryCost([happy, happy, retried])).toEqual({
+      workflow_task_retried: 0,
       happy: 2,
       retried: 1,
       retried_attempts: 2,
@@ -156,6 +157,17 @@ describe('over a sample', () => {
       actions_per_retried_attempt: 1,
     });
     expect(retryCost([happy]).actions_per_retried_attempt).toBeNull();
+    // A happy history with a timed-out workflow task (3 more events) is left out, not taken as the baseline.
+    const timedOut = {
+      ...happy,
+      events: 16,
+      events_by_type: { ...happy.events_by_type, WORKFLOW_TASK_TIMED_OUT: 1 },
+    };
+    expect(retryCost([happy, timedOut, retried])).toMatchObject({
+      workflow_task_retried: 1,
+      happy: 1,
+      events_per_retried_attempt: 0,
+    });
     expect(() => summarize([])).toThrow('no histories');
   });
 });

@@ -4,7 +4,7 @@
  * "Cost of a dispatch"). Pure functions over the history's proto JSON, the form `temporal workflow show -o json`
  * writes and historyToJSON returns, so recorded histories and fetched ones are counted alike. What a history does
  * not show is not counted here: activity heartbeats that reach the server and queries are billed too (the bench
- * reads the heartbeats from the server's metrics, temporalCost.ts).
+ * reads the server's own action counter beside the histories, temporalCost.ts).
  */
 
 interface JsonEvent {
@@ -150,6 +150,8 @@ export function summarize(costs: HistoryCost[]): CostSummary {
 }
 
 export interface RetryCost {
+  /** Executions left out because a workflow task of theirs timed out or failed (a cost of load, not of retries). */
+  workflow_task_retried: number;
   /** Executions without a retried attempt (the happy path) and with at least one. */
   happy: number;
   retried: number;
@@ -160,14 +162,18 @@ export interface RetryCost {
   actions_per_retried_attempt: number | null;
 }
 
+const WORKFLOW_TASK_RETRIES = ['WORKFLOW_TASK_TIMED_OUT', 'WORKFLOW_TASK_FAILED'];
+
 /**
  * The extra cost of a retried attempt: over the executions that retried, their events (actions) minus the happy
- * path's mean, divided by their retried attempts. Executions that ended otherwise (failed, dead-lettered) are the
- * caller's to leave out, as their histories differ by more than attempts.
+ * path's mean, divided by their retried attempts. Executions with a workflow task that timed out or failed are
+ * left out on both sides (a loaded worker's sticky task timing out adds three events whether or not an attempt
+ * was retried, and would blur the difference); the caller reports them apart.
  */
 export function retryCost(costs: HistoryCost[]): RetryCost {
-  const happy = costs.filter((c) => c.activity_retries === 0);
-  const retried = costs.filter((c) => c.activity_retries > 0);
+  const clean = costs.filter((c) => !WORKFLOW_TASK_RETRIES.some((t) => (c.events_by_type[t] ?? 0) > 0));
+  const happy = clean.filter((c) => c.activity_retries === 0);
+  const retried = clean.filter((c) => c.activity_retries > 0);
   const attempts = retried.reduce((a, c) => a + c.activity_retries, 0);
   const extra = (pick: (c: HistoryCost) => number) => {
     if (happy.length === 0 || retried.length === 0) return null;
@@ -175,6 +181,7 @@ export function retryCost(costs: HistoryCost[]): RetryCost {
     return round3(retried.reduce((a, c) => a + pick(c) - base, 0) / attempts);
   };
   return {
+    workflow_task_retried: costs.length - clean.length,
     happy: happy.length,
     retried: retried.length,
     retried_attempts: attempts,
