@@ -30,6 +30,8 @@ import { codecDecodeBench, codecTable } from './codecs';
 import { round } from './measure';
 import type { FairnessServers } from './fairnessPhase';
 import { outage } from './outage';
+import { readPgCounters } from './pgCost';
+import { costRow } from './temporalCost';
 import type { BenchTarget } from './phases';
 import { BENCH_RELAY_SETTINGS } from './rig';
 import { type Phase, PHASES, type Report, RELAY_WORKERS, SIZES, type SideTargets, runSuite } from './suite';
@@ -128,6 +130,10 @@ async function main(): Promise<void> {
     kafka,
     serverPids: () => stackServerPids(cfg, profile),
     topicReplicas: endpoints.kafka.brokers.length >= 3 ? 3 : 1,
+    metricsUrl: endpoints.temporal.metricsUrl,
+    ...(profile === 'cluster'
+      ? { pgCounters: () => readPgCounters(postgresBinDir()!, cfg.cluster.postgresPort) }
+      : {}),
   };
 
   // Dev profile: a second, throwaway Temporal dev server without a database file, for the persistence comparison
@@ -257,6 +263,14 @@ async function main(): Promise<void> {
           `${figures.outage_drain_rate_over_healthy_executing} (÷ ${figures.outage_healthy_executing_per_s}/s once the ingester had started all, ${figures.outage_ingested_before_outage_s} s before the outage)`,
         ]);
       }
+      const r = figures.outage_retry_cost;
+      rows.push(
+        ['outage: cost of a dispatch', costRow(figures.outage_dispatch_cost)],
+        [
+          'outage: per retried attempt',
+          `${r.events_per_retried_attempt} events, ${r.actions_per_retried_attempt} actions (${r.retried_attempts} attempts in ${r.retried} of ${r.happy + r.retried} histories)`,
+        ],
+      );
       if (fields.outage_drain_rate_over_relay !== undefined) {
         rows.push(['outage: … ÷ relay drain rate', String(fields.outage_drain_rate_over_relay)]);
       }

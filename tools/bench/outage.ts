@@ -7,13 +7,18 @@
 import path from 'node:path';
 import type { Admin } from 'kafkajs';
 import { loadRelayConfig } from '../../src/config';
-import { topics } from '../../src/contract';
+import { topics, workflowId } from '../../src/contract';
 import { freePort } from '../../src/devstack/ports';
 import { type RelayProcess, startRelayProcess } from '../../src/devstack/relayProcess';
 import { waitUntil } from '../../src/poll';
 import { RunsApiDouble } from '../../test/support/runsApiDouble';
+import { retryCost } from './historyCost';
 import { round } from './measure';
 import { type BenchTarget, newTenant, preload, relayEnv, startWorkers } from './rig';
+import { openCostWindow, sampleEvenly } from './temporalCost';
+
+/** Histories of the phase read at most: all of a quick run's, a sample of a full run's. */
+const OUTAGE_HISTORIES = 1000;
 
 export interface OutageOptions {
   n: number;
@@ -43,7 +48,7 @@ async function recordCount(admin: Admin, topic: string): Promise<number> {
 export async function outage(t: BenchTarget, o: OutageOptions) {
   const api = await RunsApiDouble.start({ record: false });
   const tenant = await newTenant(t, o.partitions);
-  await preload(t, tenant, o.n, 'outage');
+  const keys = await preload(t, tenant, o.n, 'outage');
   const env = relayEnv(t, api, {
     TEMPORAL_TASK_QUEUE: `bench-outage-${tenant}`,
     KAFKA_GROUP_ID: `bench-outage-${tenant}`,
@@ -68,6 +73,7 @@ export async function outage(t: BenchTarget, o: OutageOptions) {
     }
   })();
   try {
+    const costWindow = await openCostWindow(t);
     ingester = await startRelayProcess({
       role: 'ingest',
       env,
@@ -95,6 +101,12 @@ export async function outage(t: BenchTarget, o: OutageOptions) {
     const deadLetters = await recordCount(admin, topics.dlq(tenant));
     watching = false;
     await watcher;
+    // Every history up to a bound: the retried attempts are in the few dispatches the outage caught in flight.
+    const cost = await costWindow.close({
+      taskQueue: env.TEMPORAL_TASK_QUEUE!,
+      sample: sampleEvenly(keys, OUTAGE_HISTORIES).map((k) => workflowId(tenant, k)),
+      dispatches: o.n,
+    });
 
     const created = api.requests.filter((r) => r.answer === 201).map((r) => r.receivedAtMs);
     created.sort((a, b) => a - b);
@@ -133,6 +145,9 @@ export async function outage(t: BenchTarget, o: OutageOptions) {
       outage_runs_created: created.length,
       outage_conflicts_409: api.requests.filter((r) => r.answer === 409).length,
       outage_actual_s: round((upAtMs - downAtMs) / 1000, 2),
+      /** What the phase's dispatches cost, and what a retried attempt adds to the happy path (temporalCost.ts). */
+      outage_dispatch_cost: cost.figures,
+      outage_retry_cost: retryCost(cost.costs),
       settings: {
         n: o.n,
         outage_s: o.outageS,

@@ -7,7 +7,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { WORKFLOW_TYPE, topics } from '../../src/contract';
+import { WORKFLOW_TYPE, topics, workflowId } from '../../src/contract';
 import { dispatchStartOptions } from '../../src/ingest/startDispatch';
 import { freePort } from '../../src/devstack/ports';
 import { type RelayProcess, startRelayProcess } from '../../src/devstack/relayProcess';
@@ -18,6 +18,7 @@ import { DEFAULT_DISPATCH_POLICY, type DispatchInput } from '../../src/workflows
 import { type RoleFigures, cpuMsPerDispatch, cpuWindow, perSecond } from './cpu';
 import { committedAtLogEnd } from './groupOffsets';
 import { mapLimit, peakRssMiB, percentile, round } from './measure';
+import { HISTORY_SAMPLE, openCostWindow, sampleEvenly } from './temporalCost';
 import { type BenchTarget, dispatchValue, drained, newTenant, preload, relayEnv, startWorkers } from './rig';
 
 export type { BenchTarget } from './rig';
@@ -99,11 +100,13 @@ export async function relayDrain(
     env?: Record<string, string>;
     /** Seconds to watch every process after the drain, with nothing left to do: their idle CPU. 0: not measured. */
     idleTailS?: number;
+    /** Count what the dispatches cost Temporal (and PostgreSQL) once they have closed (temporalCost.ts). */
+    cost?: boolean;
   },
 ) {
   const api = await RunsApiDouble.start({ record: false });
   const tenant = await newTenant(t, opts.partitions);
-  await preload(t, tenant, n, 'relay');
+  const keys = await preload(t, tenant, n, 'relay');
   const env = relayEnv(t, api, {
     TEMPORAL_TASK_QUEUE: `bench-relay-${tenant}`,
     KAFKA_GROUP_ID: `bench-relay-${tenant}`,
@@ -113,6 +116,7 @@ export async function relayDrain(
   const workers = await startWorkers(t, env, opts.workers, `relay-${opts.workers}`);
   let ingester: RelayProcess | undefined;
   try {
+    const costWindow = opts.cost ? await openCostWindow(t) : undefined;
     const t0 = Date.now();
     ingester = await startRelayProcess({
       role: 'ingest',
@@ -142,6 +146,8 @@ export async function relayDrain(
       await new Promise((r) => setTimeout(r, opts.idleTailS! * 1000));
       idleCpuMsPerS = perSecond(idle.end(), opts.idleTailS);
     }
+    const sample = sampleEvenly(keys, HISTORY_SAMPLE).map((k) => workflowId(tenant, k));
+    const cost = await costWindow?.close({ taskQueue: env.TEMPORAL_TASK_QUEUE!, sample, dispatches: n });
     return {
       per_s: round(n / ((t1 - t0) / 1000)),
       n,
@@ -155,6 +161,7 @@ export async function relayDrain(
       cpu_ms: cpuMs,
       cpu_ms_per_dispatch: cpuMsPerDispatch([{ cpu_ms: cpuMs, dispatches: cpuDispatches }]),
       ...(idleCpuMsPerS ? { idle_cpu_ms_per_s: idleCpuMsPerS, idle_window_s: opts.idleTailS } : {}),
+      ...(cost ? { dispatch_cost: cost.figures } : {}),
     };
   } finally {
     await ingester?.stop();

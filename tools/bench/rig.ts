@@ -13,6 +13,7 @@ import { waitUntil } from '../../src/poll';
 import { ensureTopics, tenantTopicSpecs } from '../../src/kafka/topics';
 import type { RunsApiDouble } from '../../test/support/runsApiDouble';
 import type { ServerPids } from './cpu';
+import type { PgCounters } from './pgCost';
 
 export interface BenchTarget {
   kafkaBrokers: string;
@@ -27,6 +28,10 @@ export interface BenchTarget {
   serverPids?: () => ServerPids;
   /** Replicas of the phases' tenant topics: 1 on the dev profile's single broker, 3 on the cluster. */
   topicReplicas?: number;
+  /** The Temporal server's Prometheus endpoint: its `action` counter (temporalCost.ts). */
+  metricsUrl?: string;
+  /** PostgreSQL's counters of Temporal's databases now; only the cluster profile has them (pgCost.ts). */
+  pgCounters?: () => PgCounters;
 }
 
 export const dispatchValue = (key: string, sentAtMs = Date.now()) =>

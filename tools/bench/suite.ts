@@ -6,6 +6,7 @@
  */
 import { CPU_ROLES, type RoleFigures, cpuAboveIdle, cpuMsPerDispatch, cpuRow } from './cpu';
 import { round } from './measure';
+import { costRow } from './temporalCost';
 import { type FairnessServers, fairness } from './fairnessPhase';
 import { type BenchTarget, baseline, ceiling, ingesterMemory, latency, relayDrain } from './phases';
 
@@ -143,7 +144,12 @@ export async function runSuite(
       ceilings.push(await ceiling(main, size.n, CEILING_CONCURRENCY, 1));
       progress(`relay ${r}/${size.rounds}: draining ${size.n} pre-loaded records (1 ingester, 1 worker)`);
       relays.push(
-        await relayDrain(main, size.n, { workers: RELAY_WORKERS, partitions: 4, idleTailS: IDLE_TAIL_S }),
+        await relayDrain(main, size.n, {
+          workers: RELAY_WORKERS,
+          partitions: 4,
+          idleTailS: IDLE_TAIL_S,
+          cost: true,
+        }),
       );
     }
     const ceilingPerS = mean(ceilings.map((c) => c.per_s));
@@ -174,6 +180,8 @@ export async function runSuite(
           p99: loaded('p99'),
         },
       },
+      // Counts, the same in every round of the same code: the last round's (each round's is in relay_runs).
+      dispatch_cost: relays.at(-1)?.dispatch_cost,
       ingester_rss_during_drain_mib: Math.max(...relays.map((x) => x.ingester_rss_mib ?? 0)),
       ceiling_runs: ceilings,
       relay_runs: relays,
@@ -191,6 +199,10 @@ export async function runSuite(
       ['CPU per dispatch over the relay drain', cpuRow(cpuPerDispatch)],
       [`idle after the drain, CPU ms/s (${IDLE_TAIL_S} s)`, cpuRow(idle).replace(/ ms$/, ' ms/s')],
       ['CPU per dispatch above idle', cpuRow(aboveIdle)],
+      [
+        'cost of a dispatch (last relay round)',
+        relays.at(-1)?.dispatch_cost ? costRow(relays.at(-1)!.dispatch_cost!) : '—',
+      ],
       [
         'start round trip p50 / p99',
         `${light.start_ms.p50} / ${light.start_ms.p99} ms one at a time, ${loaded('p50')} / ${loaded('p99')} ms at ${CEILING_CONCURRENCY}`,
