@@ -1,4 +1,4 @@
-/** `poimen-relay dlq list | replay | discard | send-test | purge-tests`: wiring only; the logic is src/ops/dlq*.ts. */
+/** `poimen-relay dlq list | replay | discard | send-test | purge-tests`: wiring only; the logic is src/ops/dlq*.ts (`dlq summary`: ./dlqSummaryCommand.ts). */
 import { SingleBar } from 'cli-progress';
 import { Command } from 'commander';
 import { ConfigError } from '../errors';
@@ -15,7 +15,7 @@ function positive(flag: string) {
   };
 }
 
-function parseSince(v: string): number {
+export function parseSince(v: string): number {
   // An ISO-8601 instant, or a duration back from now: 30m, 12h, 7d.
   const rel = /^(\d+)([smhd])$/.exec(v);
   if (rel)
