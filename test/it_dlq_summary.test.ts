@@ -10,6 +10,7 @@ import { watermarks } from '../src/kafka/readRange';
 import { dlqBacklog } from '../src/ops/dlq';
 import { type CliResult, cliEnv, runCli, startCli } from './support/cli';
 import { readAll } from './support/dlqScenario';
+import { type RelayProcess, metricSum } from './support/relay';
 import { type Harness, createHarness } from './support/relayHarness';
 import { waitFor } from './support/wait';
 
@@ -56,8 +57,8 @@ async function dlqEnd(a: Admin, tenant: string): Promise<number> {
 
 test('groups every tenant’s dead letters; reads without consuming, beside a running replay', async () => {
   h = await createHarness({ tenants: 2 });
-  await h.startWorker();
-  await h.startIngester();
+  const worker = await h.startWorker();
+  const ingester = await h.startIngester();
   admin = h.kafka.admin();
   await admin.connect();
   const [t1, t2] = h.tenants as [string, string];
@@ -131,6 +132,28 @@ test('groups every tenant’s dead letters; reads without consuming, beside a ru
     ]),
   );
   expect(mine.reduce((n, g) => n + g.count, 0)).toBe(8);
+
+  // The same grouping over time, from the metrics (the dashboard's panel), less workflow_ref (not a label).
+  const sent = async (p: RelayProcess, labels: Record<string, string>) =>
+    metricSum(await p.metrics(), 'dlq_messages_sent_total', labels);
+  const refused = { topic: topics.dlq(t1), type: 'dispatch_failure' };
+  expect(await sent(worker, { ...refused, error_class: 'runs API answered 422', http_status: '422' })).toBe(
+    4,
+  );
+  expect(await sent(worker, { ...refused, error_class: 'runs API answered 400', http_status: '400' })).toBe(
+    1,
+  );
+  const bad = { type: 'malformed_dispatch', http_status: 'none' };
+  expect(
+    await sent(ingester, { ...bad, topic: topics.dlq(t1), error_class: 'value is not valid JSON' }),
+  ).toBe(1);
+  expect(
+    await sent(ingester, {
+      ...bad,
+      topic: topics.dlq(t2),
+      error_class: 'value is only whitespace (N bytes)',
+    }),
+  ).toBe(1);
 
   // One tenant, as a table; no payload is printed (the dispatches' input and goal id are in every payload).
   const table = await runCli(['dlq', 'summary', '--tenant', t1], cliEnv(), 120_000);

@@ -1,9 +1,9 @@
 /**
  * The class of a dead letter's `error` (contract §6): the reason with what varies from record to record taken
- * out, so dead letters that failed the same way fall into one group: `dlq summary` groups by it. Its values
- * come from the reasons the relay writes (the runs-API classifier's, ../activities/classify.ts, and the dispatch
- * validator's, ./dispatch.ts), so they form a bounded set: a status code, a transport error code, a validation
- * rule — never a body, a value, an id.
+ * out, so dead letters that failed the same way fall into one group. `dlq summary` groups by it, and the
+ * `error_class` label of `dlq_messages_sent_total` carries it. Its values come from the reasons the relay writes
+ * (the runs-API classifier's, ../activities/classify.ts, and the dispatch validator's, ./dispatch.ts), so they
+ * form a bounded set: a status code, a transport error code, a validation rule — never a body, a value, an id.
  * Pure: no I/O.
  */
 
