@@ -214,8 +214,10 @@ export async function replayDlq(
           opts.onRecord?.('discarded', entry);
           return handled();
         }
-        const wait = lastSend + minGapMs - Date.now();
-        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        // A timer may fire a millisecond early (Node measures it from a cached clock): it then waits again, so
+        // sends start at least 1/rate s apart and the rate is never exceeded, however long the replay.
+        for (let wait = lastSend + minGapMs - Date.now(); wait > 0; wait = lastSend + minGapMs - Date.now())
+          await new Promise((r) => setTimeout(r, wait));
         lastSend = Date.now();
         if (broken !== undefined) throw broken;
         await producer
