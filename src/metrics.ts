@@ -9,7 +9,7 @@ export interface RelayMetrics {
   registry: Registry;
   inboxLag: Gauge<'topic' | 'partition'>;
   dispatchRecords: Counter<'tenant' | 'outcome'>;
-  dlqSent: Counter<'topic'>;
+  dlqSent: Counter<'topic' | 'type' | 'error_class' | 'http_status'>;
   dlqConsumerLag: Gauge<'topic'>;
   dlqOldestAge: Gauge<'topic'>;
   runsApiRequests: Counter<'code'>;
@@ -62,8 +62,9 @@ export function createMetrics(opts: { defaultMetrics?: boolean; role?: ProcessRo
     }),
     dlqSent: new Counter({
       name: 'dlq_messages_sent_total',
-      help: 'Dead-letter records published',
-      labelNames: ['topic'],
+      help: 'Dead-letter records published, by type, error class (the reason without its details) and HTTP status ("none" without one)',
+      // Bounded: 3 types; error classes come from the relay's own reasons (contract/dlqErrorClass.ts); statuses.
+      labelNames: ['topic', 'type', 'error_class', 'http_status'],
       registers,
     }),
     dlqConsumerLag: new Gauge({

@@ -8,7 +8,7 @@ import type { IHeaders } from 'kafkajs';
 import { topics, dlqRecordPayload, type DlqRecord } from '../src/contract';
 import { CORPUS_MAX_BYTES, hostileValidCorpus, malformedCorpus } from './fixtures/malformed-corpus';
 import { type Harness, createHarness } from './support/relayHarness';
-import { metricValue } from './support/relay';
+import { metricSum, metricValue } from './support/relay';
 import { waitFor } from './support/wait';
 
 jest.setTimeout(240_000);
@@ -213,7 +213,7 @@ describe('bad input', () => {
     expect(
       metricValue(metrics, 'poimen_dispatch_records_total', { tenant: h.tenant, outcome: 'dead_lettered' }),
     ).toBe(bad.length);
-    expect(metricValue(metrics, 'dlq_messages_sent_total', { topic: topics.dlq(h.tenant) })).toBe(bad.length);
+    expect(metricSum(metrics, 'dlq_messages_sent_total', { topic: topics.dlq(h.tenant) })).toBe(bad.length);
   });
 });
 

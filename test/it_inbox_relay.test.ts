@@ -11,7 +11,7 @@ import { ensureTopics, tenantTopicSpecs } from '../src/kafka/topics';
 import { VERSION } from '../src/version';
 import { startService, stopService } from './support/faults';
 import { type Harness, createHarness } from './support/relayHarness';
-import { metricValue } from './support/relay';
+import { metricSum, metricValue } from './support/relay';
 import { testServices } from './support/testEnv';
 import { waitFor } from './support/wait';
 
@@ -284,7 +284,7 @@ describe('inbox relay (T10.7)', () => {
       'valid-after-bad',
     ]);
     const metrics = await ingester.metrics();
-    expect(metricValue(metrics, 'dlq_messages_sent_total', { topic: topics.dlq(h.tenant) })).toBe(bad.length);
+    expect(metricSum(metrics, 'dlq_messages_sent_total', { topic: topics.dlq(h.tenant) })).toBe(bad.length);
     expect(
       metricValue(metrics, 'poimen_dispatch_records_total', { tenant: h.tenant, outcome: 'dead_lettered' }),
     ).toBe(bad.length);
@@ -399,7 +399,7 @@ describe('inbox relay (T10.7)', () => {
     ]);
     await expect(result('always-503')).rejects.toThrow(WorkflowFailedError);
     expect(
-      metricValue(await worker.metrics(), 'dlq_messages_sent_total', { topic: topics.dlq(h.tenant) }),
+      metricSum(await worker.metrics(), 'dlq_messages_sent_total', { topic: topics.dlq(h.tenant) }),
     ).toBe(1);
   });
 

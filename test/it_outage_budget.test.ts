@@ -23,7 +23,7 @@ import {
   publishDispatches,
   runAtOnce,
 } from './support/outage';
-import { type RelayProcess, metricValue } from './support/relay';
+import { type RelayProcess, metricSum } from './support/relay';
 import { createHarness } from './support/relayHarness';
 import type { RunsApiDouble } from './support/runsApiDouble';
 import { waitFor } from './support/wait';
@@ -164,7 +164,7 @@ async function longerThanBudget(): Promise<void> {
     // the topic read to its end: a duplicate would show there.
     await waitFor(
       async () =>
-        (metricValue(await worker.metrics(), 'dlq_messages_sent_total', { topic: dlqTopic }) ?? 0) >=
+        (metricSum(await worker.metrics(), 'dlq_messages_sent_total', { topic: dlqTopic }) ?? 0) >=
         DISPATCHES,
       { timeoutMs: BUDGET_MS + MAX_LATE_MS, intervalMs: 1_000, what: `${DISPATCHES} dead letters sent` },
     );

@@ -39,6 +39,7 @@ export const COMMAND_READERS: Readonly<Record<string, EnvReader | readonly EnvRe
   'dlq discard': 'kafka-cli',
   'dlq send-test': 'kafka-cli',
   'dlq purge-tests': 'kafka-cli',
+  'dlq summary': 'kafka-cli',
   'temporal setup': 'temporal-cli',
   'dispatch status': 'temporal-cli',
   'stack provision': 'stack',

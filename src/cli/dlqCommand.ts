@@ -1,9 +1,10 @@
-/** `poimen-relay dlq list | replay | discard | send-test | purge-tests`: wiring only; the logic is src/ops/dlq*.ts. */
+/** `poimen-relay dlq list | replay | discard | send-test | purge-tests`: wiring only; the logic is src/ops/dlq*.ts (`dlq summary`: ./dlqSummaryCommand.ts). */
 import { SingleBar } from 'cli-progress';
 import { Command } from 'commander';
 import { ConfigError } from '../errors';
 import { withKafkaAdmin } from './kafkaAdmin';
 import { type ReplayOptions, listDlq, parseDlqType, replayDlq } from '../ops/dlq';
+import { ReplayReport } from '../ops/dlqReport';
 import { parseTestCount, sendTestDeadLetters } from '../ops/dlqSendTest';
 import { validateTenants } from '../ops/topics';
 
@@ -15,7 +16,7 @@ function positive(flag: string) {
   };
 }
 
-function parseSince(v: string): number {
+export function parseSince(v: string): number {
   // An ISO-8601 instant, or a duration back from now: 30m, 12h, 7d.
   const rel = /^(\d+)([smhd])$/.exec(v);
   if (rel)
@@ -100,6 +101,10 @@ export function dlqCommand(): Command {
     )
     .option('--from-beginning', 're-read every retained record, not only those not yet replayed')
     .option(
+      '--report <file>',
+      'append one JSON line per record to <file> as it goes: replayed, skipped (and why) or failed',
+    )
+    .option(
       '--json',
       'print the summary as JSON: {examined, replayed, wouldReplay, …, tests, records} (the only thing on stdout)',
     )
@@ -180,6 +185,7 @@ interface ReplayFlags {
   since?: number;
   dryRun?: boolean;
   json?: boolean;
+  report?: string;
 }
 
 /** Replay or discard: progress on stderr; on stdout the records of a dry run and the summary (JSON with --json). */
@@ -193,6 +199,7 @@ async function run(opts: ReplayFlags, extra: Partial<ReplayOptions>): Promise<vo
     notTTYSchedule: 2000,
   });
   let done = 0;
+  const report = opts.report !== undefined ? ReplayReport.open(opts.report) : undefined;
   const summary = await withKafkaAdmin((kafka, admin) =>
     replayDlq(kafka, admin, {
       tenant: opts.tenant,
@@ -202,7 +209,9 @@ async function run(opts: ReplayFlags, extra: Partial<ReplayOptions>): Promise<vo
       dryRun: Boolean(opts.dryRun),
       ...extra,
       onStart: (total) => bar.start(total, 0, { done: 0 }),
-      onRecord: (outcome, entry) => {
+      onRecord: (outcome, entry, error) => {
+        report?.record(outcome, entry, error);
+        if (outcome === 'already_handled' || outcome === 'failed') return;
         if (outcome === 'replayed' || outcome === 'discarded') done++;
         const r = entry.record;
         if ((outcome === 'would_replay' || outcome === 'would_discard') && !opts.json) {
@@ -213,7 +222,7 @@ async function run(opts: ReplayFlags, extra: Partial<ReplayOptions>): Promise<vo
         bar.increment(1, { done });
       },
     }),
-  );
+  ).finally(() => report?.close());
   bar.stop();
   if (summary.deferred > 0) {
     process.stderr.write(

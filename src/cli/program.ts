@@ -6,6 +6,7 @@ import { applyConventions } from './conventions';
 import { demoCommand } from './demoCommand';
 import { dispatchCommand } from './dispatchCommand';
 import { dlqCommand } from './dlqCommand';
+import { dlqSummaryCommand } from './dlqSummaryCommand';
 import { ingestCommand } from './ingestCommand';
 import { workerCommand } from './workerCommand';
 import { stackCommand } from './stackCommands';
@@ -21,7 +22,7 @@ export function buildProgram(): Command {
     .addCommand(configCommand())
     .addCommand(topicsCommand())
     .addCommand(temporalCommand())
-    .addCommand(dlqCommand())
+    .addCommand(dlqCommand().addCommand(dlqSummaryCommand()))
     .addCommand(dispatchCommand())
     .addCommand(stackCommand())
     .addCommand(demoCommand());

@@ -5,6 +5,7 @@
  */
 export * from './base64';
 export * from './dispatch';
+export * from './dlqErrorClass';
 export * from './dlqHeaders';
 export * from './dlqRecord';
 export * from './names';

@@ -15,7 +15,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Admin, type Kafka, KafkaJSProtocolError, type Producer } from 'kafkajs';
-import { type DlqRecord, validTraceparent, withoutPayload } from '../contract';
+import { type DlqRecord, dlqErrorClass, validTraceparent, withoutPayload } from '../contract';
 import { type Logger, recordFields } from '../logger';
 import type { RelayMetrics } from '../metrics';
 import { DLQ_TOPIC_CONFIG, ensureTopics } from './topics';
@@ -182,7 +182,12 @@ export class DlqPublisher {
     }
     this.acked.add(record.id);
     if (this.acked.size > REMEMBERED_IDS) this.acked.delete(this.acked.values().next().value!);
-    this.metrics.dlqSent.inc({ topic: record.topic });
+    this.metrics.dlqSent.inc({
+      topic: record.topic,
+      type: record.type,
+      error_class: dlqErrorClass(record.error),
+      http_status: record.http_status === null ? 'none' : String(record.http_status),
+    });
     this.logger.info(
       { ...deadLetterFields(record), topic: record.topic, type: record.type, error: record.error },
       'dead-lettered',

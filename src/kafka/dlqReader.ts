@@ -45,8 +45,32 @@ export async function readDeadLetters(
   kafka: Kafka,
   admin: Admin,
   topic: string,
-  opts: { ranges?: PartitionRange[]; groupPrefix?: string; timeoutMs?: number } = {},
+  opts: ScanOptions = {},
 ): Promise<DeadLetter[]> {
+  const found: DeadLetter[] = [];
+  await scanDeadLetters(kafka, admin, topic, opts, (letter) => found.push(letter));
+  return found.sort((a, b) =>
+    a.partition !== b.partition ? a.partition - b.partition : Number(BigInt(a.offset) - BigInt(b.offset)),
+  );
+}
+
+export interface ScanOptions {
+  ranges?: PartitionRange[];
+  groupPrefix?: string;
+  timeoutMs?: number;
+}
+
+/**
+ * As readDeadLetters, handing each dead letter (once, with its Kafka timestamp in ms) to `each` as it is read,
+ * in no particular order across partitions, so a caller that only aggregates (`dlq summary`) keeps no record.
+ */
+export async function scanDeadLetters(
+  kafka: Kafka,
+  admin: Admin,
+  topic: string,
+  opts: ScanOptions,
+  each: (letter: DeadLetter, timestampMs: number) => void,
+): Promise<void> {
   const ranges =
     opts.ranges ??
     [...(await watermarks(admin, topic))].map(([partition, { low, high }]) => ({
@@ -54,7 +78,8 @@ export async function readDeadLetters(
       start: low,
       end: high,
     }));
-  const found = new Map<string, DeadLetter>();
+  // A record handed over twice (a rebalance mid-read) is counted once.
+  const seen = new Set<string>();
   await readRange(kafka, admin, {
     topic,
     groupId: `${opts.groupPrefix ?? 'poimen-relay-dlq-read'}-${crypto.randomUUID()}`,
@@ -62,10 +87,10 @@ export async function readDeadLetters(
     commit: false,
     ...(opts.timeoutMs === undefined ? {} : { timeoutMs: opts.timeoutMs }),
     onMessage: async (partition, message) => {
-      found.set(`${partition}/${message.offset}`, deadLetterOf(partition, message));
+      const at = `${partition}/${message.offset}`;
+      if (seen.has(at)) return;
+      seen.add(at);
+      each(deadLetterOf(partition, message), Number(message.timestamp));
     },
   });
-  return [...found.values()].sort((a, b) =>
-    a.partition !== b.partition ? a.partition - b.partition : Number(BigInt(a.offset) - BigInt(b.offset)),
-  );
 }

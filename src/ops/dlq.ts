@@ -52,7 +52,8 @@ export interface ReplayOptions {
    */
   discard?: { all: boolean; tests?: boolean };
   onStart?: (total: number) => void;
-  onRecord?: (outcome: ReplayOutcome, entry: DlqEntry) => void;
+  /** Each record's outcome as it is known; `error` with `failed` (the send that stopped the replay). */
+  onRecord?: (outcome: ReplayOutcome, entry: DlqEntry, error?: unknown) => void;
 }
 
 export type ReplayOutcome =
@@ -64,7 +65,11 @@ export type ReplayOutcome =
   | 'not_replayable'
   | 'unreadable'
   | 'test'
-  | 'deferred';
+  | 'deferred'
+  /** Handled by an earlier replay or discard: skipped (not counted in onStart's total). */
+  | 'already_handled'
+  /** The send failed for good: the replay stops with this error. */
+  | 'failed';
 
 export interface ReplaySummary {
   /** Records read that were not handled before. */
@@ -173,6 +178,10 @@ export async function replayDlq(
         const p = progress.get(partition)!;
         if (!opts.fromBeginning && p.isHandled(offset)) {
           summary.alreadyHandled++;
+          if (opts.onRecord) {
+            const { key: _k, ...handledEntry } = deadLetterOf(partition, message);
+            opts.onRecord('already_handled', handledEntry);
+          }
           return;
         }
         summary.examined++;
@@ -214,8 +223,10 @@ export async function replayDlq(
           opts.onRecord?.('discarded', entry);
           return handled();
         }
-        const wait = lastSend + minGapMs - Date.now();
-        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        // A timer may fire a millisecond early (Node measures it from a cached clock): it then waits again, so
+        // sends start at least 1/rate s apart and the rate is never exceeded, however long the replay.
+        for (let wait = lastSend + minGapMs - Date.now(); wait > 0; wait = lastSend + minGapMs - Date.now())
+          await new Promise((r) => setTimeout(r, wait));
         lastSend = Date.now();
         if (broken !== undefined) throw broken;
         await producer
@@ -234,6 +245,7 @@ export async function replayDlq(
           })
           .catch((err: unknown) => {
             broken = err;
+            opts.onRecord?.('failed', entry, err);
             throw err;
           });
         summary.replayed++;

@@ -9,6 +9,27 @@ import { testServices } from './testEnv';
 
 export { metricValue, type RelayProcess } from '../../src/devstack/relayProcess';
 
+/**
+ * The sum of every sample of `name` whose labels include `labels` (undefined when none matches): a counter split
+ * by more labels than a test names, such as `dlq_messages_sent_total` per topic over its types and error classes.
+ */
+export function metricSum(
+  text: string,
+  name: string,
+  labels: Record<string, string> = {},
+): number | undefined {
+  let sum: number | undefined;
+  for (const line of text.split('\n')) {
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)/.exec(line);
+    if (!m || m[1] !== name) continue;
+    const got = Object.fromEntries(
+      [...(m[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((x) => [x[1], x[2]]),
+    );
+    if (Object.entries(labels).every(([k, v]) => got[k] === v)) sum = (sum ?? 0) + Number(m[3]);
+  }
+  return sum;
+}
+
 const ARTIFACTS = path.join(REPO_ROOT, 'test-artifacts', 'logs');
 
 export interface RelayEnv {

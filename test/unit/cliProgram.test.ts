@@ -29,6 +29,7 @@ test('every command that reports a result offers --json', () => {
     'dlq discard',
     'dlq send-test',
     'dlq purge-tests',
+    'dlq summary',
     'dispatch status',
     'stack up',
     'stack status',

@@ -11,6 +11,7 @@ import { parse, parseAllDocuments } from 'yaml';
 import { loadRelayConfig } from '../../src/config';
 import { relayHeapFlags } from '../../src/devstack/relayProcess';
 import { ConfigError } from '../../src/errors';
+import { createMetrics } from '../../src/metrics';
 import { SPEC_ENV } from '../support/specEnv';
 
 const root = path.resolve(__dirname, '..', '..');
@@ -540,6 +541,16 @@ describe('deploy/grafana/poimen-relay-dashboard.json', () => {
         );
       }
     }
+  });
+
+  it('groups dead letters as dlq summary does, by labels the dead-letter counter has', () => {
+    const grouped = exprs.flatMap((e) => {
+      const m = /sum by \(([^)]*)\) \(increase\(dlq_messages_sent_total\b/.exec(e);
+      return m ? [m[1]!.split(',').map((l) => l.trim())] : [];
+    });
+    expect(grouped).toEqual([['topic', 'type', 'error_class', 'http_status']]);
+    const counter = createMetrics({ defaultMetrics: false }).dlqSent as unknown as { labelNames: string[] };
+    expect(counter.labelNames).toEqual(expect.arrayContaining(grouped[0]!));
   });
 
   it('names the circuit breaker states as the metric defines them (0 closed, 1 open, 2 half-open)', () => {

@@ -132,6 +132,32 @@ describe('DLQ publisher', () => {
     expect((await metrics.dlqSent.get()).values.map((v) => v.value)).toEqual([1]);
   });
 
+  it('counts each dead letter under its type, error class and HTTP status (dlq summary groups the same way)', async () => {
+    const { kafka } = scriptedKafka('ok', 'ok', 'ok');
+    const { dlq, metrics } = publisher(kafka);
+    const failed = (id: string, error: string, status: number | null) => ({
+      ...record(id),
+      error,
+      http_status: status,
+    });
+    await dlq.publish(failed('a', 'runs API answered 422: unknown workflow_ref a@v1', 422), null);
+    await dlq.publish(
+      failed('b', 'RETRY_MAX_ATTEMPTS (3) spent; last: runs API answered 422: other', 422),
+      null,
+    );
+    await dlq.publish(failed('c', 'runs API request failed: ECONNRESET (connection reset)', null), null);
+    const values = (await metrics.dlqSent.get()).values.map((v) => ({ labels: v.labels, value: v.value }));
+    const topic = record('a').topic;
+    const type = record('a').type;
+    expect(values).toEqual([
+      { labels: { topic, type, error_class: 'runs API answered 422', http_status: '422' }, value: 2 },
+      {
+        labels: { topic, type, error_class: 'runs API request failed: ECONNRESET', http_status: 'none' },
+        value: 1,
+      },
+    ]);
+  });
+
   it('reports a refusal no retry can cure at once', async () => {
     const refused = new KafkaJSProtocolError({
       type: 'TOPIC_AUTHORIZATION_FAILED',
