@@ -38,8 +38,8 @@ describe('409s bounded per key', () => {
   it('counts POSTs, 201s and 409s per key', async () => {
     expect([await post(api, 'a'), await post(api, 'a'), await post(api, 'b')]).toEqual([201, 409, 201]);
     expect(Object.fromEntries(perKeyCounts(api))).toEqual({
-      a: { posts: 2, created: 1, conflicts: 1, lostAnswerFaults: 0 },
-      b: { posts: 1, created: 1, conflicts: 0, lostAnswerFaults: 0 },
+      a: { posts: 2, created: 1, conflicts: 1, lostAnswers: 0 },
+      b: { posts: 1, created: 1, conflicts: 0, lostAnswers: 0 },
     });
   });
 
@@ -86,6 +86,7 @@ describe('409s bounded per key', () => {
     expect(await post(api, 'late', clientTimeoutMs)).toBe('dropped');
     await api.waitFor((a) => a.runs.has('late'), 10_000, 'the late call admitted');
     expect(await post(api, 'late')).toBe(409);
+    expect(perKeyCounts(api).get('late')?.lostAnswers).toBe(1);
     expect(() => expectConflictsBounded(api)).not.toThrow();
   });
 });
