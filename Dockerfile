@@ -7,7 +7,7 @@
 #   docker run poimen-relay topics apply --tenant acme
 #
 # Base image: Node 24 LTS (Node 20 is end-of-life since April 2026; package.json's engines still accept
-# >= 20.18 for hosts that run the CLI), Debian (glibc) on purpose, never alpine. @temporalio/core-bridge
+# >= 20.18.1 for hosts that run the CLI), Debian (glibc) on purpose, never alpine. @temporalio/core-bridge
 # ships its native module prebuilt for glibc only (x86_64/aarch64-unknown-linux-gnu) inside the npm
 # package; on musl the worker cannot load it. Nothing is downloaded at install time, so `npm ci` needs
 # no toolchain.

@@ -19,6 +19,11 @@ export interface EnvVar {
    * for secrets or certificate paths: a command line shows up in `ps` and shell history.
    */
   flagArg?: string;
+  /**
+   * Where Kafka or Temporal is and how to reach and authenticate to it (address, TLS, credentials): the same for
+   * every process and command of a deployment, unlike the settings of how the relay behaves.
+   */
+  connection?: true;
 }
 
 const RELAY: readonly EnvReader[] = ['ingest', 'worker'];
@@ -30,32 +35,46 @@ export const ENV_VARS: readonly EnvVar[] = [
     name: 'KAFKA_BROKERS',
     description: 'Kafka bootstrap brokers, host:port[,host:port]',
     readBy: KAFKA_USERS,
+    connection: true,
     flagArg: '<host:port,...>',
   },
-  { name: 'KAFKA_CLIENT_ID', description: 'Kafka client id', readBy: KAFKA_USERS },
+  { name: 'KAFKA_CLIENT_ID', description: 'Kafka client id', readBy: KAFKA_USERS, connection: true },
   {
     name: 'KAFKA_GROUP_ID',
     description: "the ingester's consumer group",
     readBy: ['ingest'],
     flagArg: '<group>',
   },
-  { name: 'KAFKA_SSL', description: 'TLS to the brokers (true/false)', readBy: KAFKA_USERS },
+  {
+    name: 'KAFKA_SSL',
+    description: 'TLS to the brokers (true/false)',
+    readBy: KAFKA_USERS,
+    connection: true,
+  },
   {
     name: 'KAFKA_SSL_CA',
     description: "PEM file of the CA(s) of the brokers' certificates",
     readBy: KAFKA_USERS,
+    connection: true,
   },
   {
     name: 'KAFKA_SASL_MECHANISM',
     description: 'plain, scram-sha-256 or scram-sha-512 (needs the username and password)',
     readBy: KAFKA_USERS,
+    connection: true,
   },
-  { name: 'KAFKA_SASL_USERNAME', description: 'SASL user name', readBy: KAFKA_USERS },
-  { name: 'KAFKA_SASL_PASSWORD', description: 'SASL password (never logged)', readBy: KAFKA_USERS },
+  { name: 'KAFKA_SASL_USERNAME', description: 'SASL user name', readBy: KAFKA_USERS, connection: true },
+  {
+    name: 'KAFKA_SASL_PASSWORD',
+    description: 'SASL password (never logged)',
+    readBy: KAFKA_USERS,
+    connection: true,
+  },
   {
     name: 'NODE_EXTRA_CA_CERTS',
     description: "Node's extra trusted CA file, checked at start",
     readBy: [...KAFKA_USERS, 'temporal-cli'],
+    connection: true,
   },
   {
     name: 'DISPATCH_TOPIC_PATTERN',
@@ -72,12 +91,14 @@ export const ENV_VARS: readonly EnvVar[] = [
     name: 'TEMPORAL_ADDRESS',
     description: 'Temporal frontend, host:port',
     readBy: TEMPORAL_USERS,
+    connection: true,
     flagArg: '<host:port>',
   },
   {
     name: 'TEMPORAL_NAMESPACE',
     description: 'Temporal namespace',
     readBy: [...TEMPORAL_USERS, 'stack'],
+    connection: true,
     flagArg: '<namespace>',
   },
   {
@@ -90,78 +111,103 @@ export const ENV_VARS: readonly EnvVar[] = [
     name: 'TEMPORAL_API_KEY',
     description: 'API key sent as a bearer token; implies TLS (never logged)',
     readBy: TEMPORAL_USERS,
+    connection: true,
   },
   {
     name: 'TEMPORAL_TLS_CERT',
     description: 'PEM client certificate (mTLS), with TEMPORAL_TLS_KEY',
     readBy: TEMPORAL_USERS,
+    connection: true,
   },
-  { name: 'TEMPORAL_TLS_KEY', description: 'PEM private key of TEMPORAL_TLS_CERT', readBy: TEMPORAL_USERS },
-  { name: 'TEMPORAL_TLS_CA', description: "PEM CA(s) of the frontend's certificate", readBy: TEMPORAL_USERS },
+  {
+    name: 'TEMPORAL_TLS_KEY',
+    description: 'PEM private key of TEMPORAL_TLS_CERT',
+    readBy: TEMPORAL_USERS,
+    connection: true,
+  },
+  {
+    name: 'TEMPORAL_TLS_CA',
+    description: "PEM CA(s) of the frontend's certificate",
+    readBy: TEMPORAL_USERS,
+    connection: true,
+  },
   {
     name: 'TEMPORAL_API_KEY_FILE',
     description: 'API key read from this file and re-read on rotation, without a restart',
     readBy: TEMPORAL_USERS,
+    connection: true,
   },
   {
     name: 'TEMPORAL_CONFIG_FILE',
     description: "Temporal's TOML client config file (default ~/.config/temporalio/temporal.toml)",
     readBy: TEMPORAL_USERS,
+    connection: true,
   },
   {
     name: 'TEMPORAL_PROFILE',
     description: 'the profile of that file to use (default: default)',
     readBy: TEMPORAL_USERS,
+    connection: true,
   },
   {
     name: 'TEMPORAL_TLS',
     description: 'true: TLS with the system roots; false: no TLS',
     readBy: TEMPORAL_USERS,
+    connection: true,
   },
   {
     name: 'TEMPORAL_TLS_DISABLE_HOST_VERIFICATION',
     description: 'refused when true: the TypeScript SDK cannot skip the check',
     readBy: TEMPORAL_USERS,
+    connection: true,
   },
   {
     name: 'TEMPORAL_TLS_CLIENT_CERT_PATH',
     description: "Temporal's name for the client certificate (also _DATA inline); read by the SDK",
     readBy: TEMPORAL_USERS,
+    connection: true,
   },
   {
     name: 'TEMPORAL_TLS_CLIENT_CERT_DATA',
     description: 'the client certificate, inline PEM; read by the SDK',
     readBy: TEMPORAL_USERS,
+    connection: true,
   },
   {
     name: 'TEMPORAL_TLS_CLIENT_KEY_PATH',
     description: "Temporal's name for the client key (also _DATA inline); read by the SDK",
     readBy: TEMPORAL_USERS,
+    connection: true,
   },
   {
     name: 'TEMPORAL_TLS_CLIENT_KEY_DATA',
     description: 'the client key, inline PEM; read by the SDK',
     readBy: TEMPORAL_USERS,
+    connection: true,
   },
   {
     name: 'TEMPORAL_TLS_SERVER_CA_CERT_PATH',
     description: "Temporal's name for the server's CA (also _DATA inline); read by the SDK",
     readBy: TEMPORAL_USERS,
+    connection: true,
   },
   {
     name: 'TEMPORAL_TLS_SERVER_CA_CERT_DATA',
     description: "the server's CA, inline PEM; read by the SDK",
     readBy: TEMPORAL_USERS,
+    connection: true,
   },
   {
     name: 'TEMPORAL_TLS_SERVER_NAME',
     description: "the name the server's certificate is checked against; read by the SDK",
     readBy: TEMPORAL_USERS,
+    connection: true,
   },
   {
     name: 'TEMPORAL_GRPC_META_<NAME>',
     description: 'gRPC metadata header <name> (underscores as dashes) on every call',
     readBy: TEMPORAL_USERS,
+    connection: true,
   },
   {
     name: 'POIMEN_TEMPORAL_UI_URL',

@@ -6,7 +6,8 @@ export function jsonErrorDetail(text: string, err: unknown): string {
   if (text.startsWith('\uFEFF')) return 'starts with a second byte order mark (U+FEFF)';
   const nul = text.indexOf('\u0000');
   if (nul >= 0) return `NUL character at position ${nul} (UTF-16 or binary data?)`;
-  const message = err instanceof Error ? err.message : String(err);
+  // V8 from Node 22 on adds "(line L column C)": dropped, so a reason is the same on every supported Node.
+  const message = (err instanceof Error ? err.message : String(err)).replace(/ \(line \d+ column \d+\)/, '');
   // V8 gives one message for many faults (a comment, single quotes, an unquoted name): show what is there.
   const at = /at position (\d+)/.exec(message);
   if (!at) return message;

@@ -1,17 +1,17 @@
 /**
  * Second POSTs the runs API double's dedup would hide. The double answers 409 with the same run id to a repeated
  * dispatch_key, so "one run per key" holds even when the relay posted twice; these per-key counts make a second
- * POST visible, and `expectConflictsBounded` fails on a 409 that no scripted cause explains.
+ * POST visible, and `expectConflictsBounded` fails on a 409 that no lost answer explains.
  */
-import type { RecordedRequest, RunsApiDouble } from './runsApiDouble';
+import type { RunsApiDouble } from './runsApiDouble';
 
 export interface KeyCounts {
   /** POST /v1/runs calls that reached admission for this run key (any answer). */
   posts: number;
   created: number;
   conflicts: number;
-  /** Calls of this key given a drop, delay or hold, or cut: each may lose its answer, so its retry may hear 409. */
-  lostAnswerFaults: number;
+  /** Calls of this key admitted whose answer the client never heard: each lets its retry hear one 409. */
+  lostAnswers: number;
 }
 
 /** A 409 the suite expects beyond the double's own faults (a worker killed mid-call, say), and why. */
@@ -21,25 +21,23 @@ export interface ConflictAllowance {
   why: string;
 }
 
-const LOSES_ANSWER = new Set<RecordedRequest['fault']>(['drop', 'delay', 'hold', 'cut']);
-
 /** POSTs, 201s and 409s per run key, from what the double recorded. */
 export function perKeyCounts(api: RunsApiDouble): Map<string, KeyCounts> {
   const counts = new Map<string, KeyCounts>();
   for (const r of api.requests) {
     if (r.runKey === undefined) continue;
-    const c = counts.get(r.runKey) ?? { posts: 0, created: 0, conflicts: 0, lostAnswerFaults: 0 };
+    const c = counts.get(r.runKey) ?? { posts: 0, created: 0, conflicts: 0, lostAnswers: 0 };
     c.posts++;
     if (r.answer === 201) c.created++;
     if (r.answer === 409) c.conflicts++;
-    if (LOSES_ANSWER.has(r.fault)) c.lostAnswerFaults++;
+    if (r.answerLost === true) c.lostAnswers++;
     counts.set(r.runKey, c);
   }
   return counts;
 }
 
 /**
- * Every key's 409s are at most its lost-answer faults plus what `allowed` grants it: normally 0, so a second POST
+ * Every key's 409s are at most its lost answers plus what `allowed` grants it: normally 0, so a second POST
  * of a dispatch whose first was answered fails the suite instead of vanishing into the dedup.
  */
 export function expectConflictsBounded(api: RunsApiDouble, allowed: readonly ConflictAllowance[] = []): void {
@@ -47,7 +45,7 @@ export function expectConflictsBounded(api: RunsApiDouble, allowed: readonly Con
   for (const a of allowed) extra.set(a.runKey, (extra.get(a.runKey) ?? 0) + a.conflicts);
   const over: string[] = [];
   for (const [key, c] of perKeyCounts(api)) {
-    const bound = c.lostAnswerFaults + (extra.get(key) ?? 0);
+    const bound = c.lostAnswers + (extra.get(key) ?? 0);
     if (c.conflicts > bound) {
       over.push(`${key}: ${c.conflicts} 409(s) of ${c.posts} POST(s), bound ${bound}`);
     }

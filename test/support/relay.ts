@@ -3,6 +3,7 @@
  * per-test topics, group and task queue. Logs go to test-artifacts/ so a failure can be read afterwards.
  */
 import path from 'node:path';
+import { ENV_VARS } from '../../src/config/envTable';
 import { type RelayProcess, startRelayProcess as start } from '../../src/devstack/relayProcess';
 import { REPO_ROOT, freePort } from './cli';
 import { testServices } from './testEnv';
@@ -41,14 +42,35 @@ export interface RelayEnv {
 }
 
 /**
+ * The relay's behaviour variables (the env table's rows the ingester or worker reads, but the connection ones):
+ * never inherited from the shell, so a developer's exported RETRY_MAX_ATTEMPTS does not change every suite. The
+ * connection rows (addresses, TLS, credentials) pass through: the external-stack mode reaches its Kafka and
+ * Temporal with them. A row named `<PREFIX><NAME>` stands for every variable with that prefix.
+ */
+const NOT_INHERITED = ENV_VARS.filter(
+  (v) => !v.connection && (v.readBy.includes('ingest') || v.readBy.includes('worker')),
+).map((v) => v.name);
+
+function shellWithoutRelayBehaviour(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  for (const name of NOT_INHERITED) {
+    const prefix = name.endsWith('<NAME>') ? name.slice(0, -'<NAME>'.length) : undefined;
+    if (prefix === undefined) delete env[name];
+    else for (const key of Object.keys(env)) if (key.startsWith(prefix)) delete env[key];
+  }
+  return env;
+}
+
+/**
  * Only what isolates one test from the next (addresses, topics, group, task queue, runs API) and the log level:
- * every behaviour setting is the shipped default (test/unit/harnessDefaults.test.ts holds this). A suite that
+ * every behaviour setting is the shipped default, whatever the shell exports (test/unit/harnessDefaults.test.ts
+ * holds this). A suite that
  * needs another value passes it in `extra`, with its reason beside it.
  */
 export function relayEnv(e: RelayEnv): NodeJS.ProcessEnv {
   const services = testServices();
   return {
-    ...process.env,
+    ...shellWithoutRelayBehaviour(),
     KAFKA_BROKERS: services.kafkaBrokers.join(','),
     TEMPORAL_ADDRESS: services.temporalAddress,
     TEMPORAL_NAMESPACE: services.namespace,

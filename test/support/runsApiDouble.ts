@@ -47,11 +47,14 @@ export interface RecordedRequest {
   runId?: string;
   /** The run this call was deduplicated under (dispatch_key, or `<tenant>/<dispatch_key>` when tenant-scoped). */
   runKey?: string;
-  /**
-   * The fault scripted for this call, if any: a drop, delay or hold may lose the answer and explain a 409; so
-   * may 'cut', a call in flight when `refuseConnections()` destroyed its socket.
-   */
+  /** The fault scripted for this call, if any; 'cut': in flight when `refuseConnections()` destroyed its socket. */
   fault?: Fault['kind'] | 'cut';
+  /**
+   * The API admitted the run (created or found it) and the client never heard so: dropped after admission, or
+   * the client had hung up (its timeout, a kill, a cut) before the answer went out. Only such a call explains a
+   * 409 on its retry; a drop before admission, or a delay the client waited out, does not.
+   */
+  answerLost?: boolean;
 }
 
 export interface RunsApiOptions {
@@ -261,6 +264,12 @@ export class RunsApiDouble {
     this.inFlight++;
     this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
     let open = true;
+    // The client hung up before the answer was written (its own timeout, a killed worker, a cut connection).
+    let clientGone = false;
+    res.once('close', () => {
+      if (!res.writableFinished) clientGone = true;
+    });
+    const unheard = () => clientGone || res.destroyed || req.socket.destroyed;
     const done = () => {
       this.open.delete(rec);
       if (open) this.inFlight--;
@@ -313,13 +322,17 @@ export class RunsApiDouble {
       : dispatchKey;
     rec.runKey = runKey;
     if (fault?.kind === 'drop') {
-      if (fault.afterAdmit) this.admit(runKey);
+      if (fault.afterAdmit) {
+        this.admit(runKey);
+        rec.answerLost = true;
+      }
       rec.answer = 'dropped';
       done();
       req.socket.destroy();
       this.notify();
       return;
     }
+    rec.answerLost = unheard();
     const existing = this.runs.get(runKey);
     if (existing !== undefined) {
       rec.runId = existing;

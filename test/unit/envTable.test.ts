@@ -51,3 +51,13 @@ test('a flag is the variable in lower case with dashes; secrets never have one (
   );
   for (const name of withFlags) expect(name).not.toMatch(/PASSWORD|TOKEN|API_KEY|_KEY$|_CERT$/);
 });
+
+test('a connection row is one the one-shot commands read too: how to reach Kafka or Temporal, not a behaviour', () => {
+  const misplaced = ENV_VARS.filter(
+    (v) => v.connection && !v.readBy.includes('kafka-cli') && !v.readBy.includes('temporal-cli'),
+  ).map((v) => v.name);
+  expect(misplaced).toEqual([]);
+  expect(ENV_VARS.filter((v) => v.connection).map((v) => v.name)).toEqual(
+    expect.arrayContaining(['KAFKA_BROKERS', 'KAFKA_SASL_PASSWORD', 'TEMPORAL_ADDRESS', 'TEMPORAL_API_KEY']),
+  );
+});

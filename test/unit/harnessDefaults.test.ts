@@ -62,6 +62,42 @@ describe('the integration harness on shipped defaults', () => {
     }
   });
 
+  it("relayEnv() drops the shell's relay behaviour variables and keeps its connection ones", () => {
+    const saved = { ...process.env };
+    // A developer's shell, as it may be: behaviour settings exported, and an external stack's credentials.
+    const behaviour = {
+      RETRY_MAX_ATTEMPTS: '2',
+      POIMEN_WORKER_MAX_ACTIVITIES: '1',
+      RUNS_API_TIMEOUT_MS: '50',
+      LOG_FORMAT: 'pretty',
+      RUNS_API_TOKEN: 'shell-token',
+    };
+    const connection = {
+      KAFKA_SASL_MECHANISM: 'plain',
+      KAFKA_SASL_USERNAME: 'u',
+      KAFKA_SASL_PASSWORD: 'p',
+      KAFKA_SSL_CA: '/ca.pem',
+      TEMPORAL_API_KEY: 'k',
+      TEMPORAL_TLS_CA: '/temporal-ca.pem',
+      TEMPORAL_GRPC_META_X_ROUTE: 'east',
+    };
+    Object.assign(process.env, behaviour, connection);
+    try {
+      const env = relayEnv({
+        tenantPattern: '^poimen\\.t\\.dispatch$',
+        groupId: 'g',
+        taskQueue: 'q',
+        runsApiUrl: 'http://127.0.0.1:1',
+      });
+      expect(Object.keys(behaviour).filter((name) => name in env)).toEqual([]);
+      expect(Object.fromEntries(Object.keys(connection).map((name) => [name, env[name]]))).toEqual(
+        connection,
+      );
+    } finally {
+      process.env = saved;
+    }
+  });
+
   it('no shared support file sets a relay variable but those it names on purpose', () => {
     const found: string[] = [];
     const files = fs
