@@ -41,11 +41,6 @@ export const COMMAND_READERS: Readonly<Record<string, EnvReader | readonly EnvRe
   'dlq purge-tests': 'kafka-cli',
   'temporal setup': 'temporal-cli',
   'dispatch status': 'temporal-cli',
-  'stack provision': 'stack',
-  'stack up': 'stack',
-  'stack down': 'stack',
-  'stack status': 'stack',
-  demo: 'stack',
 };
 
 function envHelp(vars: EnvVar[], withFlags: boolean): string {

@@ -2,7 +2,7 @@
  * Shared pieces of the runs-API outage suites (issue 12): many dispatches at once, the documented bound on calls
  * during an outage, what the API saw per dispatch, and its rate over sliding windows.
  */
-import type { RelayProcess } from '../../src/devstack/relayProcess';
+import type { RelayProcess } from '../../devstack/relayProcess';
 import { topics } from '../../src/contract';
 import type { Harness } from './relayHarness';
 import type { RunsApiDouble } from './runsApiDouble';

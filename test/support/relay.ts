@@ -3,11 +3,11 @@
  * per-test topics, group and task queue. Logs go to test-artifacts/ so a failure can be read afterwards.
  */
 import path from 'node:path';
-import { type RelayProcess, startRelayProcess as start } from '../../src/devstack/relayProcess';
+import { type RelayProcess, startRelayProcess as start } from '../../devstack/relayProcess';
 import { REPO_ROOT, freePort } from './cli';
 import { testServices } from './testEnv';
 
-export { metricValue, type RelayProcess } from '../../src/devstack/relayProcess';
+export { metricValue, type RelayProcess } from '../../devstack/relayProcess';
 
 const ARTIFACTS = path.join(REPO_ROOT, 'test-artifacts', 'logs');
 

@@ -30,8 +30,6 @@ test('every command that reports a result offers --json', () => {
     'dlq send-test',
     'dlq purge-tests',
     'dispatch status',
-    'stack up',
-    'stack status',
   ];
   const withJson = reporting.filter((p) => find(p.split(' '))?.options.some((o) => o.long === '--json'));
   expect(withJson).toEqual(reporting);

@@ -4,7 +4,8 @@
  * that records every name asked for, not by reading source text.
  */
 import { ENV_VARS, flagOf } from '../../src/config/envTable';
-import { type Env, loadRelayConfig, loadStackConfig } from '../../src/config';
+import { type Env, loadRelayConfig } from '../../src/config';
+import { loadStackConfig } from '../../devstack/config';
 import { GRPC_META_PREFIX, TEMPORAL_SDK_ENV } from '../../src/config/temporalEnv';
 
 function recordingEnv(values: Env): { env: Env; asked: Set<string> } {

@@ -5,8 +5,8 @@
  */
 import path from 'node:path';
 import { topics } from '../../src/contract';
-import { freePort } from '../../src/devstack/ports';
-import { type RelayProcess, startRelayProcess } from '../../src/devstack/relayProcess';
+import { freePort } from '../../devstack/ports';
+import { type RelayProcess, startRelayProcess } from '../../devstack/relayProcess';
 import type { Fault, RunsApiDouble } from '../../test/support/runsApiDouble';
 import type { FaultWindow, RewindWindow } from './account';
 import {

@@ -3,7 +3,7 @@
  * dead-lettered, under one id, though its DLQ refused writes when its budget ended), and every relay process
  * ready again once the faults are over.
  */
-import type { RelayProcess } from '../../src/devstack/relayProcess';
+import type { RelayProcess } from '../../devstack/relayProcess';
 import { topics } from '../../src/contract';
 import { poll } from '../../src/poll';
 import type { RunsApiDouble } from '../../test/support/runsApiDouble';
