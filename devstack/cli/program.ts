@@ -1,20 +1,18 @@
 /**
  * The `poimen-dev` command tree: the local dev stack (`stack provision|up|down|status`) and the demo, apart from
  * the relay's CLI (src/cli/program.ts never imports the dev stack). Every help lists the dev stack's variables
- * (src/config/envTable.ts, read by 'stack') and ends with the exit codes the relay's CLI uses too.
+ * (devstack/envTable.ts) and ends with the exit codes the relay's CLI uses too.
  */
 import { Command } from 'commander';
 import { exitCodesHelp } from '../../src/cli/conventions';
-import { envVarsReadBy } from '../../src/config/envTable';
+import { STACK_ENV_VARS } from '../envTable';
 import { demoCommand } from './demoCommand';
 import { stackCommand } from './stackCommands';
-
-const STACK_ENV_VARS = envVarsReadBy('stack');
 
 function envHelp(): string {
   const width = Math.max(...STACK_ENV_VARS.map((v) => v.name.length)) + 2;
   const rows = STACK_ENV_VARS.map((v) => `  ${v.name.padEnd(width)}${v.description}`);
-  return `\nEnvironment (defaults in docs/contract.md):\n${rows.join('\n')}`;
+  return `\nEnvironment (defaults in devstack/README.md):\n${rows.join('\n')}`;
 }
 
 export function buildDevProgram(): Command {

@@ -56,9 +56,7 @@ const givenAsFlag = new Map<string, string>();
 function addEnv(cmd: Command, readers: EnvReader | readonly EnvReader[]): void {
   const all = (typeof readers === 'string' ? [readers] : readers).flatMap((r) => envVarsReadBy(r));
   const vars = all.filter((v, i) => all.findIndex((w) => w.name === v.name) === i);
-  const reader = typeof readers === 'string' ? readers : undefined;
-  // The dev stack keeps to its environment: `stack down --temporal-namespace x` would mean nothing.
-  const flagged = reader === 'stack' ? [] : vars.filter((v) => v.flagArg);
+  const flagged = vars.filter((v) => v.flagArg);
   const options = flagged.map((v) => {
     const option = new Option(`${flagOf(v.name)} ${v.flagArg}`, `${v.description} (env: ${v.name})`);
     cmd.addOption(option);

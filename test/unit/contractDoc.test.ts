@@ -10,7 +10,6 @@ import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { TEMPORAL_SDK_ENV } from '../../src/config/temporalEnv';
 import { type Env, type Role, loadRelayConfig } from '../../src/config';
-import { loadStackConfig } from '../../devstack/config';
 import { createMetrics } from '../../src/metrics';
 
 const DOC_PATH = path.resolve(__dirname, '..', '..', 'docs', 'contract.md');
@@ -76,7 +75,6 @@ const LOADERS: Loader[] = [
     name: `loadRelayConfig('${role}')`,
     load: (env: Env) => loadRelayConfig(role, env),
   })),
-  { name: 'loadStackConfig', load: (env: Env) => loadStackConfig(env) },
 ];
 
 /**
