@@ -173,6 +173,24 @@ export default tseslint.config(
     rules: { '@typescript-eslint/no-restricted-imports': restrictImports({ product: true }) },
   },
   {
+    // The benchmark and the chaos soak share what they need with the tests through the dev stack, never test/.
+    files: ['tools/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^(\\.\\./)+test(/|$)',
+              message:
+                'tools/ does not import test/: what both need lives in devstack/ (e.g. devstack/runsApiDouble).',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // The dev stack may use the product (kafkajs only through src/kafka), never tools/ or test/.
     files: ['devstack/**/*.ts'],
     rules: { '@typescript-eslint/no-restricted-imports': restrictImports({ kafkajs: true }) },

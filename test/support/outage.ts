@@ -5,7 +5,7 @@
 import type { RelayProcess } from '../../devstack/relayProcess';
 import { topics } from '../../src/contract';
 import type { Harness } from './relayHarness';
-import type { RunsApiDouble } from './runsApiDouble';
+import type { RunsApiDouble } from '../../devstack/runsApiDouble';
 
 /** Outage-suite env every scenario shares: no attempt cap, so only the time budget ends a dispatch. */
 export const UNCAPPED = { RETRY_MAX_ATTEMPTS: '0' } as const;

@@ -1,7 +1,8 @@
 /**
  * The import boundaries eslint.config.mjs holds, checked against the real config: kafkajs (its types too) only
  * under src/kafka/; nothing under src/ imports the dev stack (devstack/, the CLI included: the dev commands have
- * their own entry), while the dev stack may use the product; neither src/ nor devstack/ imports tools/ or test/.
+ * their own entry), while the dev stack may use the product; neither src/ nor devstack/ imports tools/ or test/,
+ * and tools/ does not import test/ (what the benchmark and the tests share lives in devstack/).
  * ESLint runs in a child process (its flat config is
  * an ES module, which jest's module sandbox does not load); the sources are linted as text under the paths
  * given, so no file is written into src/.
@@ -145,6 +146,20 @@ describe('import boundaries (eslint.config.mjs)', () => {
       { file: 'devstack/probe.ts', code: lines("import '../test/support/names';"), expected: [1] },
       { file: 'src/kafka/probe.ts', code: lines("import '../../test/support/names';"), expected: [1] },
       { file: 'src/cli/probe.ts', code: lines("import '../../tools/bench/main';"), expected: [1] },
+      // tools/ shares with the tests through the dev stack, never test/ itself.
+      {
+        file: 'tools/bench/probe.ts',
+        code: lines("import { RunsApiDouble } from '../../test/support/runsApiDouble';"),
+        expected: [1],
+      },
+      {
+        file: 'tools/chaos/probe.ts',
+        code: lines(
+          "import { RunsApiDouble } from '../../devstack/runsApiDouble';",
+          "import { Kafka } from 'kafkajs';",
+        ),
+        expected: [],
+      },
       // What product code does import stays allowed.
       {
         file: 'src/ingest/probe.ts',

@@ -4,7 +4,7 @@
  */
 import { request } from 'undici';
 import { expectConflictsBounded, perKeyCounts } from '../support/conflicts';
-import { RunsApiDouble } from '../support/runsApiDouble';
+import { RunsApiDouble } from '../../devstack/runsApiDouble';
 
 async function post(api: RunsApiDouble, dispatchKey: string): Promise<number | 'dropped'> {
   try {

@@ -13,7 +13,7 @@ import { topics, workflowId } from '../../src/contract';
 import { freePort } from '../../devstack/ports';
 import { startRelayProcess } from '../../devstack/relayProcess';
 import { waitUntil } from '../../src/poll';
-import { RunsApiDouble } from '../../test/support/runsApiDouble';
+import { RunsApiDouble } from '../../devstack/runsApiDouble';
 import { cpuWindow, perSecond } from './cpu';
 import { mapLimit, percentile, round } from './measure';
 import { type BenchTarget, dispatchValue, newTenant, relayEnv, startWorkers } from './rig';

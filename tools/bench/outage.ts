@@ -11,7 +11,7 @@ import { topics } from '../../src/contract';
 import { freePort } from '../../devstack/ports';
 import { type RelayProcess, startRelayProcess } from '../../devstack/relayProcess';
 import { waitUntil } from '../../src/poll';
-import { RunsApiDouble } from '../../test/support/runsApiDouble';
+import { RunsApiDouble } from '../../devstack/runsApiDouble';
 import { round } from './measure';
 import { type BenchTarget, newTenant, preload, relayEnv, startWorkers } from './rig';
 

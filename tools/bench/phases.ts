@@ -11,7 +11,7 @@ import { WORKFLOW_TYPE, topics } from '../../src/contract';
 import { dispatchStartOptions } from '../../src/ingest/startDispatch';
 import { freePort } from '../../devstack/ports';
 import { type RelayProcess, startRelayProcess } from '../../devstack/relayProcess';
-import { RunsApiDouble } from '../../test/support/runsApiDouble';
+import { RunsApiDouble } from '../../devstack/runsApiDouble';
 import { waitUntil } from '../../src/poll';
 import { PACKAGE_ROOT } from '../../src/version';
 import { DEFAULT_DISPATCH_POLICY, type DispatchInput } from '../../src/workflows/types';

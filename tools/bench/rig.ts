@@ -11,7 +11,7 @@ import { freePort } from '../../devstack/ports';
 import { type RelayProcess, startRelayProcess } from '../../devstack/relayProcess';
 import { waitUntil } from '../../src/poll';
 import { ensureTopics, tenantTopicSpecs } from '../../src/kafka/topics';
-import type { RunsApiDouble } from '../../test/support/runsApiDouble';
+import type { RunsApiDouble } from '../../devstack/runsApiDouble';
 import type { ServerPids } from './cpu';
 
 export interface BenchTarget {

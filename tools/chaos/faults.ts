@@ -7,7 +7,7 @@ import path from 'node:path';
 import { topics } from '../../src/contract';
 import { freePort } from '../../devstack/ports';
 import { type RelayProcess, startRelayProcess } from '../../devstack/relayProcess';
-import type { Fault, RunsApiDouble } from '../../test/support/runsApiDouble';
+import type { Fault, RunsApiDouble } from '../../devstack/runsApiDouble';
 import type { FaultWindow, RewindWindow } from './account';
 import {
   type BudgetLane,

@@ -6,7 +6,7 @@
 import type { RelayProcess } from '../../devstack/relayProcess';
 import { topics } from '../../src/contract';
 import { poll } from '../../src/poll';
-import type { RunsApiDouble } from '../../test/support/runsApiDouble';
+import type { RunsApiDouble } from '../../devstack/runsApiDouble';
 import { committedAtLogEnd } from '../bench/groupOffsets';
 import { sourcesWithTwoIds } from './account';
 import type { BudgetLane } from './combined';
