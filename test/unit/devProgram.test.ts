@@ -75,10 +75,11 @@ describe('`poimen-relay stack …` and `poimen-relay demo`', () => {
 
   test('print one line saying where the dev stack lives now, exit 2, and start nothing', async () => {
     for (const args of [['stack', 'up'], ['demo']]) {
+      // A generous kill bound: on a loaded machine, loading the CLI alone has taken over 30 s.
       const res = await runCli(
         args,
         { ...process.env, POIMEN_STATE_DIR: '/nonexistent/poimen-state' },
-        30_000,
+        80_000,
       );
       expect({ args, code: res.code, stdout: res.stdout }).toEqual({ args, code: 2, stdout: '' });
       const lines = res.stderr.trim().split('\n');
