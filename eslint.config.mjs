@@ -29,18 +29,18 @@ const kafkaOnlyInPort = {
   patterns: [],
 };
 
-// The product boundary: what ships (src/ but the dev stack and the CLI commands that run it) never imports the
-// dev stack, and nothing under src/ imports tools/ or test/ (they are not in the image). Import paths are
-// matched as written; src/ has no folder named devstack, tools or test but those, so a path naming one of them
-// can only mean them.
+// The product boundary: nothing under src/ (what ships) imports the dev stack (devstack/, at the repository's
+// root: the local stack, the demo and their `poimen-dev` commands), tools/ or test/; none of them is in the image.
+// Import paths are matched as written; src/ has no folder named devstack, tools or test, so a path naming one of
+// them can only mean them.
 const devstack = {
-  group: ['**/devstack', '**/devstack/**'],
+  regex: '(^|/)devstack(/|$)',
   message:
-    'Product code does not import the dev stack (src/devstack/): only the `stack` and `demo` commands do.',
+    'Product code does not import the dev stack (devstack/): it is not part of the relay; its commands have their own entry.',
 };
 const outsideSrc = {
   regex: '^(\\.\\./)+(tools|test)(/|$)',
-  message: 'Nothing under src/ imports tools/ or test/: they are not part of the product.',
+  message: 'Neither src/ nor devstack/ imports tools/ or test/: they are not the product, nor its dev stack.',
 };
 // The tracing port: OpenTelemetry and Temporal's OpenTelemetry interceptors are named only under src/tracing/.
 const otelOnlyInPort = {
@@ -66,8 +66,6 @@ const restrictImports = ({ kafkajs = false, product = false, workflow = false, o
     ],
   },
 ];
-// The dev stack and the two commands that run it may import it (and kafkajs only through src/kafka).
-const devstackFiles = ['src/devstack/**/*.ts', 'src/cli/stackCommands.ts', 'src/cli/demoCommand.ts'];
 
 const workflowPaths = forbiddenInWorkflows.map((name) => ({
   name,
@@ -85,7 +83,7 @@ const workflowPatterns = [
     // contract's pure modules; everything else (config, logger, version, barrels) is `import type` at most.
     // Not the boundaries' paths: typescript-eslint lets a type import through when any pattern allowing type
     // imports matches it, which would open the dev stack, tools and tests to `import type`.
-    regex: '^\\.\\./(?!contract/(names|dispatch)$|devstack(/|$)|(\\.\\./)*(tools|test)(/|$))',
+    regex: '^\\.\\./(?!contract/(names|dispatch)$|(\\.\\./)*(devstack|tools|test)(/|$))',
     allowTypeImports: true,
     message:
       'Workflows import values only from ./, ../contract/names and ../contract/dispatch (else `import type`).',
@@ -93,7 +91,18 @@ const workflowPatterns = [
 ];
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'dist-tools/**', 'node_modules/**', 'coverage/**', 'test-artifacts/**', 'bin/**'] },
+  {
+    ignores: [
+      'dist/**',
+      'dist-tools/**',
+      'dist-devstack/**',
+      'node_modules/**',
+      'coverage/**',
+      'test-artifacts/**',
+      'bin/**',
+      'devstack/bin/**',
+    ],
+  },
   eslint.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -124,6 +133,14 @@ export default tseslint.config(
     rules: { '@typescript-eslint/no-floating-promises': 'error' },
   },
   {
+    // The dev stack starts and stops processes: the same care with promises, under its own tsconfig.
+    files: ['devstack/**/*.ts'],
+    languageOptions: {
+      parserOptions: { project: './devstack/tsconfig.json', tsconfigRootDir: import.meta.dirname },
+    },
+    rules: { '@typescript-eslint/no-floating-promises': 'error' },
+  },
+  {
     // scripts/ is CommonJS run by node before any build (npm test's preflight).
     files: ['*.js', '*.mjs', 'scripts/**/*.js'],
     languageOptions: {
@@ -132,12 +149,13 @@ export default tseslint.config(
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
   {
-    files: ['src/config/**', 'test/**', 'tools/**', 'scripts/**', '*.mjs', '*.js'],
+    // devstack/config.ts is the dev stack's config module: the only dev stack code that reads process.env.
+    files: ['src/config/**', 'devstack/config.ts', 'test/**', 'tools/**', 'scripts/**', '*.mjs', '*.js'],
     rules: { 'no-restricted-syntax': 'off' },
   },
   {
     files: ['src/**/*.ts'],
-    ignores: ['src/kafka/**', 'src/workflows/**', 'src/tracing/**', ...devstackFiles],
+    ignores: ['src/kafka/**', 'src/workflows/**', 'src/tracing/**'],
     rules: {
       '@typescript-eslint/no-restricted-imports': restrictImports({
         kafkajs: true,
@@ -155,7 +173,26 @@ export default tseslint.config(
     rules: { '@typescript-eslint/no-restricted-imports': restrictImports({ product: true }) },
   },
   {
-    files: devstackFiles,
+    // The benchmark and the chaos soak share what they need with the tests through the dev stack, never test/.
+    files: ['tools/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^(\\.\\./)+test(/|$)',
+              message:
+                'tools/ does not import test/: what both need lives in devstack/ (e.g. devstack/runsApiDouble).',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // The dev stack may use the product (kafkajs only through src/kafka), never tools/ or test/.
+    files: ['devstack/**/*.ts'],
     rules: { '@typescript-eslint/no-restricted-imports': restrictImports({ kafkajs: true }) },
   },
   {

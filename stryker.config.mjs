@@ -52,7 +52,7 @@ const config = {
   // The sandbox is a copy of the project: never the tools' build, reports or earlier sandboxes (node_modules is
   // linked, not copied). dist/ (a few MB) is copied: the CLI tests spawn it; built from the unmutated source,
   // they only have to pass.
-  ignorePatterns: ['dist-tools', 'reports', 'coverage', 'test-artifacts', '.stryker-tmp'],
+  ignorePatterns: ['dist-tools', 'dist-devstack', 'reports', 'coverage', 'test-artifacts', '.stryker-tmp'],
   tempDirName: '.stryker-tmp',
   cleanTempDir: 'always',
   reporters: ['clear-text', 'progress-append-only', 'html', 'json'],

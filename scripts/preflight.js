@@ -68,7 +68,7 @@ function detectTools(host) {
 }
 
 /**
- * What the stack's cache (src/devstack/stack/provision.ts) already holds, whatever the versions: a fresh machine has
+ * What the stack's cache (devstack/stack/provision.ts) already holds, whatever the versions: a fresh machine has
  * none, a developer's machine usually all, and then Maven and Go are not needed. A version bump that needs a
  * rebuild is caught by the provisioning's own one-line tool check.
  * @param {Host} host
@@ -80,7 +80,7 @@ function detectCache(host) {
     .some((v) => host.exists(path.join(cacheDir, 'kafka', v, '.complete')));
   const bins = host.readdir(path.join(cacheDir, 'bin'));
   const goBinaries = ['temporal-', 'tctl-'].every((p) => bins.some((b) => b.startsWith(p)));
-  // The cluster profile's Go builds (src/devstack/stack/provisionCluster.ts): the server and the Web UI.
+  // The cluster profile's Go builds (devstack/stack/provisionCluster.ts): the server and the Web UI.
   const built = (/** @type {string} */ dir, /** @type {string} */ bin) =>
     host.readdir(path.join(cacheDir, dir)).some((v) => host.exists(path.join(cacheDir, dir, v, bin)));
   const clusterBinaries = built('temporal-server', 'temporal-server') && built('temporal-ui', 'ui-server');

@@ -5,8 +5,8 @@
  */
 import path from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
-import { loadStackConfig } from '../src/config';
-import { stackServerPids } from '../src/devstack/stack/profiles';
+import { loadStackConfig } from '../devstack/config';
+import { stackServerPids } from '../devstack/stack/profiles';
 import { outage } from '../tools/bench/outage';
 import { type BenchTarget, baseline, ceiling, relayDrain } from '../tools/bench/phases';
 import { REPO_ROOT } from './support/cli';

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { WORKFLOW_TYPE, topics } from '../src/contract';
 import { dispatchStartOptions } from '../src/ingest/startDispatch';
-import { portInUse } from '../src/devstack/stack/processes';
+import { portInUse } from '../devstack/stack/processes';
 import type { DispatchInput } from '../src/workflows/types';
 import { readTopicToEnd } from './support/dlqTopic';
 import { pauseService, resumeService, startService, stopService } from './support/faults';

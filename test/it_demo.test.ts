@@ -1,8 +1,8 @@
-/** The README's first command: `npm run demo` runs `poimen-relay demo` end to end on the local stack. */
-import { runCli } from './support/cli';
+/** The README's first command: `npm run demo` runs the dev entry's `demo` end to end on the local stack. */
+import { runDevCli } from './support/cli';
 
 test('demo relays the sample dispatches: three runs, one duplicate absorbed, a 422 and a malformed record dead-lettered', async () => {
-  const res = await runCli(['demo']);
+  const res = await runDevCli(['demo']);
   expect(res.stderr).not.toMatch(/not every dispatch/);
   expect(res.code).toBe(0);
   expect(res.stdout).toMatch(/demo-\w+-welcome\s+workflow COMPLETED\s+API calls 201/);

@@ -13,7 +13,7 @@ import { DlqPublisher } from '../src/kafka/dlqPublisher';
 import { ensureTopics, tenantTopicSpecs } from '../src/kafka/topics';
 import { createLogger } from '../src/logger';
 import { createMetrics } from '../src/metrics';
-import { portInUse } from '../src/devstack/stack/processes';
+import { portInUse } from '../devstack/stack/processes';
 import { idCounts, readTopicToEnd } from './support/dlqTopic';
 import { startService, stopService } from './support/faults';
 import { uniqueName, uniqueTenant } from './support/names';

@@ -25,7 +25,7 @@ import {
 } from './support/outage';
 import { type RelayProcess, metricSum } from './support/relay';
 import { createHarness } from './support/relayHarness';
-import type { RunsApiDouble } from './support/runsApiDouble';
+import type { RunsApiDouble } from '../devstack/runsApiDouble';
 import { waitFor } from './support/wait';
 
 const BUDGET_MS = 90_000;

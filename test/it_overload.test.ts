@@ -4,7 +4,7 @@
  * nothing is dropped, and the relay catches up once the API is fast again.
  */
 import { peakRssMiB } from '../tools/bench/measure';
-import { RELAY_HEAP } from '../src/devstack/relayProcess';
+import { RELAY_HEAP } from '../devstack/relayProcess';
 import { topics } from '../src/contract';
 import { metricValue } from './support/relay';
 import { type Harness, createHarness } from './support/relayHarness';

@@ -1,11 +1,11 @@
 /**
- * `poimen-relay stack up | down | status` as an operator runs it, on a second, private stack instance
- * (own state folder, own ports) so the shared stack the other suites use is never touched.
+ * The dev entry's `stack up | down | status` (devstack/bin/poimen-dev.js) as a developer runs it, on a second,
+ * private stack instance (own state folder, own ports) so the shared stack the other suites use is never touched.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort, runCli } from './support/cli';
+import { freePort, runDevCli } from './support/cli';
 
 function alive(pid: number): boolean {
   try {
@@ -44,19 +44,19 @@ describe('stack command', () => {
   });
 
   afterAll(async () => {
-    await runCli(['stack', 'down'], env);
+    await runDevCli(['stack', 'down'], env);
     fs.rmSync(stateDir, { recursive: true, force: true });
   });
 
   test('stack up twice in a row is harmless: same processes, both ready', async () => {
-    const first = await runCli(['stack', 'up'], env);
+    const first = await runDevCli(['stack', 'up'], env);
     expect(first.code).toBe(0);
     expect(first.stdout).toMatch(/kafka\s+ready/);
     expect(first.stdout).toMatch(/temporal\s+ready/);
     const before = pids(stateDir);
 
     // --json: stdout is only the endpoints and the services' status, the same shape as `stack status --json`.
-    const second = await runCli(['stack', 'up', '--json'], env);
+    const second = await runDevCli(['stack', 'up', '--json'], env);
     expect(second.code).toBe(0);
     expect(second.stderr).toContain('kafka: already running');
     expect(second.stderr).toContain('temporal: already running');
@@ -74,14 +74,14 @@ describe('stack command', () => {
       ['kafka', true, `127.0.0.1:${env.POIMEN_STACK_KAFKA_PORT}`],
       ['temporal', true, `127.0.0.1:${env.POIMEN_STACK_TEMPORAL_PORT}`],
     ]);
-    const status = JSON.parse((await runCli(['stack', 'status', '--json'], env)).stdout) as StatusJson;
+    const status = JSON.parse((await runDevCli(['stack', 'status', '--json'], env)).stdout) as StatusJson;
     expect(status).toEqual(up);
     expect(pids(stateDir)).toEqual(before);
     expect(before.every(alive)).toBe(true);
   });
 
   test('stack status reports each service and its address, and exits 0 when all are ready', async () => {
-    const status = await runCli(['stack', 'status'], env);
+    const status = await runDevCli(['stack', 'status'], env);
     expect(status.code).toBe(0);
     expect(status.stdout).toContain(`bootstrap 127.0.0.1:${env.POIMEN_STACK_KAFKA_PORT}`);
     expect(status.stdout).toContain(`Web UI http://127.0.0.1:${env.POIMEN_STACK_TEMPORAL_UI_PORT}`);
@@ -90,19 +90,19 @@ describe('stack command', () => {
   test('stack status exits non-zero when a service is down', async () => {
     const [kafkaPid] = pids(stateDir);
     process.kill(kafkaPid!, 'SIGKILL');
-    const status = await runCli(['stack', 'status'], env);
+    const status = await runDevCli(['stack', 'status'], env);
     expect(status.code).not.toBe(0);
     expect(status.stdout).toMatch(/kafka\s+down/);
     expect(status.stdout).toMatch(/temporal\s+ready/);
   });
 
   test('stack down leaves no process of the stack running', async () => {
-    const up = await runCli(['stack', 'up'], env);
+    const up = await runDevCli(['stack', 'up'], env);
     expect(up.code).toBe(0);
     const started = pids(stateDir);
     expect(started.every(alive)).toBe(true);
 
-    const down = await runCli(['stack', 'down'], env);
+    const down = await runDevCli(['stack', 'down'], env);
     expect(down.code).toBe(0);
     expect(started.filter(alive)).toEqual([]);
     // Nothing else that carries this stack's state folder on its command line is left either.
@@ -117,7 +117,7 @@ describe('stack command', () => {
         }
       });
     expect(leftovers).toEqual([]);
-    const status = await runCli(['stack', 'status'], env);
+    const status = await runDevCli(['stack', 'status'], env);
     expect(status.code).not.toBe(0);
   });
 
@@ -126,12 +126,12 @@ describe('stack command', () => {
     const nodeOnly = fs.mkdtempSync(path.join(os.tmpdir(), 'poimen-path-'));
     fs.symlinkSync(process.execPath, path.join(nodeOnly, 'node'));
     try {
-      const res = await runCli(['stack', 'up'], { ...env, POIMEN_CACHE_DIR: emptyCache, PATH: nodeOnly });
+      const res = await runDevCli(['stack', 'up'], { ...env, POIMEN_CACHE_DIR: emptyCache, PATH: nodeOnly });
       expect(res.code).toBe(2);
       const lines = res.stderr
         .trim()
         .split('\n')
-        .filter((l) => l.startsWith('poimen-relay:'));
+        .filter((l) => l.startsWith('poimen-dev:'));
       expect(lines).toEqual([
         expect.stringMatching(/java is missing.*apt-get install -y openjdk-17-jdk-headless/),
       ]);

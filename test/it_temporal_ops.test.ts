@@ -18,7 +18,7 @@ import { REPO_ROOT } from './support/cli';
 import { historyJson, recordingHistories, writeHistoryFixture } from './support/recordHistories';
 import { dispatchWorkflowId, historyFromJson } from './support/histories';
 import { type Harness, createHarness } from './support/relayHarness';
-import type { Fault } from './support/runsApiDouble';
+import type { Fault } from '../devstack/runsApiDouble';
 import {
   TCTL_BUILD_TIMEOUT_MS,
   provisionTctl,

@@ -18,7 +18,7 @@ import { type CliResult, REPO_ROOT, runCli } from './support/cli';
 import { readTopicToEnd } from './support/dlqTopic';
 import { uniqueName, uniqueTenant } from './support/names';
 import { type RelayProcess, relayEnv, startRelayProcess } from './support/relay';
-import { RunsApiDouble } from './support/runsApiDouble';
+import { RunsApiDouble } from '../devstack/runsApiDouble';
 import { testServices } from './support/testEnv';
 import {
   type Certs,

@@ -69,6 +69,13 @@ try {
   fs.cpSync(path.join(repo, 'bin'), path.join(app, 'bin'), { recursive: true });
 
   const all = files(app);
+  // The dev stack (devstack/: the local Kafka + Temporal stack, the demo, the sample runs API and their
+  // poimen-dev entry) is never in the image: a file of it here fails the listing.
+  const devStack = [...all.keys()].filter(
+    (p) =>
+      !p.startsWith(`node_modules${path.sep}`) &&
+      /(^|\/)(dist-)?devstack(\/|$)|poimen-dev|(^|\/)demo\.js$/.test(p),
+  );
   const byPackage = new Map();
   for (const [p, size] of all) {
     const pkg = packageOf(p);
@@ -101,6 +108,7 @@ try {
     // Root devDependencies that are in the image anyway, because a production dependency needs them too
     // (@temporalio/worker's bundler loads @swc/core): expected, but worth seeing.
     devDependenciesAlsoNeeded: devDependencies.filter((d) => byPackage.has(d)),
+    devStackFiles: devStack,
   };
   if (asJson) {
     console.log(JSON.stringify(report, null, 2));
@@ -126,6 +134,11 @@ try {
     console.log(
       `root devDependencies also needed at run time: ${report.devDependenciesAlsoNeeded.join(', ') || 'none'}`,
     );
+    console.log(`dev stack files: ${devStack.length === 0 ? 'none' : devStack.join(', ')}`);
+  }
+  if (devStack.length > 0) {
+    console.error(`image-contents: the dev stack is in the image: ${devStack.join(', ')}`);
+    process.exitCode = 1;
   }
 } finally {
   if (!keep) fs.rmSync(work, { recursive: true, force: true });

@@ -42,11 +42,6 @@ export const COMMAND_READERS: Readonly<Record<string, EnvReader | readonly EnvRe
   'dlq summary': 'kafka-cli',
   'temporal setup': 'temporal-cli',
   'dispatch status': 'temporal-cli',
-  'stack provision': 'stack',
-  'stack up': 'stack',
-  'stack down': 'stack',
-  'stack status': 'stack',
-  demo: 'stack',
 };
 
 function envHelp(vars: EnvVar[], withFlags: boolean): string {
@@ -62,9 +57,7 @@ const givenAsFlag = new Map<string, string>();
 function addEnv(cmd: Command, readers: EnvReader | readonly EnvReader[]): void {
   const all = (typeof readers === 'string' ? [readers] : readers).flatMap((r) => envVarsReadBy(r));
   const vars = all.filter((v, i) => all.findIndex((w) => w.name === v.name) === i);
-  const reader = typeof readers === 'string' ? readers : undefined;
-  // The dev stack keeps to its environment: `stack down --temporal-namespace x` would mean nothing.
-  const flagged = reader === 'stack' ? [] : vars.filter((v) => v.flagArg);
+  const flagged = vars.filter((v) => v.flagArg);
   const options = flagged.map((v) => {
     const option = new Option(`${flagOf(v.name)} ${v.flagArg}`, `${v.description} (env: ${v.name})`);
     cmd.addOption(option);

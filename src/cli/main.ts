@@ -2,7 +2,14 @@
 import { Command, CommanderError } from 'commander';
 import { EXIT, exitCodeOf, isUserFacingError } from '../errors';
 import { nameTheFlag } from './conventions';
+import { movedCommand } from './movedCommands';
 import { buildProgram } from './program';
+
+const moved = movedCommand(process.argv.slice(2));
+if (moved !== undefined) {
+  process.stderr.write(`poimen-relay: ${moved}\n`);
+  process.exit(EXIT.usage);
+}
 
 const program = buildProgram();
 

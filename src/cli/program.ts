@@ -3,13 +3,11 @@ import { Command } from 'commander';
 import { VERSION } from '../version';
 import { configCommand } from './configCommand';
 import { applyConventions } from './conventions';
-import { demoCommand } from './demoCommand';
 import { dispatchCommand } from './dispatchCommand';
 import { dlqCommand } from './dlqCommand';
 import { dlqSummaryCommand } from './dlqSummaryCommand';
 import { ingestCommand } from './ingestCommand';
 import { workerCommand } from './workerCommand';
-import { stackCommand } from './stackCommands';
 import { temporalCommand } from './temporalCommand';
 import { topicsCommand } from './topicsCommand';
 
@@ -23,9 +21,7 @@ export function buildProgram(): Command {
     .addCommand(topicsCommand())
     .addCommand(temporalCommand())
     .addCommand(dlqCommand().addCommand(dlqSummaryCommand()))
-    .addCommand(dispatchCommand())
-    .addCommand(stackCommand())
-    .addCommand(demoCommand());
+    .addCommand(dispatchCommand());
   applyConventions(program);
   return program;
 }

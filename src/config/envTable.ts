@@ -7,8 +7,8 @@
  * no longer be the one list `--help` and the test read.
  */
 
-/** Who reads a variable: the two processes, the one-shot commands by the service they talk to, the dev stack. */
-export type EnvReader = 'ingest' | 'worker' | 'kafka-cli' | 'temporal-cli' | 'stack';
+/** Who reads a variable: the two processes, the one-shot commands by the service they talk to. */
+export type EnvReader = 'ingest' | 'worker' | 'kafka-cli' | 'temporal-cli';
 
 export interface EnvVar {
   name: string;
@@ -97,7 +97,7 @@ export const ENV_VARS: readonly EnvVar[] = [
   {
     name: 'TEMPORAL_NAMESPACE',
     description: 'Temporal namespace',
-    readBy: [...TEMPORAL_USERS, 'stack'],
+    readBy: TEMPORAL_USERS,
     connection: true,
     flagArg: '<namespace>',
   },
@@ -374,35 +374,6 @@ export const ENV_VARS: readonly EnvVar[] = [
     description: 'how long a one-shot command waits for a first answer before exit 4',
     readBy: ['kafka-cli', 'temporal-cli'],
   },
-  { name: 'POIMEN_CACHE_DIR', description: 'downloads and builds of the dev stack', readBy: ['stack'] },
-  { name: 'POIMEN_STATE_DIR', description: "the dev stack's data, logs and pid files", readBy: ['stack'] },
-  { name: 'POIMEN_KAFKA_VERSION', description: 'Kafka 4.x version of the dev stack', readBy: ['stack'] },
-  { name: 'POIMEN_STACK_KAFKA_PORT', description: "the dev stack's Kafka port", readBy: ['stack'] },
-  {
-    name: 'POIMEN_STACK_KAFKA_CONTROLLER_PORT',
-    description: "the dev stack's KRaft controller port",
-    readBy: ['stack'],
-  },
-  {
-    name: 'POIMEN_STACK_TEMPORAL_PORT',
-    description: "the dev stack's Temporal gRPC port",
-    readBy: ['stack'],
-  },
-  {
-    name: 'POIMEN_STACK_TEMPORAL_UI_PORT',
-    description: "the dev stack's Temporal Web UI port",
-    readBy: ['stack'],
-  },
-  {
-    name: 'POIMEN_STACK_TEMPORAL_METRICS_PORT',
-    description: "the dev stack's Temporal metrics port",
-    readBy: ['stack'],
-  },
-  {
-    name: 'POIMEN_STACK_START_TIMEOUT_MS',
-    description: 'how long the dev stack may take to be ready',
-    readBy: ['stack'],
-  },
   {
     name: 'OTEL_EXPORTER_OTLP_ENDPOINT',
     description: 'OTLP/HTTP endpoint for traces (+ /v1/traces); unset: tracing off',
@@ -475,41 +446,6 @@ export const ENV_VARS: readonly EnvVar[] = [
     name: 'OTEL_EXPORTER_OTLP_TRACES_TIMEOUT',
     description: 'ms one OTLP traces request may take; read by the SDK',
     readBy: RELAY,
-  },
-  {
-    name: 'POIMEN_STACK_TEMPORAL_IN_MEMORY',
-    description: 'dev stack Temporal without a database file',
-    readBy: ['stack'],
-  },
-  {
-    name: 'POIMEN_STACK_TEMPORAL_FAIRNESS',
-    description: "the stack's Temporal task queue fairness (default true)",
-    readBy: ['stack'],
-  },
-  {
-    name: 'POIMEN_STACK_TEMPORAL_DYNAMIC_CONFIG',
-    description: 'extra dynamic config of the dev server, key=value ...',
-    readBy: ['stack'],
-  },
-  {
-    name: 'POIMEN_CLUSTER_KAFKA_PORT',
-    description: "the cluster profile's first broker port (three brokers)",
-    readBy: ['stack'],
-  },
-  {
-    name: 'POIMEN_CLUSTER_TEMPORAL_PORT',
-    description: "the cluster profile's Temporal frontend port",
-    readBy: ['stack'],
-  },
-  {
-    name: 'POIMEN_CLUSTER_START_TIMEOUT_MS',
-    description: 'how long the cluster profile may take to be ready (each service)',
-    readBy: ['stack'],
-  },
-  {
-    name: 'POIMEN_CLUSTER_POSTGRES_PORT',
-    description: "the cluster profile's PostgreSQL port",
-    readBy: ['stack'],
   },
 ];
 

@@ -1,4 +1,3 @@
 /** The configuration module: the only code that reads process.env. */
 export * from './defaults';
 export * from './env';
-export * from './stack';

@@ -12,8 +12,8 @@ import type { temporal } from '@temporalio/proto';
 import { WorkflowFailedError } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, Worker, bundleWorkflowCode } from '@temporalio/worker';
-import { loadStackConfig } from '../../src/config';
-import { temporalBinPath } from '../../src/devstack/stack/provision';
+import { loadStackConfig } from '../../devstack/config';
+import { temporalBinPath } from '../../devstack/stack/provision';
 import {
   type DeadLetterInput,
   type DispatchInput,
@@ -31,7 +31,7 @@ beforeAll(async () => {
   const bin = temporalBinPath(loadStackConfig());
   if (!fs.existsSync(bin)) {
     throw new Error(
-      `the Temporal CLI is not at ${bin}: run \`node bin/poimen-relay.js stack provision\` first`,
+      `the Temporal CLI is not at ${bin}: run \`node devstack/bin/poimen-dev.js stack provision\` first`,
     );
   }
   // Workers start and stop once per test; their INFO lines would bury a failure.

@@ -6,6 +6,8 @@ import { testServices } from './testEnv';
 
 export const REPO_ROOT = path.resolve(__dirname, '..', '..');
 const BIN = path.join(REPO_ROOT, 'bin', 'poimen-relay.js');
+/** The dev stack's own entry (`stack`, `demo`): not the relay's CLI. */
+const DEV_BIN = path.join(REPO_ROOT, 'devstack', 'bin', 'poimen-dev.js');
 
 export interface CliResult {
   code: number | null;
@@ -22,6 +24,18 @@ export function runCli(
   return startCli(args, env, timeoutMs).result;
 }
 
+/** Runs the built dev stack entry (`poimen-dev stack up`, `demo`) as a developer would (npm test builds it). */
+export function runDevCli(
+  args: string[],
+  env: NodeJS.ProcessEnv = process.env,
+  timeoutMs = 600_000,
+): Promise<CliResult> {
+  if (!fs.existsSync(path.join(REPO_ROOT, 'dist-devstack', 'devstack', 'cli', 'main.js'))) {
+    throw new Error('dist-devstack/ is missing: run `npm run build:devstack` (npm test does it in pretest)');
+  }
+  return spawnCli(DEV_BIN, args, env, timeoutMs).result;
+}
+
 /** As runCli, with the child process at hand (to signal it); SIGKILLed after `timeoutMs` (code null then). */
 export function startCli(
   args: string[],
@@ -31,7 +45,16 @@ export function startCli(
   if (!fs.existsSync(path.join(REPO_ROOT, 'dist', 'cli', 'main.js'))) {
     throw new Error('dist/ is missing: run `npm run build` (npm test does it in pretest)');
   }
-  const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  return spawnCli(BIN, args, env, timeoutMs);
+}
+
+function spawnCli(
+  bin: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  timeoutMs: number,
+): { child: ChildProcess; result: Promise<CliResult> } {
+  const child = spawn(process.execPath, [bin, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   const result = new Promise<CliResult>((resolve, reject) => {
     let stdout = '';
     let stderr = '';
@@ -47,7 +70,7 @@ export function startCli(
   return { child, result };
 }
 
-export { freePort } from '../../src/devstack/ports';
+export { freePort } from '../../devstack/ports';
 
 /** The environment a CLI child process gets: the test services, LOG_LEVEL warn, then `extra`. */
 export function cliEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {

@@ -3,7 +3,7 @@
  * dispatch_key, so "one run per key" holds even when the relay posted twice; these per-key counts make a second
  * POST visible, and `expectConflictsBounded` fails on a 409 that no lost answer explains.
  */
-import type { RunsApiDouble } from './runsApiDouble';
+import type { RunsApiDouble } from '../../devstack/runsApiDouble';
 
 export interface KeyCounts {
   /** POST /v1/runs calls that reached admission for this run key (any answer). */

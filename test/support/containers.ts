@@ -5,9 +5,9 @@
  * Not exercised on this project's CI machines (no Docker engine there); the local stack is.
  */
 import { GenericContainer, type StartedTestContainer, Wait } from 'testcontainers';
-import { loadStackConfig } from '../../src/config';
+import { loadStackConfig } from '../../devstack/config';
 import { SEARCH_ATTRIBUTE_NAMES } from '../../src/contract';
-import { devServerDynamicConfigValues } from '../../src/devstack/stack/devServerTuning';
+import { devServerDynamicConfigValues } from '../../devstack/stack/devServerTuning';
 
 const started: StartedTestContainer[] = [];
 

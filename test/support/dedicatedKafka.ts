@@ -3,10 +3,10 @@
  * shared stack does not have, e.g. a `default.replication.factor` above 1. Stopped by its own pid.
  */
 import fs from 'node:fs';
-import { loadStackConfig } from '../../src/config';
-import { silentProgress } from '../../src/devstack/stack/progress';
-import { ensureKafka } from '../../src/devstack/stack/provision';
-import { kafkaService, stopDaemon } from '../../src/devstack/stack/services';
+import { loadStackConfig } from '../../devstack/config';
+import { silentProgress } from '../../devstack/stack/progress';
+import { ensureKafka } from '../../devstack/stack/provision';
+import { kafkaService, stopDaemon } from '../../devstack/stack/services';
 import { freePort } from './cli';
 import { waitFor } from './wait';
 

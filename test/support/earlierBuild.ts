@@ -6,7 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { loadStackConfig } from '../../src/config';
+import { loadStackConfig } from '../../devstack/config';
 import { REPO_ROOT } from './cli';
 
 export function earlierBuild(commit: string): string {

@@ -4,10 +4,10 @@
  * not ours to break, and a fault test says so instead of passing vacuously.
  */
 import { execFileSync } from 'node:child_process';
-import { loadStackConfig } from '../../src/config';
-import type { ServiceName } from '../../src/devstack/stack/services';
-import { livePid } from '../../src/devstack/stack/processes';
-import { LocalStack } from '../../src/devstack/stack/stack';
+import { loadStackConfig } from '../../devstack/config';
+import type { ServiceName } from '../../devstack/stack/services';
+import { livePid } from '../../devstack/stack/processes';
+import { LocalStack } from '../../devstack/stack/stack';
 import { testServices } from './testEnv';
 
 function localStack(): LocalStack {

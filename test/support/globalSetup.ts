@@ -2,13 +2,13 @@
  * Jest global setup for the integration project. Picks the real services the tests run on:
  *   1. KAFKA_BROKERS and TEMPORAL_ADDRESS set → use them as they are (mode "external");
  *   2. else a Docker engine answers → testcontainers (mode "testcontainers");
- *   3. else the project's own local stack (`poimen-relay stack up`), the path CI takes here (mode "local").
+ *   3. else the project's own local stack (`npm run stack:up`), the path CI takes here (mode "local").
  * The choice reaches the test files through environment variables, which jest workers inherit.
  */
 import { spawnSync } from 'node:child_process';
-import { loadStackConfig } from '../../src/config';
-import { consoleProgress } from '../../src/devstack/stack/progress';
-import { LocalStack } from '../../src/devstack/stack/stack';
+import { loadStackConfig } from '../../devstack/config';
+import { consoleProgress } from '../../devstack/stack/progress';
+import { LocalStack } from '../../devstack/stack/stack';
 import { startContainers } from './containers';
 
 function dockerAnswers(): boolean {

@@ -1,6 +1,6 @@
-import { loadStackConfig } from '../../src/config';
-import { consoleProgress } from '../../src/devstack/stack/progress';
-import { LocalStack } from '../../src/devstack/stack/stack';
+import { loadStackConfig } from '../../devstack/config';
+import { consoleProgress } from '../../devstack/stack/progress';
+import { LocalStack } from '../../devstack/stack/stack';
 import { stopContainers } from './containers';
 
 export default async function globalTeardown(): Promise<void> {

@@ -5,8 +5,8 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { loadStackConfig } from '../../src/config';
-import { kafkaLibsDir } from '../../src/devstack/stack/provision';
+import { loadStackConfig } from '../../devstack/config';
+import { kafkaLibsDir } from '../../devstack/stack/provision';
 
 export type KafkaCodec = 'none' | 'gzip' | 'snappy' | 'lz4' | 'zstd';
 export const KAFKA_CODECS: readonly KafkaCodec[] = ['none', 'gzip', 'snappy', 'lz4', 'zstd'];
@@ -25,11 +25,13 @@ export interface CodecReport {
   compressionRate: number | null;
 }
 
-/** The cached broker runtime (`poimen-relay stack provision`) holds kafka-clients and its codec jars. */
+/** The cached broker runtime (`node devstack/bin/poimen-dev.js stack provision`) holds kafka-clients and its codec jars. */
 function classpath(): string {
   const libs = kafkaLibsDir(loadStackConfig());
   if (!fs.existsSync(libs) || !fs.readdirSync(libs).some((j) => j.startsWith('kafka-clients-'))) {
-    throw new Error(`no kafka-clients jar in ${libs}: run \`poimen-relay stack provision\` first`);
+    throw new Error(
+      `no kafka-clients jar in ${libs}: run \`node devstack/bin/poimen-dev.js stack provision\` first`,
+    );
   }
   return `${libs}/*`;
 }

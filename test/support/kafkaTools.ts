@@ -6,9 +6,9 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { loadStackConfig } from '../../src/config';
-import { ensureKafkaTools } from '../../src/devstack/stack/provision';
-import { consoleProgress } from '../../src/devstack/stack/progress';
+import { loadStackConfig } from '../../devstack/config';
+import { ensureKafkaTools } from '../../devstack/stack/provision';
+import { consoleProgress } from '../../devstack/stack/progress';
 
 /** A first download of the tools' jars from Maven Central took 20 s here; a loaded machine takes longer. */
 export const KAFKA_TOOLS_PROVISION_TIMEOUT_MS = 10 * 60_000;

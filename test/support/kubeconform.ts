@@ -14,7 +14,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { loadStackConfig } from '../../src/config';
+import { loadStackConfig } from '../../devstack/config';
 
 const KUSTOMIZE = { pkg: 'sigs.k8s.io/kustomize/kustomize/v5', version: 'v5.7.1' };
 const KUBECONFORM = { pkg: 'github.com/yannh/kubeconform/cmd/kubeconform', version: 'v0.8.0' };

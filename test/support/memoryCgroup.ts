@@ -8,7 +8,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { relayNodeOptions } from '../../src/devstack/relayProcess';
+import { relayNodeOptions } from '../../devstack/relayProcess';
 import { PACKAGE_ROOT } from '../../src/version';
 import { REPO_ROOT, freePort } from './cli';
 import { waitFor } from './wait';

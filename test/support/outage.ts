@@ -2,10 +2,10 @@
  * Shared pieces of the runs-API outage suites (issue 12): many dispatches at once, the documented bound on calls
  * during an outage, what the API saw per dispatch, and its rate over sliding windows.
  */
-import type { RelayProcess } from '../../src/devstack/relayProcess';
+import type { RelayProcess } from '../../devstack/relayProcess';
 import { topics } from '../../src/contract';
 import type { Harness } from './relayHarness';
-import type { RunsApiDouble } from './runsApiDouble';
+import type { RunsApiDouble } from '../../devstack/runsApiDouble';
 
 /** Outage-suite env every scenario shares: no attempt cap, so only the time budget ends a dispatch. */
 export const UNCAPPED = { RETRY_MAX_ATTEMPTS: '0' } as const;

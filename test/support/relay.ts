@@ -4,11 +4,11 @@
  */
 import path from 'node:path';
 import { ENV_VARS } from '../../src/config/envTable';
-import { type RelayProcess, startRelayProcess as start } from '../../src/devstack/relayProcess';
+import { type RelayProcess, startRelayProcess as start } from '../../devstack/relayProcess';
 import { REPO_ROOT, freePort } from './cli';
 import { testServices } from './testEnv';
 
-export { metricValue, type RelayProcess } from '../../src/devstack/relayProcess';
+export { metricValue, type RelayProcess } from '../../devstack/relayProcess';
 
 /**
  * The sum of every sample of `name` whose labels include `labels` (undefined when none matches): a counter split

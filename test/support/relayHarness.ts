@@ -9,8 +9,8 @@ import { ensureTopics, tenantTopicSpecs } from '../../src/kafka/topics';
 import { type ConflictAllowance, expectConflictsBounded } from './conflicts';
 import { uniqueName, uniqueTenant } from './names';
 import { type RelayProcess, relayEnv, startRelayProcess } from './relay';
-import { RunsApiDouble } from './runsApiDouble';
-import type { RunsApiOptions } from './runsApiDouble';
+import { RunsApiDouble } from '../../devstack/runsApiDouble';
+import type { RunsApiOptions } from '../../devstack/runsApiDouble';
 import { testServices } from './testEnv';
 import { waitFor } from './wait';
 

@@ -15,10 +15,10 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { loadStackConfig } from '../../src/config';
-import { silentProgress } from '../../src/devstack/stack/progress';
-import { ensureKafka } from '../../src/devstack/stack/provision';
-import { type Service, kafkaService, stopDaemon } from '../../src/devstack/stack/services';
+import { loadStackConfig } from '../../devstack/config';
+import { silentProgress } from '../../devstack/stack/progress';
+import { ensureKafka } from '../../devstack/stack/provision';
+import { type Service, kafkaService, stopDaemon } from '../../devstack/stack/services';
 import { freePort } from './cli';
 import { waitFor } from './wait';
 

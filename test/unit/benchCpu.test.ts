@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { loadStackConfig } from '../../src/config';
+import { loadStackConfig } from '../../devstack/config';
 import {
   type ProcStat,
   type RolePids,
@@ -20,7 +20,7 @@ import {
   perSecond,
   treeTicks,
 } from '../../tools/bench/cpu';
-import { stackServerPids } from '../../src/devstack/stack/profiles';
+import { stackServerPids } from '../../devstack/stack/profiles';
 
 /** A stat line as the kernel writes it (52 fields); only pid, comm, ppid and the four times vary here. */
 function statLine(pid: number, comm: string, ppid: number, [ut, st, cut, cst]: number[]): string {

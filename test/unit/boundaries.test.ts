@@ -1,7 +1,9 @@
 /**
  * The import boundaries eslint.config.mjs holds, checked against the real config: kafkajs (its types too) only
- * under src/kafka/; product code never imports the dev stack (only the `stack` and `demo` commands and the dev
- * stack itself do); nothing under src/ imports tools/ or test/. ESLint runs in a child process (its flat config is
+ * under src/kafka/; nothing under src/ imports the dev stack (devstack/, the CLI included: the dev commands have
+ * their own entry), while the dev stack may use the product; neither src/ nor devstack/ imports tools/ or test/,
+ * and tools/ does not import test/ (what the benchmark and the tests share lives in devstack/).
+ * ESLint runs in a child process (its flat config is
  * an ES module, which jest's module sandbox does not load); the sources are linted as text under the paths
  * given, so no file is written into src/.
  */
@@ -49,39 +51,49 @@ async function restrictedLines(cases: Case[]): Promise<number[][]> {
 const lines = (...imports: string[]) => imports.join('\n') + '\nexport {};\n';
 
 describe('import boundaries (eslint.config.mjs)', () => {
-  test('kafkajs only under src/kafka/, the dev stack only from itself and its two commands, tools/ and test/ from nowhere in src/', async () => {
+  test('kafkajs only under src/kafka/, the dev stack from nowhere in src/, tools/ and test/ from neither', async () => {
     const kafkajs = "import { Kafka } from 'kafkajs';";
     const kafkajsType = "import type { Admin } from 'kafkajs';";
     const reexport = "export type { Admin } from 'kafkajs';";
     const cases: (Case & { expected: number[] })[] = [
-      // Product code outside the port: every form of naming kafkajs is refused.
+      // Product code outside the port: every form of naming kafkajs is refused; the dev stack too.
       { file: 'src/ingest/probe.ts', code: lines(kafkajs, kafkajsType, reexport), expected: [1, 2, 3] },
       { file: 'src/ops/probe.ts', code: lines(kafkajsType), expected: [1] },
       { file: 'src/probe.ts', code: lines(kafkajsType), expected: [1] },
-      { file: 'src/devstack/probe.ts', code: lines(kafkajsType), expected: [1] },
+      { file: 'devstack/probe.ts', code: lines(kafkajsType), expected: [1] },
+      { file: 'devstack/stack/probe.ts', code: lines(kafkajs), expected: [1] },
       // The port itself may.
       { file: 'src/kafka/probe.ts', code: lines(kafkajs, kafkajsType), expected: [] },
-      // The dev stack: refused to product code (any depth), allowed to itself and the stack/demo commands.
+      // The dev stack: refused to all of src/ (any depth, the CLI and its entry included).
       {
         file: 'src/ingest/probe.ts',
-        code: lines("import { LocalStack } from '../devstack/stack/stack';", "import '../devstack';"),
+        code: lines("import { LocalStack } from '../../devstack/stack/stack';", "import '../../devstack';"),
         expected: [1, 2],
       },
       {
         file: 'src/probe.ts',
-        code: lines("import { readPid } from './devstack/stack/processes';"),
+        code: lines("import { readPid } from '../devstack/stack/processes';"),
         expected: [1],
       },
       {
         file: 'src/kafka/probe.ts',
-        code: lines("import { runDemo } from '../devstack/demo';"),
+        code: lines("import { runDemo } from '../../devstack/demo';"),
         expected: [1],
       },
       {
         file: 'src/workflows/probe.ts',
-        code: lines("import type { LocalStack } from '../devstack/stack/stack';"),
+        code: lines("import type { LocalStack } from '../../devstack/stack/stack';"),
         expected: [1],
       },
+      {
+        file: 'src/cli/program.ts',
+        code: lines(
+          "import { stackCommand } from '../../devstack/cli/stackCommands';",
+          "import type { StackConfig } from '../../devstack/config';",
+        ),
+        expected: [1, 2],
+      },
+      { file: 'src/cli/main.ts', code: lines("import '../../devstack/cli/main';"), expected: [1] },
       // Workflow code takes values only from the contract's pure modules; other modules as types at most.
       {
         file: 'src/workflows/probe.ts',
@@ -99,22 +111,25 @@ describe('import boundaries (eslint.config.mjs)', () => {
         code: lines("import type { Logger } from '../logger';"),
         expected: [],
       },
+      // The dev stack uses itself and the product.
       {
-        file: 'src/cli/demoCommand.ts',
-        code: lines("import { runDemo } from '../devstack/demo';"),
+        file: 'devstack/cli/probe.ts',
+        code: lines(
+          "import { runDemo } from '../demo';",
+          "import { LocalStack } from '../stack/stack';",
+          "import { createLocalKafka } from '../../src/kafka/client';",
+        ),
         expected: [],
       },
       {
-        file: 'src/cli/stackCommands.ts',
-        code: lines("import { LocalStack } from '../devstack/stack/stack';"),
+        file: 'devstack/probe.ts',
+        code: lines(
+          "import { LocalStack } from './stack/stack';",
+          "import { topics } from '../src/contract';",
+        ),
         expected: [],
       },
-      {
-        file: 'src/devstack/probe.ts',
-        code: lines("import { LocalStack } from './stack/stack';"),
-        expected: [],
-      },
-      // tools/ and test/: refused everywhere under src/, the dev stack and the port included.
+      // tools/ and test/: refused everywhere under src/ and the dev stack, the port included.
       {
         file: 'src/ingest/probe.ts',
         code: lines(
@@ -124,12 +139,27 @@ describe('import boundaries (eslint.config.mjs)', () => {
         expected: [1, 2],
       },
       {
-        file: 'src/devstack/stack/probe.ts',
-        code: lines("import '../../../tools/chaos/soak';"),
+        file: 'devstack/stack/probe.ts',
+        code: lines("import '../../tools/chaos/soak';"),
         expected: [1],
       },
+      { file: 'devstack/probe.ts', code: lines("import '../test/support/names';"), expected: [1] },
       { file: 'src/kafka/probe.ts', code: lines("import '../../test/support/names';"), expected: [1] },
-      { file: 'src/cli/demoCommand.ts', code: lines("import '../../tools/bench/main';"), expected: [1] },
+      { file: 'src/cli/probe.ts', code: lines("import '../../tools/bench/main';"), expected: [1] },
+      // tools/ shares with the tests through the dev stack, never test/ itself.
+      {
+        file: 'tools/bench/probe.ts',
+        code: lines("import { RunsApiDouble } from '../../test/support/runsApiDouble';"),
+        expected: [1],
+      },
+      {
+        file: 'tools/chaos/probe.ts',
+        code: lines(
+          "import { RunsApiDouble } from '../../devstack/runsApiDouble';",
+          "import { Kafka } from 'kafkajs';",
+        ),
+        expected: [],
+      },
       // What product code does import stays allowed.
       {
         file: 'src/ingest/probe.ts',

@@ -2,7 +2,7 @@
  * Long builds (the temporal CLI, tctl, Kafka's jars) say every 10 s how long they have been running and how far
  * they got, counted from the build tool's own output. Clock and ticker are injected.
  */
-import { BUILD_REPORT_INTERVAL_MS, formatElapsed, watchBuild } from '../../src/devstack/stack/buildProgress';
+import { BUILD_REPORT_INTERVAL_MS, formatElapsed, watchBuild } from '../../devstack/stack/buildProgress';
 
 function fakeTicker() {
   const state = { intervalMs: 0, tick: (): void => undefined, cancelled: false };

@@ -7,7 +7,7 @@ import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { clearLeftovers, livePostmaster } from '../../src/devstack/stack/processes';
+import { clearLeftovers, livePostmaster } from '../../devstack/stack/processes';
 import { spawnIdler } from '../support/spawned';
 
 const dirs: string[] = [];

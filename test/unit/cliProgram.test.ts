@@ -31,8 +31,6 @@ test('every command that reports a result offers --json', () => {
     'dlq purge-tests',
     'dlq summary',
     'dispatch status',
-    'stack up',
-    'stack status',
   ];
   const withJson = reporting.filter((p) => find(p.split(' '))?.options.some((o) => o.long === '--json'));
   expect(withJson).toEqual(reporting);

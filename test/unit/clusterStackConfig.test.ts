@@ -3,8 +3,8 @@
  * (its membership table stores ports as smallint: a frontend at 47233 made the server die at start with
  * `value "47334" is out of range for type smallint`).
  */
-import { loadStackConfig } from '../../src/config';
-import { clusterPorts } from '../../src/devstack/stack/clusterPaths';
+import { loadStackConfig } from '../../devstack/config';
+import { clusterPorts } from '../../devstack/stack/clusterPaths';
 
 describe('the cluster profile ports', () => {
   test('a Temporal port whose membership ports would not fit a smallint is refused at start, naming the variable', () => {
@@ -49,7 +49,7 @@ describe('ports taken by someone else', () => {
     const fs = await import('node:fs');
     const os = await import('node:os');
     const path = await import('node:path');
-    const { ClusterStack } = await import('../../src/devstack/stack/clusterStack');
+    const { ClusterStack } = await import('../../devstack/stack/clusterStack');
     const state = fs.mkdtempSync(path.join(os.tmpdir(), 'cluster-ports-'));
     // Ports of their own, far from any stack this machine runs.
     const cfg = loadStackConfig({

@@ -8,9 +8,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
-import { loadStackConfig } from '../../src/config';
+import { loadStackConfig } from '../../devstack/config';
 import { SEARCH_ATTRIBUTE_NAMES } from '../../src/contract';
-import { relayHeapFlags } from '../../src/devstack/relayProcess';
+import { relayHeapFlags } from '../../devstack/relayProcess';
 import { SPEC_ENV } from '../support/specEnv';
 
 const root = path.resolve(__dirname, '..', '..');

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parse } from 'yaml';
 import { validateDispatch } from '../../src/contract';
-import { freePort } from '../../src/devstack/ports';
+import { freePort } from '../../devstack/ports';
 import { waitFor } from '../support/wait';
 
 const root = path.resolve(__dirname, '..', '..');

@@ -4,7 +4,7 @@
  */
 import { request } from 'undici';
 import { expectConflictsBounded, perKeyCounts } from '../support/conflicts';
-import { RunsApiDouble } from '../support/runsApiDouble';
+import { RunsApiDouble } from '../../devstack/runsApiDouble';
 
 /** One POST; `timeoutMs` is the client's own timeout (it hangs up then), as the relay's RUNS_API_TIMEOUT_MS. */
 async function post(

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { TEMPORAL_SDK_ENV } from '../../src/config/temporalEnv';
-import { type Env, type Role, loadRelayConfig, loadStackConfig } from '../../src/config';
+import { type Env, type Role, loadRelayConfig } from '../../src/config';
 import { createMetrics } from '../../src/metrics';
 
 const DOC_PATH = path.resolve(__dirname, '..', '..', 'docs', 'contract.md');
@@ -75,7 +75,6 @@ const LOADERS: Loader[] = [
     name: `loadRelayConfig('${role}')`,
     load: (env: Env) => loadRelayConfig(role, env),
   })),
-  { name: 'loadStackConfig', load: (env: Env) => loadStackConfig(env) },
 ];
 
 /**

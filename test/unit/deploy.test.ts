@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 import { loadRelayConfig } from '../../src/config';
-import { relayHeapFlags } from '../../src/devstack/relayProcess';
+import { relayHeapFlags } from '../../devstack/relayProcess';
 import { ConfigError } from '../../src/errors';
 import { createMetrics } from '../../src/metrics';
 import { SPEC_ENV } from '../support/specEnv';

@@ -1,9 +1,9 @@
 /**
- * The dev profile's Temporal is one history shard; src/devstack/stack/devServerTuning.ts gives it the transfer
+ * The dev profile's Temporal is one history shard; devstack/stack/devServerTuning.ts gives it the transfer
  * queue read rate of the cluster profile's 8 shards, whatever else is on (the fairness bench measures the effect).
  */
-import { loadStackConfig } from '../../src/config';
-import { devServerDynamicConfigValues, devServerTuning } from '../../src/devstack/stack/devServerTuning';
+import { loadStackConfig } from '../../devstack/config';
+import { devServerDynamicConfigValues, devServerTuning } from '../../devstack/stack/devServerTuning';
 
 test("the dev server reads its one shard's transfer queue at the cluster profile's 8 shards × 20 = 160/s, with fairness on or off, and the operator's own values come last so they win", () => {
   const off = devServerDynamicConfigValues({

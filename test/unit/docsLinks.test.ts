@@ -14,6 +14,7 @@ const read = (rel: string): string => fs.readFileSync(path.join(root, rel), 'utf
 const DOCS = [
   'README.md',
   'CONTRIBUTING.md',
+  'devstack/README.md',
   ...fs
     .readdirSync(path.join(root, 'docs'))
     .filter((f) => f.endsWith('.md'))

@@ -1,10 +1,13 @@
 /**
  * The table of environment variables (src/config/envTable.ts) is what `--help` prints and which flags exist, so
  * it must name exactly the variables the config module reads: observed by handing the loaders an environment
- * that records every name asked for, not by reading source text.
+ * that records every name asked for, not by reading source text. The dev stack's variables are in its own table
+ * (devstack/envTable.ts), held to its loader the same way, and never in the relay's.
  */
 import { ENV_VARS, flagOf } from '../../src/config/envTable';
-import { type Env, loadRelayConfig, loadStackConfig } from '../../src/config';
+import { type Env, loadRelayConfig } from '../../src/config';
+import { loadStackConfig } from '../../devstack/config';
+import { STACK_ENV_VARS } from '../../devstack/envTable';
 import { GRPC_META_PREFIX, TEMPORAL_SDK_ENV } from '../../src/config/temporalEnv';
 import { OTEL_SDK_ENV } from '../../src/config/otelEnv';
 
@@ -27,10 +30,21 @@ test('the table names exactly the variables the config module reads', () => {
     KAFKA_SASL_PASSWORD: 'p',
   });
   for (const role of ['ingester', 'worker', 'cli'] as const) loadRelayConfig(role, env);
-  loadStackConfig(env);
   // Plus what only the SDK's loader reads, from the copy of the environment the relay hands it.
   const sdk = [...TEMPORAL_SDK_ENV, `${GRPC_META_PREFIX}<NAME>`, ...OTEL_SDK_ENV];
   expect(ENV_VARS.map((v) => v.name).sort()).toEqual([...new Set([...asked, ...sdk])].sort());
+});
+
+test("the dev stack's table names exactly the variables its loader reads, and the relay's none of them", () => {
+  const { env, asked } = recordingEnv({});
+  loadStackConfig(env);
+  const names = STACK_ENV_VARS.map((v) => v.name);
+  expect([...names].sort()).toEqual([...asked].sort());
+  expect(new Set(names).size).toBe(names.length);
+  for (const v of STACK_ENV_VARS)
+    expect({ name: v.name, ok: /^[^\n]{10,120}$/.test(v.description) }).toEqual({ name: v.name, ok: true });
+  // The one name both read: the relay's namespace is the one the stack makes sure exists.
+  expect(ENV_VARS.filter((v) => names.includes(v.name)).map((v) => v.name)).toEqual(['TEMPORAL_NAMESPACE']);
 });
 
 test('each variable once, described in one line, read by someone', () => {

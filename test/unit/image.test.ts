@@ -44,9 +44,18 @@ describe('the image build context (.dockerignore)', () => {
     );
     expect(outside).toEqual([]);
     expect(sent).toContain('src/cli/main.ts');
-    for (const dir of ['test/', 'tools/', 'deploy/compose/', 'docs/', 'bench/']) {
+    for (const dir of ['test/', 'tools/', 'devstack/', 'deploy/compose/', 'docs/', 'bench/']) {
       expect(sent.filter((f) => f.startsWith(dir))).toEqual([]);
     }
+  });
+
+  it('holds no dev stack: nothing sent names it, and the launchers are the relay’s alone', () => {
+    const sent = tracked.filter(inContext);
+    expect(tracked.filter((f) => f.startsWith('devstack/')).length).toBeGreaterThan(0);
+    expect(sent.filter((f) => /(^|\/)devstack(\/|$)|poimen-dev|stack(Commands)?\.ts$|demo/i.test(f))).toEqual(
+      [],
+    );
+    expect(sent.filter((f) => f.startsWith('bin/'))).toEqual(['bin/poimen-relay.js']);
   });
 
   it('holds every file the Dockerfile copies from the context', () => {
@@ -58,6 +67,21 @@ describe('the image build context (.dockerignore)', () => {
       const present = tracked.filter((f) => f === s || f.startsWith(`${s}/`));
       expect({ s, present: present.length > 0 && present.every(inContext) }).toEqual({ s, present: true });
     }
+  });
+});
+
+describe('the compiled code (dist/, tsconfig.build.json)', () => {
+  it('is built from src/ alone: the dev stack and the tools are compiled apart, never into dist/', () => {
+    const tsc = path.join(root, 'node_modules', '.bin', 'tsc');
+    const listed = execFileSync(tsc, ['-p', 'tsconfig.build.json', '--listFilesOnly'], {
+      cwd: root,
+      encoding: 'utf8',
+    })
+      .split('\n')
+      .filter((f) => f.startsWith(`${root}/`) && !f.includes('/node_modules/'))
+      .map((f) => path.relative(root, f));
+    expect(listed).toContain('src/cli/main.ts');
+    expect(listed.filter((f) => !f.startsWith('src/'))).toEqual([]);
   });
 });
 

@@ -1,4 +1,4 @@
-import { kafkaClusterId } from '../../src/devstack/stack/services';
+import { kafkaClusterId } from '../../devstack/stack/services';
 
 describe('the KRaft cluster id the stack formats a broker with', () => {
   it('never starts with "-": StorageTool would read `-t -…` as a missing value and refuse to format', () => {

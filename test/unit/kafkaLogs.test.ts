@@ -6,7 +6,7 @@
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import type { KafkaConfig } from '../../src/config';
-import { freePort } from '../../src/devstack/ports';
+import { freePort } from '../../devstack/ports';
 import { createKafka } from '../../src/kafka/client';
 import { RepeatThrottle, repeatKey } from '../../src/kafka/logThrottle';
 

@@ -7,10 +7,10 @@ import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { loadStackConfig } from '../../src/config';
-import { clusterPaths } from '../../src/devstack/stack/clusterPaths';
-import { livePid } from '../../src/devstack/stack/processes';
-import { devMarker } from '../../src/devstack/stack/services';
+import { loadStackConfig } from '../../devstack/config';
+import { clusterPaths } from '../../devstack/stack/clusterPaths';
+import { livePid } from '../../devstack/stack/processes';
+import { devMarker } from '../../devstack/stack/services';
 import { spawnIdler } from '../support/spawned';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pid-markers-'));

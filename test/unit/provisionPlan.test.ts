@@ -6,9 +6,9 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { loadStackConfig } from '../../src/config';
-import { kafkaLibsDir, provision, tctlBinPath, temporalBinPath } from '../../src/devstack/stack/provision';
-import { LocalStack } from '../../src/devstack/stack/stack';
+import { loadStackConfig } from '../../devstack/config';
+import { kafkaLibsDir, provision, tctlBinPath, temporalBinPath } from '../../devstack/stack/provision';
+import { LocalStack } from '../../devstack/stack/stack';
 
 let root: string;
 beforeEach(() => {

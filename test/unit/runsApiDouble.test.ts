@@ -3,7 +3,7 @@
  * 127.0.0.1; no Kafka or Temporal needed.
  */
 import { request } from 'undici';
-import { RunsApiDouble } from '../support/runsApiDouble';
+import { RunsApiDouble } from '../../devstack/runsApiDouble';
 
 const body = (dispatchKey: string) =>
   JSON.stringify({

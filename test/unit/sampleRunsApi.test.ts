@@ -1,5 +1,5 @@
 import { request } from 'undici';
-import { SampleRunsApi } from '../../src/devstack/sampleRunsApi';
+import { SampleRunsApi } from '../../devstack/sampleRunsApi';
 
 async function post(api: SampleRunsApi, body: string) {
   const res = await request(`${api.url}/v1/runs`, { method: 'POST', body });

@@ -22,7 +22,7 @@ const ROUNDS = [
     fetch1MiB: false,
   },
   // The same with the dev server's one shard reading its transfer queue at the server's default 20/s instead of the
-  // stack's 160/s (src/devstack/stack/devServerTuning.ts): what that per-shard limit alone does to B.
+  // stack's 160/s (devstack/stack/devServerTuning.ts): what that per-shard limit alone does to B.
   {
     name: 'admission_poll20',
     serverFairness: true,

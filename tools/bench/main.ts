@@ -10,22 +10,23 @@ import os from 'node:os';
 import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { Kafka, logLevel } from 'kafkajs';
-import { type StackConfig, loadRelayConfig, loadStackConfig } from '../../src/config';
-import { freePort } from '../../src/devstack/ports';
-import { consoleProgress } from '../../src/devstack/stack/progress';
+import { loadRelayConfig } from '../../src/config';
+import { type StackConfig, loadStackConfig } from '../../devstack/config';
+import { freePort } from '../../devstack/ports';
+import { consoleProgress } from '../../devstack/stack/progress';
 import { PACKAGE_ROOT } from '../../src/version';
-import { clusterPaths } from '../../src/devstack/stack/clusterPaths';
+import { clusterPaths } from '../../devstack/stack/clusterPaths';
 import {
   STACK_PROFILES,
   type StackProfile,
   openStack,
   stackEndpoints,
   stackServerPids,
-} from '../../src/devstack/stack/profiles';
-import { postgresBinDir } from '../../src/devstack/stack/provisionCluster';
-import { stackPaths } from '../../src/devstack/stack/services';
-import { LocalStack } from '../../src/devstack/stack/stack';
-import { devServerDynamicConfigValues } from '../../src/devstack/stack/devServerTuning';
+} from '../../devstack/stack/profiles';
+import { postgresBinDir } from '../../devstack/stack/provisionCluster';
+import { stackPaths } from '../../devstack/stack/services';
+import { LocalStack } from '../../devstack/stack/stack';
+import { devServerDynamicConfigValues } from '../../devstack/stack/devServerTuning';
 import { codecDecodeBench, codecTable } from './codecs';
 import { round } from './measure';
 import type { FairnessServers } from './fairnessPhase';

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { childEnv } from '../../src/config';
 import { round } from './measure';
 
-/** Temporal's databases on the cluster profile (src/devstack/stack/temporalServerService.ts). */
+/** Temporal's databases on the cluster profile (devstack/stack/temporalServerService.ts). */
 export const TEMPORAL_DATABASES = ['temporal', 'temporal_visibility'] as const;
 
 export interface TableRows {

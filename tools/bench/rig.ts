@@ -5,13 +5,13 @@
 import crypto from 'node:crypto';
 import path from 'node:path';
 import type { Kafka } from 'kafkajs';
-import { childEnv } from '../../src/config';
+import { childEnv } from '../../devstack/config';
 import { topics } from '../../src/contract';
-import { freePort } from '../../src/devstack/ports';
-import { type RelayProcess, startRelayProcess } from '../../src/devstack/relayProcess';
+import { freePort } from '../../devstack/ports';
+import { type RelayProcess, startRelayProcess } from '../../devstack/relayProcess';
 import { waitUntil } from '../../src/poll';
 import { ensureTopics, tenantTopicSpecs } from '../../src/kafka/topics';
-import type { RunsApiDouble } from '../../test/support/runsApiDouble';
+import type { RunsApiDouble } from '../../devstack/runsApiDouble';
 import type { ServerPids } from './cpu';
 import type { PgCounters } from './pgCost';
 

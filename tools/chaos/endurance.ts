@@ -7,11 +7,11 @@
  */
 import crypto from 'node:crypto';
 import { Kafka, logLevel } from 'kafkajs';
-import { childEnv } from '../../src/config';
+import { childEnv } from '../../devstack/config';
 import { topics } from '../../src/contract';
-import { metricValue } from '../../src/devstack/relayProcess';
+import { metricValue } from '../../devstack/relayProcess';
 import { ensureTopics } from '../../src/kafka/topics';
-import { RunsApiDouble } from '../../test/support/runsApiDouble';
+import { RunsApiDouble } from '../../devstack/runsApiDouble';
 import { committedAtLogEnd } from '../bench/groupOffsets';
 import { relayFleet } from './faults';
 import { type MemSample, heapSlope, postGcPoints } from './heapSlope';

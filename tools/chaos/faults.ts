@@ -5,9 +5,9 @@
  */
 import path from 'node:path';
 import { topics } from '../../src/contract';
-import { freePort } from '../../src/devstack/ports';
-import { type RelayProcess, startRelayProcess } from '../../src/devstack/relayProcess';
-import type { Fault, RunsApiDouble } from '../../test/support/runsApiDouble';
+import { freePort } from '../../devstack/ports';
+import { type RelayProcess, startRelayProcess } from '../../devstack/relayProcess';
+import type { Fault, RunsApiDouble } from '../../devstack/runsApiDouble';
 import type { FaultWindow, RewindWindow } from './account';
 import {
   type BudgetLane,

@@ -11,16 +11,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { loadStackConfig } from '../../src/config';
-import { ClusterStack, KAFKA_NODES } from '../../src/devstack/stack/clusterStack';
-import { clusterPaths } from '../../src/devstack/stack/clusterPaths';
-import {
-  STACK_PROFILES,
-  type StackProfile,
-  openStack,
-  stackEndpoints,
-} from '../../src/devstack/stack/profiles';
-import { consoleProgress } from '../../src/devstack/stack/progress';
+import { loadStackConfig } from '../../devstack/config';
+import { ClusterStack, KAFKA_NODES } from '../../devstack/stack/clusterStack';
+import { clusterPaths } from '../../devstack/stack/clusterPaths';
+import { STACK_PROFILES, type StackProfile, openStack, stackEndpoints } from '../../devstack/stack/profiles';
+import { consoleProgress } from '../../devstack/stack/progress';
 import { PACKAGE_ROOT } from '../../src/version';
 import { activeControllerFromQuorumState } from './servers';
 import { ENDURANCE_RECORDS, reportEndurance } from './enduranceReport';

@@ -6,7 +6,7 @@ import type { Client } from '@temporalio/client';
 import { topics, workflowId } from '../../src/contract';
 import { readDeadLetters } from '../../src/kafka/dlqReader';
 import { poll } from '../../src/poll';
-import type { RunsApiDouble } from '../../test/support/runsApiDouble';
+import type { RunsApiDouble } from '../../devstack/runsApiDouble';
 import { committedAtLogEnd } from '../bench/groupOffsets';
 import { type AttemptTimeout, dedupAccount, dlqAccount, sourcesWithTwoIds } from './account';
 import type { FaultLog } from './faults';

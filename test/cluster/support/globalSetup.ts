@@ -3,9 +3,9 @@
  * and its endpoints handed to the test files the way the integration suite's are (KAFKA_BROKERS and
  * TEMPORAL_ADDRESS), so the shared harness runs the relay against three brokers and the real Temporal server.
  */
-import { loadStackConfig } from '../../../src/config';
-import { openStack, stackEndpoints } from '../../../src/devstack/stack/profiles';
-import { consoleProgress } from '../../../src/devstack/stack/progress';
+import { loadStackConfig } from '../../../devstack/config';
+import { openStack, stackEndpoints } from '../../../devstack/stack/profiles';
+import { consoleProgress } from '../../../devstack/stack/progress';
 
 export default async function globalSetup(): Promise<void> {
   const cfg = loadStackConfig();

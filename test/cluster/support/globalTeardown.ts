@@ -1,6 +1,6 @@
-import { loadStackConfig } from '../../../src/config';
-import { openStack } from '../../../src/devstack/stack/profiles';
-import { consoleProgress } from '../../../src/devstack/stack/progress';
+import { loadStackConfig } from '../../../devstack/config';
+import { openStack } from '../../../devstack/stack/profiles';
+import { consoleProgress } from '../../../devstack/stack/progress';
 
 export default async function globalTeardown(): Promise<void> {
   if (process.env.POIMEN_TEST_STOP_STACK !== '1') return;

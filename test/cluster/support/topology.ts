@@ -5,9 +5,9 @@
  * a stream of dispatches across every tenant while nodes die, and the end-of-run account: every dispatch made
  * exactly one run, Temporal holds exactly one execution per dispatch, the group committed to the log end.
  */
-import { loadStackConfig } from '../../../src/config';
+import { loadStackConfig } from '../../../devstack/config';
 import { parseDlqRecord, topics } from '../../../src/contract';
-import { ClusterStack, KAFKA_NODES } from '../../../src/devstack/stack/clusterStack';
+import { ClusterStack, KAFKA_NODES } from '../../../devstack/stack/clusterStack';
 import { type Harness, createHarness } from '../../support/relayHarness';
 import type { RelayProcess } from '../../support/relay';
 import { waitFor } from '../../support/wait';

@@ -1,20 +1,20 @@
 /**
- * `poimen-relay demo`: the relay end to end on the local stack. Starts the stack, a sample runs API, the
+ * The demo (`npm run demo`): the relay end to end on the local stack. Starts the stack, a sample runs API, the
  * relay's two real processes, publishes a handful of dispatches (one duplicate, one malformed, one the API
  * refuses, one that needs a retry), waits for each outcome, and prints what happened and where to look.
  */
 import crypto from 'node:crypto';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { type StackConfig, childEnv } from '../config';
-import { topics, workflowId, type DlqRecord } from '../contract';
+import { type StackConfig, childEnv } from './config';
+import { topics, workflowId, type DlqRecord } from '../src/contract';
 import { SampleRunsApi } from './sampleRunsApi';
 import { type RelayProcess, metricValue, startRelayProcess } from './relayProcess';
-import { readDeadLetters } from '../kafka/dlqReader';
-import type { KafkaClient } from '../kafka/port';
-import { ensureTopics, tenantTopicSpecs } from '../kafka/topics';
+import { readDeadLetters } from '../src/kafka/dlqReader';
+import type { KafkaClient } from '../src/kafka/port';
+import { ensureTopics, tenantTopicSpecs } from '../src/kafka/topics';
 import { freePort } from './ports';
-import { poll, waitUntil } from '../poll';
+import { poll, waitUntil } from '../src/poll';
 import { portInUse } from './stack/processes';
 import type { Progress } from './stack/progress';
 import type { LocalStack } from './stack/stack';
@@ -171,7 +171,7 @@ export async function runDemo(
       `  a failed dispatch: http://127.0.0.1:${cfg.temporalUiPort}/namespaces/${cfg.namespace}/workflows/${encodeURIComponent(workflowId(TENANT, key('refused')))}`,
       `  relay logs: ${worker.logFile}, ${ingester.logFile}`,
       '  run the relay yourself: npx poimen-relay worker & npx poimen-relay ingest  (metrics on :9465 and :9464)',
-      '  stop the local stack: npx poimen-relay stack down',
+      '  stop the local stack: npm run stack:down',
     );
     const ok =
       settled &&

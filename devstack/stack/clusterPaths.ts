@@ -1,6 +1,6 @@
 /** Where the cluster profile keeps its state: a folder of its own inside the stack's state folder. */
 import path from 'node:path';
-import type { StackConfig } from '../../config';
+import type { StackConfig } from '../config';
 
 export function clusterPaths(cfg: StackConfig) {
   const root = path.join(cfg.stateDir, 'cluster');

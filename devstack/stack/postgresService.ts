@@ -7,8 +7,8 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { type StackConfig, childEnv } from '../../config';
-import { StackError } from '../../errors';
+import { type StackConfig, childEnv } from '../config';
+import { StackError } from '../../src/errors';
 import { ensureDir } from './provision';
 import { requirePostgres } from './provisionCluster';
 import { clearLeftovers, livePostmaster, startDaemon } from './processes';
@@ -103,7 +103,7 @@ export function postgresService(cfg: StackConfig): Service {
       const running = livePostmaster(data);
       if (running !== undefined) {
         throw new StackError(
-          `postgres: another PostgreSQL (pid ${running}) already serves ${data}; stop it or run: poimen-relay stack down --profile cluster`,
+          `postgres: another PostgreSQL (pid ${running}) already serves ${data}; stop it or run: node devstack/bin/poimen-dev.js stack down --profile cluster`,
         );
       }
       // After a kill -9, the old backends first (processes.ts clearLeftovers).

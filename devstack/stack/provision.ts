@@ -7,11 +7,11 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
-import { type StackConfig, childEnv } from '../../config';
-import { StackError } from '../../errors';
+import { type StackConfig, childEnv } from '../config';
+import { StackError } from '../../src/errors';
 import { type BuildWatch, watchBuild } from './buildProgress';
 import type { Progress } from './progress';
-import { PACKAGE_ROOT } from '../../version';
+import { PACKAGE_ROOT } from '../../src/version';
 import { requireTool } from './tools';
 
 export interface Binaries {

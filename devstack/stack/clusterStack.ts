@@ -6,9 +6,9 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { StackConfig } from '../../config';
-import { StackError } from '../../errors';
-import { poll } from '../../poll';
+import type { StackConfig } from '../config';
+import { StackError } from '../../src/errors';
+import { poll } from '../../src/poll';
 import { clusterPaths, clusterPorts } from './clusterPaths';
 import { activeControllerFromQuorumState } from './quorumState';
 import { postgresService } from './postgresService';

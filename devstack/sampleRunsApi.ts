@@ -2,7 +2,7 @@
  * A sample runs API for the demo and `docker compose`: the admission layer's behaviour and nothing else. The
  * first `POST /v1/runs` of a dispatch_key creates a run (201 and a new run id), every later one answers 409 with
  * the same id; a dispatch_key may be given answers to send first (a 422 refusal, a 503 with Retry-After), so the
- * demo shows each outcome. The tests' double (test/support/runsApiDouble.ts) adds faults and recording; it is not
+ * demo shows each outcome. The tests' double (./runsApiDouble.ts) adds faults and recording; it is not
  * part of what the relay ships.
  */
 import crypto from 'node:crypto';

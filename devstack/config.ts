@@ -1,8 +1,8 @@
-/** Settings of the local development stack (`poimen-relay stack`, the demo, the tests): not the relay's own. */
+/** Settings of the local development stack (`poimen-dev stack`, the demo, the tests): not the relay's own. */
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
-import { type Env, bool, intIn, nonEmpty, port, read } from './schema';
+import { type Env, bool, intIn, nonEmpty, port, read } from '../src/config/schema';
 
 /** Where the local development stack keeps its downloads (cache) and its data and logs (state). */
 export interface StackConfig {

@@ -1,10 +1,10 @@
-/** `poimen-relay demo`: wiring only; the demo itself is src/devstack/demo.ts. */
+/** `poimen-dev demo`: wiring only; the demo itself is devstack/demo.ts. */
 import { Command } from 'commander';
 import { loadStackConfig } from '../config';
-import { runDemo } from '../devstack/demo';
-import { createLocalKafka } from '../kafka/client';
-import { consoleProgress } from '../devstack/stack/progress';
-import { LocalStack } from '../devstack/stack/stack';
+import { runDemo } from '../demo';
+import { createLocalKafka } from '../../src/kafka/client';
+import { consoleProgress } from '../stack/progress';
+import { LocalStack } from '../stack/stack';
 import { printStatus } from './stackCommands';
 
 export function demoCommand(): Command {

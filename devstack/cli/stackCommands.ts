@@ -1,11 +1,11 @@
 import { Command, Option } from 'commander';
 import { type StackConfig, loadStackConfig } from '../config';
-import { EXIT } from '../errors';
-import { consoleProgress } from '../devstack/stack/progress';
-import { ensureKafkaTools, provision } from '../devstack/stack/provision';
-import { provisionCluster } from '../devstack/stack/provisionCluster';
-import { STACK_PROFILES, type StackProfile, openStack, stackEndpoints } from '../devstack/stack/profiles';
-import type { ServiceStatus } from '../devstack/stack/stack';
+import { EXIT } from '../../src/errors';
+import { consoleProgress } from '../stack/progress';
+import { ensureKafkaTools, provision } from '../stack/provision';
+import { provisionCluster } from '../stack/provisionCluster';
+import { STACK_PROFILES, type StackProfile, openStack, stackEndpoints } from '../stack/profiles';
+import type { ServiceStatus } from '../stack/stack';
 
 export function printStatus(statuses: ServiceStatus[]): void {
   for (const s of statuses) {

@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { stringify } from 'yaml';
-import type { StackConfig } from '../../config';
+import type { StackConfig } from '../config';
 import { clusterPaths, clusterPorts } from './clusterPaths';
 import { startDaemon } from './processes';
 import { ensureDir } from './provision';

@@ -4,10 +4,10 @@
  * the stack started, and status checks each service through its real client.
  */
 import { Connection } from '@temporalio/client';
-import type { StackConfig } from '../../config';
-import { StackError } from '../../errors';
-import { ensureSearchAttributes } from '../../temporal/searchAttributes';
-import { waitUntil } from '../../poll';
+import type { StackConfig } from '../config';
+import { StackError } from '../../src/errors';
+import { ensureSearchAttributes } from '../../src/temporal/searchAttributes';
+import { waitUntil } from '../../src/poll';
 import { portInUse, stopDaemon } from './processes';
 import { type Progress, silentProgress } from './progress';
 import { type Binaries, STACK_PLAN, provision } from './provision';

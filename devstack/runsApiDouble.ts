@@ -1,7 +1,8 @@
 /* eslint-disable max-lines -- the runs API double's admission rules and faults in one server */
 /**
  * The tests' stand-in for the runs API's admission layer, served over real HTTP (node:http); the benchmark and
- * the chaos soak use it too. Test support, never shipped: the demo's plain sample is src/devstack/sampleRunsApi.ts.
+ * the chaos soak use it too, so it lives with the dev stack, which both may import (tools/ never imports test/).
+ * Never shipped: the demo's plain sample is ./sampleRunsApi.ts.
  *
  * Behaviour mirrors admission dedup: the first POST /v1/runs for a dispatch_key creates a run (201 with a new
  * run id), every later one answers 409 with the same id. Faults can be scripted per call (a queue shared by
@@ -12,7 +13,7 @@ import crypto from 'node:crypto';
 import http, { type IncomingHttpHeaders } from 'node:http';
 import https from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
-import { waitFor } from './wait';
+import { waitFor } from '../src/poll';
 
 export type Fault =
   /**

@@ -4,7 +4,7 @@
  * with 8 history shards and three Kafka brokers, production's topology for `npm run test:cluster`, the chaos
  * soak and the benchmark's per-dispatch costs. Each has its own ports and state, so both can run at once.
  */
-import type { StackConfig } from '../../config';
+import type { StackConfig } from '../config';
 import { ClusterStack } from './clusterStack';
 import { clusterPaths, clusterPorts } from './clusterPaths';
 import { livePid } from './processes';

@@ -6,8 +6,8 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { type StackConfig, childEnv } from '../../config';
-import { StackError } from '../../errors';
+import { type StackConfig, childEnv } from '../config';
+import { StackError } from '../../src/errors';
 import type { Progress } from './progress';
 import { GO_ENV, ensureDir, ensureGoBinaries, ensureKafka } from './provision';
 import { requireTool } from './tools';

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { StackError } from '../../errors';
+import { StackError } from '../../src/errors';
 
 /** Host tools the local stack needs, with the Debian packages that provide them. */
 const TOOLS = {

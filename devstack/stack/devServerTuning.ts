@@ -10,7 +10,7 @@
  * The dev server gets the aggregate of the cluster profile's shards at the default (8 × 20 = 160). The cluster
  * profile keeps the server's defaults: its shards spread the load as production's do.
  */
-import type { StackConfig } from '../../config';
+import type { StackConfig } from '../config';
 import { fairnessDevServerValues } from './fairness';
 
 /** Temporal's default `history.transferProcessorMaxPollRPS`: how often one shard reads its transfer queue. */

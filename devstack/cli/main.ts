@@ -1,0 +1,22 @@
+/** The `poimen-dev` executable (devstack/bin/poimen-dev.js): wiring only; the command tree is ./program.ts. */
+import { Command, CommanderError } from 'commander';
+import { EXIT, exitCodeOf, isUserFacingError } from '../../src/errors';
+import { buildDevProgram } from './program';
+
+const program = buildDevProgram();
+
+// Commander exits 1 on a usage error by itself; 1 means "not ready" here, so it throws and is mapped below.
+(function throwOnExit(cmd: Command): void {
+  cmd.exitOverride();
+  cmd.commands.forEach(throwOnExit);
+})(program);
+
+program.parseAsync(process.argv).catch((caught: unknown) => {
+  if (caught instanceof CommanderError) process.exit(caught.exitCode === 0 ? EXIT.ok : EXIT.usage);
+  // A missing host tool or a service that cannot start is one clear line; anything else keeps its stack.
+  const err = caught;
+  process.stderr.write(
+    `poimen-dev: ${isUserFacingError(err) ? err.message : err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+  );
+  process.exit(exitCodeOf(err));
+});
