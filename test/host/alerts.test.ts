@@ -147,14 +147,15 @@ describe('deploy/grafana dashboard queries (promtool)', () => {
     };
     const exprs = dashboard.panels.flatMap((p) => p.targets ?? []).flatMap((t) => (t.expr ? [t.expr] : []));
     expect(exprs.length).toBeGreaterThan(0);
-    // Each query becomes a recording rule, so promtool parses it; Grafana's $__rate_interval becomes a duration.
+    // Each query becomes a recording rule, so promtool parses it; Grafana's $__rate_interval and $__range become
+    // durations.
     const rules = {
       groups: [
         {
           name: 'dashboard',
           rules: exprs.map((expr, i) => ({
             record: `dashboard:query_${i}`,
-            expr: expr.replaceAll('$__rate_interval', '5m'),
+            expr: expr.replaceAll('$__rate_interval', '5m').replaceAll('$__range', '1h'),
           })),
         },
       ],

@@ -14,7 +14,8 @@ interface Panel {
 
 /**
  * Every panel's queries, rows' nested panels included, with Grafana's variables filled in as it would: `$tenant` as
- * these tenants, `$__rate_interval` as `rateWindow` (Grafana makes it at least four scrape intervals).
+ * these tenants, `$__rate_interval` as `rateWindow` (Grafana makes it at least four scrape intervals), and the
+ * dashboard's time range `$__range` as `rateWindow` too (a window the test's scenario fits in).
  */
 export function dashboardQueries(tenants: string[], rateWindow: string): { panel: string; expr: string }[] {
   const file = path.join(REPO_ROOT, 'deploy/grafana/poimen-relay-dashboard.json');
@@ -29,7 +30,8 @@ export function dashboardQueries(tenants: string[], rateWindow: string): { panel
               // A multi-value variable becomes an alternation, as Grafana formats it for a regex matcher.
               expr: t.expr
                 .replace(/\$\{?tenant\}?/g, `(?:${tenants.join('|')})`)
-                .replace(/\$\{?__rate_interval\}?/g, rateWindow),
+                .replace(/\$\{?__rate_interval\}?/g, rateWindow)
+                .replace(/\$\{?__range\}?/g, rateWindow),
             },
           ]
         : [],
