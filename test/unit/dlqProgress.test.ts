@@ -79,3 +79,22 @@ test('the metadata stays under what Kafka stores: marking that would overflow it
   expect(p.canMark(o - 1n)).toBe(true);
   expect(reread(p).pending(0n, o)).toBe(o - BigInt(p.metadata().split(',').length));
 });
+
+test('an empty committed offset is no commit: the metadata beside it is not read', () => {
+  const p = PartitionProgress.fromCommit('', 'v1:1.1', 0n);
+  expect(p.position).toBe(0n);
+  expect(p.pending(0n, 5n)).toBe(5n);
+});
+
+test('metadata with an empty run is another writer’s: nothing past the offset is kept, nor written back', () => {
+  const p = PartitionProgress.fromCommit('4', 'v1:1.0', 0n);
+  expect(p.metadata()).toBe('v1:');
+});
+
+test('the first pending record is past a handled run that starts where the range does', () => {
+  const p = fresh();
+  p.mark(2n);
+  p.mark(3n);
+  expect(p.firstPending(2n, 10n)).toBe(4n);
+  expect(p.firstPending(0n, 10n)).toBe(0n);
+});
