@@ -34,7 +34,7 @@ export function dlqErrorClass(error: string): string {
     .replace(/"(?:[^"\\]|\\.)*"/g, '"…"')
     .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi, '<id>')
     .replace(/\\u[0-9a-f]{4}/gi, '\\uXXXX')
-    .replace(/(?<![\w.-])\d+(?:\.\d+)?(?:e[+-]?\d+)?(?![\w])/gi, 'N')
+    .replace(/(?<![\w.-])-?\d+(?:\.\d+)?(?:e[+-]?\d+)?(?![\w])/gi, 'N')
     .replace(/\s+/g, ' ')
     .trim();
   if (cls === '') return 'unknown';

@@ -75,6 +75,14 @@ describe('dlqErrorClass: the classifier reason without what varies per record', 
     expect(dlqErrorClass('run 3f0b6a8e-1111-4222-8333-444455556666 lost')).toBe('run <id> lost');
   });
 
+  test("a producer's number is a value whatever its sign: negative numbers make no class of their own", () => {
+    const tooBig = (n: string) => `field input has the number ${n}, which is not finite`;
+    expect(dlqErrorClass(tooBig('-1e309'))).toBe(dlqErrorClass(tooBig('1e309')));
+    expect(dlqErrorClass(tooBig('-2.5e400'))).toBe('field input has the number N, which is not finite');
+    // A hyphenated word keeps its digits: they name something, they are not a value.
+    expect(dlqErrorClass('header x-1 is refused')).toBe('header x-1 is refused');
+  });
+
   test('bounded length; never empty', () => {
     expect(dlqErrorClass('x'.repeat(500)).length).toBeLessThanOrEqual(80);
     expect(dlqErrorClass('')).toBe('unknown');
