@@ -24,6 +24,8 @@ import { DLQ_TOPIC_CONFIG, ensureTopics } from './topics';
 export const DEFAULT_PUBLISH_BUDGET_MS = 15_000;
 /** Ids this process has had acknowledged, remembered so a retried attempt that comes later sends nothing. */
 const REMEMBERED_IDS = 10_000;
+/** Distinct `error_class` label values one process reports before the rest count as `other`. */
+export const ERROR_CLASS_LABELS = 100;
 const RETRY_INITIAL_MS = 250;
 const RETRY_MAX_MS = 5_000;
 
@@ -45,6 +47,8 @@ export class DlqPublisher {
   private readonly inFlight = new Map<string, Promise<void>>();
   /** Recently acknowledged ids, oldest first. */
   private readonly acked = new Set<string>();
+  /** The error classes given their own label value so far (errorClassLabel). */
+  private readonly errorClasses = new Set<string>();
   private closed = false;
 
   constructor(
@@ -185,13 +189,26 @@ export class DlqPublisher {
     this.metrics.dlqSent.inc({
       topic: record.topic,
       type: record.type,
-      error_class: dlqErrorClass(record.error),
+      error_class: this.errorClassLabel(dlqErrorClass(record.error)),
       http_status: record.http_status === null ? 'none' : String(record.http_status),
     });
     this.logger.info(
       { ...deadLetterFields(record), topic: record.topic, type: record.type, error: record.error },
       'dead-lettered',
     );
+  }
+
+  /**
+   * The error class as a metric label: the first ERROR_CLASS_LABELS distinct classes as they are, any later one as
+   * `other`. The classes come from the relay's own reasons with values taken out, but a reason's words can still
+   * carry a producer's text; the label's series stay bounded whatever producers send (`dlq summary` reads the
+   * records themselves and groups them in full).
+   */
+  private errorClassLabel(cls: string): string {
+    if (this.errorClasses.has(cls)) return cls;
+    if (this.errorClasses.size >= ERROR_CLASS_LABELS) return 'other';
+    this.errorClasses.add(cls);
+    return cls;
   }
 
   /** Lets the tries in flight finish (each is bounded by kafkajs's timeouts), then disconnects. */

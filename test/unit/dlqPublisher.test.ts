@@ -12,7 +12,7 @@ import {
   type ProducerConfig,
 } from 'kafkajs';
 import { type DlqRecord, buildDlqRecord } from '../../src/contract';
-import { DlqPublisher } from '../../src/kafka/dlqPublisher';
+import { DlqPublisher, ERROR_CLASS_LABELS } from '../../src/kafka/dlqPublisher';
 import { createLogger } from '../../src/logger';
 import { createMetrics } from '../../src/metrics';
 
@@ -156,6 +156,26 @@ describe('DLQ publisher', () => {
         value: 1,
       },
     ]);
+  });
+
+  it('gives the first error classes their own label and counts any later one as "other": the series stay bounded', async () => {
+    const n = ERROR_CLASS_LABELS + 5;
+    const { kafka } = scriptedKafka();
+    const { dlq, metrics } = publisher(kafka);
+    for (let i = 0; i < n; i++)
+      await dlq.publish(
+        {
+          ...record(`e${i}`),
+          error: `rule word${String.fromCharCode(97 + (i % 26))}${Math.floor(i / 26)}x broken`,
+        },
+        null,
+      );
+    // A class seen before keeps its own label after the cap.
+    await dlq.publish({ ...record('again'), error: 'rule worda0x broken' }, null);
+    const values = (await metrics.dlqSent.get()).values;
+    expect(values).toHaveLength(ERROR_CLASS_LABELS + 1);
+    expect(values.find((v) => v.labels.error_class === 'other')?.value).toBe(5);
+    expect(values.find((v) => v.labels.error_class === 'rule worda0x broken')?.value).toBe(2);
   });
 
   it('reports a refusal no retry can cure at once', async () => {
