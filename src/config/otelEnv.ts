@@ -37,11 +37,12 @@ const ratio = z
  */
 const keyValueList = z.string().transform((v, ctx) => {
   const out: Record<string, string> = {};
-  for (const entry of v.split(',')) {
+  for (const [i, entry] of v.split(',').entries()) {
     const at = entry.indexOf('=');
     const key = at < 0 ? '' : entry.slice(0, at).trim();
     if (key === '' || /[\s"]/.test(key)) {
-      ctx.addIssue({ code: 'custom', message: `entry ${JSON.stringify(entry.trim())} is not key=value` });
+      // By position, never by text: the entry may be a credential typed with ':' for '=' ("Authorization:Bearer …").
+      ctx.addIssue({ code: 'custom', message: `entry ${i + 1} is not key=value` });
       return z.NEVER;
     }
     let value: string;

@@ -65,6 +65,7 @@ test.each([
   ['OTEL_RESOURCE_ATTRIBUTES', 'a=1,a=2', 'named twice'],
   ['OTEL_EXPORTER_OTLP_HEADERS', 'bad header=1', 'is not key=value'],
   ['OTEL_EXPORTER_OTLP_TRACES_HEADERS', 'x=%0A', 'not printable ASCII'],
+  ['OTEL_EXPORTER_OTLP_HEADERS', 'a=1,Authorization:Bearer s3cr3t-t0ken', 'entry 2 is not key=value'],
 ])('%s=%s stops the process with one line naming the variable', (name, value, why) => {
   // Checked with tracing off too: a typo shows at start, not on the day tracing is turned on.
   for (const env of [{ [name]: value }, { ...ENDPOINT, [name]: value }]) {
@@ -79,6 +80,8 @@ test.each([
     expect(message).toContain(name);
     expect(message).toContain(why);
     expect(message).not.toContain('\n');
+    // A header is a credential: no part of the value is echoed.
+    if (name.includes('HEADERS')) expect(message).not.toMatch(/s3cr3t|Bearer|bad header/);
   }
 });
 
