@@ -1,9 +1,12 @@
 /** The `poimen-relay` executable: wiring only; the command tree is src/cli/program.ts. */
 import { Command, CommanderError } from 'commander';
 import { EXIT, exitCodeOf, isUserFacingError } from '../errors';
+import { dropKafkaTimerWarnings } from '../kafka/nodeWarnings';
 import { nameTheFlag } from './conventions';
 import { movedCommand } from './movedCommands';
 import { buildProgram } from './program';
+
+dropKafkaTimerWarnings();
 
 const moved = movedCommand(process.argv.slice(2));
 if (moved !== undefined) {
