@@ -13,6 +13,7 @@ import path from 'node:path';
 import type { Admin } from 'kafkajs';
 import { buildDlqRecord, topics } from '../src/contract';
 import { EXIT } from '../src/errors';
+import type { ReportLine } from '../src/ops/dlqReport';
 import { type CliResult, cliEnv, runCli, startCli } from './support/cli';
 import { readAll, republished } from './support/dlqScenario';
 import { type Harness, createHarness } from './support/relayHarness';
@@ -20,19 +21,6 @@ import { waitFor } from './support/wait';
 
 // The relay may run slower than the rate on a busy machine: the runs are awaited while they progress.
 jest.setTimeout(1_800_000);
-
-/** A line of a `dlq replay --report` file (docs/cli.md). */
-interface ReportLine {
-  at: string;
-  outcome: 'replayed' | 'would_replay' | 'skipped' | 'failed';
-  reason?: string;
-  error?: string;
-  partition: number;
-  offset: string;
-  id: string | null;
-  type: string | null;
-  dispatch_key: string | null;
-}
 
 let h: Harness | undefined;
 let admin: Admin | undefined;

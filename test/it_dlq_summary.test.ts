@@ -8,6 +8,7 @@ import { dlqReplayGroup, topics } from '../src/contract';
 import { EXIT } from '../src/errors';
 import { watermarks } from '../src/kafka/readRange';
 import { dlqBacklog } from '../src/ops/dlq';
+import type { DlqSummary } from '../src/ops/dlqSummary';
 import { type CliResult, cliEnv, runCli, startCli } from './support/cli';
 import { readAll } from './support/dlqScenario';
 import { type RelayProcess, metricSum } from './support/relay';
@@ -15,24 +16,6 @@ import { type Harness, createHarness } from './support/relayHarness';
 import { waitFor } from './support/wait';
 
 jest.setTimeout(240_000);
-
-/** `dlq summary --json` (docs/cli.md). */
-interface DlqSummary {
-  since: string | null;
-  tenants: string[];
-  total: number;
-  groups: {
-    tenant: string;
-    type: string;
-    error_class: string | null;
-    http_status: number | null;
-    workflow_ref: string | null;
-    count: number;
-    first: string;
-    last: string;
-    example_id: string | null;
-  }[];
-}
 
 let h: Harness | undefined;
 let admin: Admin | undefined;
