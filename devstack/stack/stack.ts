@@ -3,6 +3,7 @@
  * profiles (profiles.ts). Up is idempotent (running services are left alone), down stops exactly the processes
  * the stack started, and status checks each service through its real client.
  */
+import fs from 'node:fs';
 import { Connection } from '@temporalio/client';
 import type { StackConfig } from '../config';
 import { StackError } from '../../src/errors';
@@ -27,6 +28,34 @@ export interface ServiceStatus {
   running: boolean;
   ready: boolean;
   log: string;
+}
+
+/**
+ * How often a service that exits during start-up is started: twice. Under a loaded machine the Temporal server
+ * has exited once during start-up in CI, with its log lost with the runner; a second start is what a process
+ * manager would do, and the first exit stays visible in the progress output with the end of its log.
+ */
+const START_ATTEMPTS = 2;
+const LOG_TAIL_LINES = 20;
+const LOG_TAIL_BYTES = 16 * 1024;
+
+/** The last lines of a service's log, for an error that says why it exited. */
+export function logTail(logFile: string, lines = LOG_TAIL_LINES): string {
+  let text: string;
+  try {
+    const fd = fs.openSync(logFile, 'r');
+    try {
+      const size = fs.fstatSync(fd).size;
+      const buf = Buffer.alloc(Math.min(size, LOG_TAIL_BYTES));
+      fs.readSync(fd, buf, 0, buf.length, size - buf.length);
+      text = buf.toString('utf8');
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch {
+    return '(no log)';
+  }
+  return text.trimEnd().split('\n').slice(-lines).join('\n');
 }
 
 /** What both profiles share: starting (several at once where they need each other), stopping and reporting. */
@@ -84,11 +113,21 @@ export abstract class StackBase {
     await Promise.all(fresh.map((name) => this.service(name).start()));
     for (const name of names) {
       const service = this.service(name);
+      let restarts = fresh.includes(name) ? START_ATTEMPTS - 1 : 0;
       const ready = await waitUntil(
         async () => {
-          if (!isRunning(service))
-            throw new StackError(`${name}: exited during start-up (log ${service.logFile})`);
-          return service.isReady();
+          if (isRunning(service)) return service.isReady();
+          const tail = logTail(service.logFile);
+          if (restarts === 0)
+            throw new StackError(
+              `${name}: exited during start-up; its log (${service.logFile}) ends:\n${tail}`,
+            );
+          restarts--;
+          this.progress(
+            `${name}: exited during start-up; its log ends:\n${tail}\n${name}: starting it again`,
+          );
+          await service.start();
+          return false;
         },
         this.cfg.startTimeoutMs,
         250,
