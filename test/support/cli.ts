@@ -30,9 +30,11 @@ export function runDevCli(
   env: NodeJS.ProcessEnv = process.env,
   timeoutMs = 600_000,
 ): Promise<CliResult> {
-  if (!fs.existsSync(path.join(REPO_ROOT, 'dist-devstack', 'devstack', 'cli', 'main.js'))) {
-    throw new Error('dist-devstack/ is missing: run `npm run build:devstack` (npm test does it in pretest)');
-  }
+  assertBuilt(
+    path.join(REPO_ROOT, 'dist-devstack', 'devstack', 'cli', 'main.js'),
+    ['devstack', 'src'],
+    'npm run build:devstack',
+  );
   return spawnCli(DEV_BIN, args, env, timeoutMs).result;
 }
 
@@ -42,10 +44,35 @@ export function startCli(
   env: NodeJS.ProcessEnv = process.env,
   timeoutMs = 600_000,
 ): { child: ChildProcess; result: Promise<CliResult> } {
-  if (!fs.existsSync(path.join(REPO_ROOT, 'dist', 'cli', 'main.js'))) {
-    throw new Error('dist/ is missing: run `npm run build` (npm test does it in pretest)');
-  }
+  assertBuilt(path.join(REPO_ROOT, 'dist', 'cli', 'main.js'), ['src'], 'npm run build');
   return spawnCli(BIN, args, env, timeoutMs);
+}
+
+/** Newest modification time (ms) of the .ts files under `dir`. */
+function newestSource(dir: string): number {
+  let newest = 0;
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (!entry.isFile() || !entry.name.endsWith('.ts')) continue;
+    newest = Math.max(newest, fs.statSync(path.join(entry.parentPath, entry.name)).mtimeMs);
+  }
+  return newest;
+}
+
+/**
+ * The built entry exists and is newer than every source file it is built from: a stale build would test
+ * yesterday's code (and once ran a dev stack command the sources had since taken out of the relay's CLI).
+ */
+export function assertBuilt(entry: string, sourceDirs: readonly string[], build: string): void {
+  if (!fs.existsSync(entry))
+    throw new Error(
+      `${path.relative(REPO_ROOT, entry)} is missing: run \`${build}\` (npm test does it in pretest)`,
+    );
+  const newest = Math.max(...sourceDirs.map((d) => newestSource(path.join(REPO_ROOT, d))));
+  if (newest > fs.statSync(entry).mtimeMs) {
+    throw new Error(
+      `${path.relative(REPO_ROOT, entry)} is older than ${sourceDirs.join('/ and ')}/: run \`${build}\` (npm test does it in pretest)`,
+    );
+  }
 }
 
 function spawnCli(
