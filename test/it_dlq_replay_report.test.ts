@@ -222,3 +222,30 @@ test('--report: one line per record as it goes; a replay killed part-way lists w
       again: true,
     });
 });
+
+test('--report that fails to write mid-way: stops at once, one line naming the file, nothing more sent', async () => {
+  h = await createHarness();
+  admin = h.kafka.admin();
+  await admin.connect();
+  const ids = await writeDeadLetters(h, 5);
+  // /dev/full opens for appending like a file and refuses every write (ENOSPC): a disk that filled up.
+  const res = await runCli(
+    ['dlq', 'replay', '--tenant', h.tenant, '--report', '/dev/full', '--json'],
+    cliEnv(),
+  );
+  const stderr = res.stderr.trim().split('\n');
+  // The first record was sent before its line failed: the error names it, and no record was sent after it.
+  expect({
+    code: res.code,
+    stdout: res.stdout,
+    last: stderr.at(-1),
+    sent: await republished(h, admin),
+  }).toEqual({
+    code: EXIT.usage,
+    stdout: '',
+    last: expect.stringMatching(/^poimen-relay: .*--report = "\/dev\/full": cannot be written \(ENOSPC\)/),
+    sent: { [ids[0]!]: 1 },
+  });
+  expect(stderr.at(-1)).toContain(ids[0]);
+  expect(res.stderr).not.toMatch(/\n\s+at /);
+});
