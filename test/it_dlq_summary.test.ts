@@ -8,7 +8,7 @@ import { dlqReplayGroup, topics } from '../src/contract';
 import { EXIT } from '../src/errors';
 import { watermarks } from '../src/kafka/readRange';
 import { dlqBacklog } from '../src/ops/dlq';
-import type { DlqSummary } from '../src/ops/dlqSummary';
+import { type DlqSummary, summarizeDlq } from '../src/ops/dlqSummary';
 import { type CliResult, cliEnv, runCli, startCli } from './support/cli';
 import { readAll } from './support/dlqScenario';
 import { type RelayProcess, metricSum } from './support/relay';
@@ -189,4 +189,41 @@ test('bad flags: one line, exit 2; a tenant without a DLQ topic: exit 1', async 
   expect(missing.stderr).toMatch(
     /^poimen-relay: topic poimen\.no-such-tenant-dlq\.dispatch\.dlq does not exist/,
   );
+});
+
+test('a DLQ topic deleted between listing and reading: the others are summarised, the vanished one named', async () => {
+  h = await createHarness({ tenants: 2 });
+  admin = h.kafka.admin();
+  await admin.connect();
+  const a = admin;
+  const [gone, kept] = h.tenants as [string, string];
+  for (const t of [gone, kept])
+    await h.producer.send({ topic: topics.dlq(t), acks: -1, messages: [{ value: 'not a dead letter' }] });
+  // The seam: the summary lists the topics through this admin; right after that listing, before anything is read,
+  // the first tenant's DLQ topic is deleted (and gone from the cluster's metadata).
+  let listed = false;
+  const deletingAfterListing = new Proxy(a, {
+    get(target, prop) {
+      if (prop === 'listTopics' && !listed)
+        return async () => {
+          listed = true;
+          const names = await target.listTopics();
+          await target.deleteTopics({ topics: [topics.dlq(gone)] });
+          await waitFor(async () => !(await target.listTopics()).includes(topics.dlq(gone)), {
+            what: `${topics.dlq(gone)} deleted`,
+          });
+          return names;
+        };
+      const v: unknown = Reflect.get(target, prop);
+      return typeof v === 'function' ? (v as (...args: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+  const result = await summarizeDlq(h.kafka, deletingAfterListing, {});
+  expect(listed).toBe(true);
+  expect(result.vanished).toEqual([gone]);
+  expect(result.tenants).toContain(kept);
+  expect(result.tenants).not.toContain(gone);
+  expect(result.groups.filter((g) => g.tenant === gone || g.tenant === kept)).toEqual([
+    expect.objectContaining({ tenant: kept, type: 'unreadable', count: 1 }),
+  ]);
 });

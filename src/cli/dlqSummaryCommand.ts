@@ -1,5 +1,6 @@
 /** `poimen-relay dlq summary`: wiring and the table; the grouping is src/ops/dlqSummary.ts. */
 import { Command } from 'commander';
+import { topics } from '../contract';
 import { type DlqSummary, summarizeDlq } from '../ops/dlqSummary';
 import { validateTenants } from '../ops/topics';
 import { printable } from '../printable';
@@ -39,6 +40,13 @@ export function summaryTable(summary: DlqSummary): string {
   return [line(COLUMNS), ...rows.map(line)].join('\n') + '\n';
 }
 
+/** The one stderr line naming the DLQ topics deleted while the summary ran (not a failure: the others are read). */
+export function vanishedLine(summary: Pick<DlqSummary, 'vanished'>): string | undefined {
+  if (summary.vanished.length === 0) return undefined;
+  const names = summary.vanished.map((t) => topics.dlq(t)).join(', ');
+  return `poimen-relay: not summarised, DLQ topic deleted while the summary ran: ${names}\n`;
+}
+
 export function dlqSummaryCommand(): Command {
   return new Command('summary')
     .description(
@@ -48,7 +56,7 @@ export function dlqSummaryCommand(): Command {
     .option('--since <when>', 'only records dead-lettered since (ISO-8601, or 30m / 12h / 7d)', parseSince)
     .option(
       '--json',
-      'print JSON: {since, tenants, total, groups: [{tenant, type, error_class, http_status, workflow_ref, count, first, last, example_id}]} (the only thing on stdout)',
+      'print JSON: {since, tenants, vanished, total, groups: [{tenant, type, error_class, http_status, workflow_ref, count, first, last, example_id}]} (the only thing on stdout)',
     )
     .action(async (opts: { tenant?: string; since?: number; json?: boolean }) => {
       if (opts.tenant !== undefined) validateTenants([opts.tenant]);
@@ -58,6 +66,8 @@ export function dlqSummaryCommand(): Command {
           ...(opts.since !== undefined ? { sinceMs: opts.since } : {}),
         }),
       );
+      const vanished = vanishedLine(summary);
+      if (vanished) process.stderr.write(vanished);
       if (opts.json) {
         process.stdout.write(`${JSON.stringify(summary)}\n`);
         return;

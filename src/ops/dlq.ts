@@ -101,6 +101,7 @@ export interface ReplaySummary {
   }[];
 }
 
+const REPLAY_PRODUCER = { idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false } as const;
 export function parseDlqType(value: string): DlqType {
   if (!(DLQ_TYPES as readonly string[]).includes(value)) {
     throw new ConfigError('--type', `= ${JSON.stringify(value)}: must be one of ${DLQ_TYPES.join(', ')}`);
@@ -157,11 +158,16 @@ export async function replayDlq(
   // partitions fetched with the failed one), so the only reuse is kafkajs's retry of that same record, which the
   // broker recognises (a lost answer then writes nothing twice).
   let broken: unknown;
-  const producer = kafka.producer({
-    idempotent: true,
-    maxInFlightRequests: 1,
-    allowAutoTopicCreation: false,
-  });
+  const producer = kafka.producer(REPLAY_PRODUCER);
+  // An onRecord that throws (a report line not written) stops the replay like a failed send: nothing more is sent.
+  const notify = (outcome: ReplayOutcome, entry: DlqEntry, error?: unknown): void => {
+    try {
+      opts.onRecord?.(outcome, entry, error);
+    } catch (err) {
+      broken ??= err;
+      throw err;
+    }
+  };
   if (publishes) await producer.connect();
   const minGapMs = opts.ratePerSec ? 1000 / opts.ratePerSec : 0;
   let lastSend = 0;
@@ -174,13 +180,14 @@ export async function replayDlq(
       commit: !opts.dryRun,
       ...(opts.dryRun ? {} : { exclusive: exclusiveDlqRead(admin, opts.tenant, dlqTopic, marks, progress) }),
       onMessage: async (partition, message): Promise<RangeCommit | void> => {
+        if (broken !== undefined) throw broken; // nothing more after a failed send or report line
         const offset = BigInt(message.offset);
         const p = progress.get(partition)!;
         if (!opts.fromBeginning && p.isHandled(offset)) {
           summary.alreadyHandled++;
           if (opts.onRecord) {
             const { key: _k, ...handledEntry } = deadLetterOf(partition, message);
-            opts.onRecord('already_handled', handledEntry);
+            notify('already_handled', handledEntry);
           }
           return;
         }
@@ -191,7 +198,7 @@ export async function replayDlq(
         const verdict = decide(record, entry.test, opts);
         if (typeof verdict === 'string') {
           if (verdict !== 'test') summary[verdict === 'not_replayable' ? 'notReplayable' : verdict]++;
-          opts.onRecord?.(verdict, entry);
+          notify(verdict, entry);
           return;
         }
         if (opts.dryRun) {
@@ -205,13 +212,13 @@ export async function replayDlq(
             offset: message.offset,
             test: entry.test,
           });
-          opts.onRecord?.(opts.discard ? 'would_discard' : 'would_replay', entry);
+          notify(opts.discard ? 'would_discard' : 'would_replay', entry);
           return;
         }
         // Checked before publishing: a record re-published but not recorded would be re-published next time.
         if (!p.canMark(offset)) {
           summary.deferred++;
-          opts.onRecord?.('deferred', entry);
+          notify('deferred', entry);
           return;
         }
         const handled = (): RangeCommit => {
@@ -220,7 +227,7 @@ export async function replayDlq(
         };
         if (!publishes || !verdict.record) {
           summary.discarded++;
-          opts.onRecord?.('discarded', entry);
+          notify('discarded', entry);
           return handled();
         }
         // A timer may fire a millisecond early (Node measures it from a cached clock): it then waits again, so
@@ -228,7 +235,6 @@ export async function replayDlq(
         for (let wait = lastSend + minGapMs - Date.now(); wait > 0; wait = lastSend + minGapMs - Date.now())
           await new Promise((r) => setTimeout(r, wait));
         lastSend = Date.now();
-        if (broken !== undefined) throw broken;
         await producer
           .send({
             topic: topics.dispatch(opts.tenant),
@@ -245,11 +251,11 @@ export async function replayDlq(
           })
           .catch((err: unknown) => {
             broken = err;
-            opts.onRecord?.('failed', entry, err);
+            notify('failed', entry, err);
             throw err;
           });
         summary.replayed++;
-        opts.onRecord?.('replayed', entry);
+        notify('replayed', entry);
         return handled();
       },
     });

@@ -59,24 +59,53 @@ function oneLine(error: unknown): string {
   return (error instanceof Error ? error.message : String(error)).replace(/\s+/g, ' ').trim();
 }
 
-/** An open report file; each line goes to the file in one write (no buffering in this process). */
+function why(err: unknown): string {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : oneLine(err);
+}
+
+/**
+ * An open report file; each line goes to the file in one write (no buffering in this process). A line that cannot
+ * be written is a usage error naming the file and the record: the replay stops there (./dlq.ts sends nothing more),
+ * so at most that one record was sent without a line.
+ */
 export class ReplayReport {
-  private constructor(private readonly fd: number) {}
+  private constructor(
+    private readonly file: string,
+    private readonly fd: number,
+  ) {}
 
   /** Opens `file` for appending (created if missing); a path that cannot be written is a usage error. */
   static open(file: string): ReplayReport {
     try {
-      return new ReplayReport(fs.openSync(file, 'a'));
+      return new ReplayReport(file, fs.openSync(file, 'a'));
     } catch (err) {
-      const code = (err as { code?: unknown } | null)?.code;
-      const why = typeof code === 'string' ? code : oneLine(err);
-      throw new ConfigError('--report', `= ${JSON.stringify(file)}: cannot be written (${why})`);
+      throw new ConfigError('--report', `= ${JSON.stringify(file)}: cannot be written (${why(err)})`);
     }
   }
 
   record(outcome: ReplayOutcome, entry: DlqEntry, error?: unknown): void {
     const line = reportLine(outcome, entry, error);
-    if (line) fs.writeSync(this.fd, `${JSON.stringify(line)}\n`);
+    if (!line) return;
+    const bytes = Buffer.from(`${JSON.stringify(line)}\n`);
+    try {
+      // A short write (the disk filling up mid-line) is continued; the next write then fails with the reason.
+      for (let done = 0; done < bytes.length;) {
+        const n = fs.writeSync(this.fd, bytes, done);
+        if (n <= 0) throw new Error('nothing written');
+        done += n;
+      }
+    } catch (err) {
+      const at = `partition ${entry.partition} offset ${entry.offset}`;
+      throw new ConfigError(
+        '--report',
+        `= ${JSON.stringify(this.file)}: cannot be written (${why(err)}); the replay stopped at ${at}` +
+          (outcome === 'replayed'
+            ? `, record ${line.id} replayed but not in the report`
+            : ` (${line.reason ?? line.outcome}), not in the report`) +
+          '; nothing more was sent',
+      );
+    }
   }
 
   close(): void {

@@ -3,7 +3,8 @@
  * (../contract/dlqErrorClass.ts), HTTP status and workflow_ref, with a count, the first and last time and one
  * example id per group; never a payload. Read like `dlq list`: through a throwaway group that commits nothing
  * (../kafka/dlqReader.ts), so the replay groups, their progress and the backlog gauges stay as they were, and a
- * replay or discard may run meanwhile. Without a tenant it reads every tenant's DLQ topic.
+ * replay or discard may run meanwhile. Without a tenant it reads every tenant's DLQ topic; one deleted between the
+ * listing and its read is left out and named in `vanished`.
  */
 import { type DlqRecord, dlqErrorClass, tenantFromDlqTopic, topics } from '../contract';
 import { type DeadLetter, scanDeadLetters } from '../kafka/dlqReader';
@@ -34,6 +35,11 @@ export interface DlqSummary {
   since: string | null;
   /** The tenants whose DLQ topics were read, sorted. */
   tenants: string[];
+  /**
+   * Without --tenant: the tenants whose DLQ topic was listed but deleted before it was read through, sorted; they
+   * are left out of `tenants` and the groups. (A --tenant whose topic is missing is "not found".)
+   */
+  vanished: string[];
   /** Dead letters counted (the sum of the counts). */
   total: number;
   /** Largest count first; ties by tenant, type, error class. */
@@ -94,6 +100,11 @@ export class DlqGrouper {
     }
   }
 
+  /** Forgets what was added for `tenant` (its topic could not be read through). */
+  drop(tenant: string): void {
+    for (const [key, g] of this.groups) if (g.tenant === tenant) this.groups.delete(key);
+  }
+
   result(): SummaryGroup[] {
     const text = (v: string | null) => v ?? '';
     return [...this.groups.values()]
@@ -128,19 +139,36 @@ export async function summarizeDlq(
           .filter((t): t is string => t !== undefined)
           .sort();
   const grouper = new DlqGrouper(opts.sinceMs);
+  const read: string[] = [];
+  const vanished: string[] = [];
   for (const tenant of tenants) {
     const topic = topics.dlq(tenant);
-    // A named tenant without a DLQ topic is "not found"; read from each partition's log start to its end now.
-    const marks = await dlqWatermarks(admin, topic);
-    const ranges = [...marks].map(([partition, { low, high }]) => ({ partition, start: low, end: high }));
-    await scanDeadLetters(kafka, admin, topic, { ranges, groupPrefix: 'poimen-relay-dlq-summary' }, (d, ts) =>
-      grouper.add(tenant, d, ts),
-    );
+    try {
+      // A named tenant without a DLQ topic is "not found"; read from each partition's log start to its end now.
+      const marks = await dlqWatermarks(admin, topic);
+      const ranges = [...marks].map(([partition, { low, high }]) => ({ partition, start: low, end: high }));
+      await scanDeadLetters(
+        kafka,
+        admin,
+        topic,
+        { ranges, groupPrefix: 'poimen-relay-dlq-summary' },
+        (d, ts) => grouper.add(tenant, d, ts),
+      );
+      read.push(tenant);
+    } catch (err) {
+      // Listed a moment ago and gone now: deleted meanwhile. The other tenants are still summarised.
+      // (Kafka not answering the check either: the read's own error is the one to report.)
+      const listed = await admin.listTopics().catch(() => [topic]);
+      if (opts.tenant !== undefined || listed.includes(topic)) throw err;
+      grouper.drop(tenant);
+      vanished.push(tenant);
+    }
   }
   const groups = grouper.result();
   return {
     since: opts.sinceMs === undefined ? null : new Date(opts.sinceMs).toISOString(),
-    tenants,
+    tenants: read,
+    vanished,
     total: groups.reduce((n, g) => n + g.count, 0),
     groups,
   };

@@ -4,7 +4,7 @@
  */
 import { classifyRunsApiAnswer } from '../../src/activities/classify';
 import { type DlqRecord, buildDlqRecord, dlqErrorClass, validateDispatch } from '../../src/contract';
-import { summaryTable } from '../../src/cli/dlqSummaryCommand';
+import { summaryTable, vanishedLine } from '../../src/cli/dlqSummaryCommand';
 import { DlqGrouper, workflowRefOf } from '../../src/ops/dlqSummary';
 
 const reasonOf = (status: number, body: string, headers: Record<string, string> = {}) => {
@@ -167,6 +167,24 @@ describe('DlqGrouper', () => {
     expect(groups.reduce((n, x) => n + x.count, 0)).toBe(9);
   });
 
+  test('drop: forgets one tenant, keeps the others', () => {
+    const g = new DlqGrouper();
+    const r = record({ at: '2026-01-01T00:00:00Z' });
+    g.add('gone', { record: r, test: false }, 0);
+    g.add('kept', { record: r, test: false }, 0);
+    g.add('gone', { record: undefined, test: false }, 0);
+    g.drop('gone');
+    expect(g.result().map((x) => [x.tenant, x.count])).toEqual([['kept', 1]]);
+  });
+
+  test('the vanished DLQ topics: one stderr line naming them, none when there are none', () => {
+    expect(vanishedLine({ vanished: [] })).toBeUndefined();
+    expect(vanishedLine({ vanished: ['acme', 'globex'] })).toBe(
+      'poimen-relay: not summarised, DLQ topic deleted while the summary ran: poimen.acme.dispatch.dlq, ' +
+        'poimen.globex.dispatch.dlq\n',
+    );
+  });
+
   test('--since: older records are left out (dated by their own timestamp)', () => {
     const g = new DlqGrouper(Date.parse('2026-01-01T00:00:02Z'));
     for (const at of ['2026-01-01T00:00:01Z', '2026-01-01T00:00:02Z', '2026-01-01T00:00:03Z'])
@@ -190,7 +208,7 @@ describe('DlqGrouper', () => {
       payload: '{"workflow_ref":"w","input":{"password":"hunter2"}}',
     });
     g.add('acme', { record: secret, test: false }, 0);
-    const text = summaryTable({ since: null, tenants: ['acme'], total: 1, groups: g.result() });
+    const text = summaryTable({ since: null, tenants: ['acme'], vanished: [], total: 1, groups: g.result() });
     const lines = text.trimEnd().split('\n');
     expect(lines).toHaveLength(2);
     expect(lines[0]).toMatch(/^COUNT {2}TENANT {2}TYPE/);
