@@ -15,7 +15,7 @@ import {
 } from '../contract';
 import { attemptError, emptyHistory, throughAttempt } from '../contract/attempts';
 import { secretRedactor } from '../redact';
-import type { DeadLetterInput } from '../workflows/types';
+import type { DeadLetterInput } from '../contract/workflow';
 import { bodyExcerpt } from './classify';
 import type { ActivityDeps } from './index';
 

@@ -9,7 +9,7 @@ import type { DlqPublisher } from '../kafka/dlqPublisher';
 import type { SourceRecord } from '../kafka/sourceRecord';
 import type { Logger } from '../logger';
 import type { RelayMetrics } from '../metrics';
-import type { DispatchInput } from '../workflows/types';
+import type { DispatchInput } from '../contract/workflow';
 import type { BreakerGate } from './breakerGate';
 import { createDeadLetter } from './deadLetter';
 import { createPostRun } from './postRun';

@@ -18,7 +18,7 @@ import {
   type PostRunInput,
   RUNS_API_REJECTED,
   RUNS_API_UNAVAILABLE,
-} from '../workflows/types';
+} from '../contract/workflow';
 import type { AttemptHistory } from '../contract/attempts';
 import { AttemptLog, mayBeFinal } from './attemptLog';
 import type { AttemptContext } from './breakerGate';
