@@ -25,7 +25,7 @@ import type { AttemptContext } from './breakerGate';
 import { classifyRunsApiAnswer } from './classify';
 import { activityRecordFields } from './logFields';
 import { SpanKind, inSpan } from '../tracing/tracing';
-import type { ActivityDeps } from './index';
+import type { ActivityDeps } from './deps';
 
 /** Bodies can be large; only an excerpt is kept for failures. */
 const MAX_BODY_BYTES = 64 * 1024;
