@@ -83,10 +83,10 @@ const workflowPatterns = [
     // contract's pure modules; everything else (config, logger, version, barrels) is `import type` at most.
     // Not the boundaries' paths: typescript-eslint lets a type import through when any pattern allowing type
     // imports matches it, which would open the dev stack, tools and tests to `import type`.
-    regex: '^\\.\\./(?!contract/(names|dispatch)$|(\\.\\./)*(devstack|tools|test)(/|$))',
+    regex: '^\\.\\./(?!contract/(names|dispatch|workflow)$|(\\.\\./)*(devstack|tools|test)(/|$))',
     allowTypeImports: true,
     message:
-      'Workflows import values only from ./, ../contract/names and ../contract/dispatch (else `import type`).',
+      'Workflows import values only from ./ and ../contract/{names,dispatch,workflow} (else `import type`).',
   },
 ];
 

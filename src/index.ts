@@ -29,4 +29,4 @@ export { ObservabilityServer } from './observability';
 export type { RelayService, RelayServiceDeps } from './lifecycle';
 export { VERSION } from './version';
 export { createWorker } from './worker/createWorker';
-export type { DispatchInput, DispatchPolicy, DispatchResult } from './workflows/types';
+export type { DispatchInput, DispatchPolicy, DispatchResult } from './contract/workflow';

@@ -8,7 +8,7 @@ import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { WORKFLOW_TYPE, topics } from '../src/contract';
 import { dispatchStartOptions } from '../src/ingest/startDispatch';
 import { portInUse } from '../devstack/stack/processes';
-import type { DispatchInput } from '../src/workflows/types';
+import type { DispatchInput } from '../src/contract/workflow';
 import { readTopicToEnd } from './support/dlqTopic';
 import { pauseService, resumeService, startService, stopService } from './support/faults';
 import { type Harness, createHarness } from './support/relayHarness';

@@ -13,7 +13,7 @@ import { Worker } from '@temporalio/worker';
 import { type Browser, chromium } from 'playwright-core';
 import { WORKFLOW_TYPE, topics } from '../src/contract';
 import { dispatchStartOptions } from '../src/ingest/startDispatch';
-import type { DispatchInput } from '../src/workflows/types';
+import type { DispatchInput } from '../src/contract/workflow';
 import { REPO_ROOT } from './support/cli';
 import { historyJson, recordingHistories, writeHistoryFixture } from './support/recordHistories';
 import { dispatchWorkflowId, historyFromJson } from './support/histories';

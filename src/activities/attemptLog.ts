@@ -21,7 +21,7 @@ import {
   throughAttempt,
   withAttempt,
 } from '../contract/attempts';
-import type { BreakerWaitDetails } from '../workflows/types';
+import type { BreakerWaitDetails } from '../contract/workflow';
 
 export class AttemptLog {
   private history: AttemptHistory;

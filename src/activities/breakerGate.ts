@@ -9,7 +9,7 @@ import {
   type BreakerWaitDetails,
   type PostRunFailureDetails,
   RUNS_API_UNAVAILABLE,
-} from '../workflows/types';
+} from '../contract/workflow';
 import { type Admission, CIRCUIT_STATE_VALUE, type CallOutcome, CircuitBreaker } from './breaker';
 import type { Classification, RunsApiAnswer } from './classify';
 

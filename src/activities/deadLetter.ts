@@ -15,9 +15,9 @@ import {
 } from '../contract';
 import { attemptError, emptyHistory, throughAttempt } from '../contract/attempts';
 import { secretRedactor } from '../redact';
-import type { DeadLetterInput } from '../workflows/types';
+import type { DeadLetterInput } from '../contract/workflow';
 import { bodyExcerpt } from './classify';
-import type { ActivityDeps } from './index';
+import type { ActivityDeps } from './deps';
 
 /** Share of a `deadLetter` attempt's start-to-close timeout it spends publishing before it gives up. */
 const DEAD_LETTER_TIME_SHARE = 0.9;

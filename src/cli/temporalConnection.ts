@@ -2,8 +2,8 @@ import type { Connection } from '@temporalio/client';
 import { type RelayConfig, loadRelayConfig } from '../config';
 import { AccessRefusedError, ConfigError, UnreachableError } from '../errors';
 import { checkTemporalTls, createClientConnection } from '../temporal/connection';
+import { classifyTemporalError } from '../temporal/errors';
 import { tcpProblem, within } from './reach';
-import { classifyTemporalError } from './serviceErrors';
 
 /**
  * A single CLI call never legitimately takes this long; without a deadline the SDK retries an unavailable
@@ -20,7 +20,7 @@ export async function withTemporal<T>(
   fn: (connection: Connection, cfg: RelayConfig) => Promise<T>,
 ): Promise<T> {
   const cfg = loadRelayConfig('cli');
-  const { address, namespace } = cfg.temporal;
+  const { address } = cfg.temporal;
   const timeoutMs = cfg.cliConnectTimeoutMs;
   const unreachable = (why: string) => new UnreachableError(`Temporal at ${address} is unreachable (${why})`);
   const problem = await tcpProblem(address, timeoutMs);
@@ -41,7 +41,7 @@ export async function withTemporal<T>(
     );
     return await connection.withDeadline(Date.now() + REQUEST_TIMEOUT_MS, () => fn(connection, cfg));
   } catch (err) {
-    throw classifyTemporalError(err, address, namespace);
+    throw classifyTemporalError(err, cfg.temporal);
   } finally {
     await connection.close().catch(() => undefined);
   }

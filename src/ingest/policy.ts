@@ -3,7 +3,7 @@
  * the settings it started with across worker deploys and configuration changes, and the Web UI shows them.
  */
 import type { RelayConfig } from '../config';
-import { type DispatchPolicy, legacyMaxAttempts } from '../workflows/types';
+import { type DispatchPolicy, legacyMaxAttempts } from '../contract/workflow';
 
 export function dispatchPolicyOf(cfg: Pick<RelayConfig, 'retry' | 'runsApi'>): DispatchPolicy {
   const { initialIntervalMs, backoff, maxIntervalMs, maxAttempts, maxDurationMs } = cfg.retry;

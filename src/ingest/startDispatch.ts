@@ -26,7 +26,7 @@ import { dispatchDetails, dispatchSummary } from './startMetadata';
 import { namespaceRefusal, startRefusal } from '../temporal/startRefusal';
 import { SpanKind, inSpan, recordContext } from '../tracing/tracing';
 import type { DispatchOutcome } from '../metrics';
-import type { DispatchInput, DispatchPolicy } from '../workflows/types';
+import type { DispatchInput, DispatchPolicy } from '../contract/workflow';
 
 const SA = SEARCH_ATTRIBUTE_KEYS;
 /**

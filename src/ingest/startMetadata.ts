@@ -8,7 +8,7 @@
  */
 import { topics } from '../contract/names';
 import { printable, utf8Head } from '../printable';
-import type { DispatchInput } from '../workflows/types';
+import type { DispatchInput } from '../contract/workflow';
 
 /** The server's limit for a summary is 400 bytes (`limit.userMetadataSummarySize`); this leaves room. */
 const SUMMARY_MAX_BYTES = 300;

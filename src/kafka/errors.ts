@@ -3,6 +3,7 @@
  * certificates refused (kafkaAccessProblem, for the ingester's start and the CLI), and a one-shot command's
  * failure turned into the CLI's classes (src/errors.ts: unreachable, refused) as one line naming the brokers.
  * Decided by error class, type and socket code, never by message text; anything else is left as it is.
+ * Temporal's twin is src/temporal/errors.ts (classifyTemporalError).
  */
 import type { KafkaConfig } from '../config';
 import { AccessRefusedError, UnreachableError, errorChain, isUserFacingError } from '../errors';

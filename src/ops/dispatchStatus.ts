@@ -15,7 +15,7 @@ import {
   throughAttempt,
 } from '../contract/attempts';
 import { completedCall, historyOfFailure, lastCallHistory } from '../temporal/callAttempts';
-import type { BreakerWaitDetails, DispatchResult, PostRunFailureDetails } from '../workflows/types';
+import type { BreakerWaitDetails, DispatchResult, PostRunFailureDetails } from '../contract/workflow';
 
 export interface DispatchStatus {
   tenant: string;

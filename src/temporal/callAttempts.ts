@@ -14,7 +14,7 @@ import {
   withAttempt,
   emptyHistory,
 } from '../contract/attempts';
-import type { PostRunFailureDetails } from '../workflows/types';
+import type { PostRunFailureDetails } from '../contract/workflow';
 
 type Failure = temporal.api.failure.v1.IFailure;
 type HistoryRequest = temporal.api.workflowservice.v1.IGetWorkflowExecutionHistoryReverseRequest;

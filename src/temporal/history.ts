@@ -5,7 +5,7 @@
  */
 import { type Payload, defaultPayloadConverter } from '@temporalio/common';
 import type { NativeConnection } from '@temporalio/worker';
-import type { DispatchInput } from '../workflows/types';
+import type { DispatchInput } from '../contract/workflow';
 
 export function startInputReader(
   connection: NativeConnection,

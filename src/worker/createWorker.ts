@@ -25,7 +25,7 @@ import { lastCallHistory } from '../temporal/callAttempts';
 import { startInputReader } from '../temporal/history';
 import { startTracing } from '../tracing/tracing';
 import { VERSION } from '../version';
-import { deadLetterTaskQueue, largeInputTaskQueue } from '../workflows/types';
+import { deadLetterTaskQueue, largeInputTaskQueue } from '../contract/workflow';
 import { SdkMetricsBridge } from './sdkMetrics';
 import { workflowSource } from './workflowBundle';
 

@@ -9,7 +9,7 @@ import {
   TimeoutFailure,
   defaultPayloadConverter,
 } from '@temporalio/workflow';
-import type { BreakerWaitDetails, DispatchPolicy, PostRunFailureDetails } from './types';
+import type { BreakerWaitDetails, DispatchPolicy, PostRunFailureDetails } from '../contract/workflow';
 
 export interface CallEnding {
   error: string;

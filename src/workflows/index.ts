@@ -30,9 +30,9 @@ import {
   largeInputTaskQueue,
   type DispatchResult,
   RUNS_API_REJECTED,
-} from './types';
+} from '../contract/workflow';
 
-export type { DispatchInput, DispatchResult } from './types';
+export type { DispatchInput, DispatchResult } from '../contract/workflow';
 
 // Publishing a dead letter must eventually succeed (Kafka may be down for a while): no attempt limit.
 function deadLetterWithin(timeoutMs = 60_000) {

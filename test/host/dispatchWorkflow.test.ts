@@ -20,7 +20,7 @@ import {
   type PostRunHeadInput,
   deadLetterTaskQueue,
   largeInputTaskQueue,
-} from '../../src/workflows/types';
+} from '../../src/contract/workflow';
 import { historyToJson } from '../support/histories';
 import { recordingHistories, writeHistoryFixture } from '../support/recordHistories';
 

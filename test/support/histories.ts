@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { type History, historyFromJSON, historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { workflowId } from '../../src/contract';
-import type { DispatchInput } from '../../src/workflows/types';
+import type { DispatchInput } from '../../src/contract/workflow';
 
 export const HISTORIES_DIR = path.resolve(__dirname, '..', 'fixtures', 'histories');
 

@@ -111,6 +111,25 @@ describe('import boundaries (eslint.config.mjs)', () => {
         code: lines("import type { Logger } from '../logger';"),
         expected: [],
       },
+      // The workflow's own shapes and patch ids live in the contract, beside the names and the validator.
+      {
+        file: 'src/workflows/probe.ts',
+        code: lines(
+          "import { DEFAULT_DISPATCH_POLICY, type DispatchInput } from '../contract/workflow';",
+          "import { validateDispatch } from '../contract/dispatch';",
+        ),
+        expected: [],
+      },
+      // Not the contract's Node-only modules, nor its barrel (which re-exports them), other than as types.
+      {
+        file: 'src/workflows/probe.ts',
+        code: lines(
+          "import { buildDlqRecord } from '../contract/dlqRecord';",
+          "import { topics } from '../contract';",
+          "import type { DlqRecord } from '../contract';",
+        ),
+        expected: [1, 2],
+      },
       // The dev stack uses itself and the product.
       {
         file: 'devstack/cli/probe.ts',

@@ -13,7 +13,7 @@ import type { DlqPublisher } from '../../src/kafka/dlqPublisher';
 import type { SourceRecord } from '../../src/kafka/sourceRecord';
 import { createLogger } from '../../src/logger';
 import { createMetrics } from '../../src/metrics';
-import type { DeadLetterInput } from '../../src/workflows/types';
+import type { DeadLetterInput } from '../../src/contract/workflow';
 
 const dispatcher = new Agent();
 afterAll(() => dispatcher.close());

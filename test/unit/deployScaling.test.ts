@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 import { provisionKubeconform, type Kubeconform } from '../support/kubeconform';
-import { deadLetterTaskQueue, largeInputTaskQueue } from '../../src/workflows/types';
+import { deadLetterTaskQueue, largeInputTaskQueue } from '../../src/contract/workflow';
 
 const root = path.resolve(__dirname, '..', '..');
 const read = (file: string): string => fs.readFileSync(path.join(root, file), 'utf8');

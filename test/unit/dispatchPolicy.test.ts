@@ -4,7 +4,7 @@
  */
 import { loadRelayConfig } from '../../src/config';
 import { dispatchPolicyOf } from '../../src/ingest/policy';
-import { legacyMaxAttempts } from '../../src/workflows/types';
+import { legacyMaxAttempts } from '../../src/contract/workflow';
 
 test('the defaults: a 24 h budget, no count cap, and about 297 attempts for an earlier worker', () => {
   const policy = dispatchPolicyOf(loadRelayConfig('ingester', {}));

@@ -9,7 +9,7 @@ import { WORKFLOW_TYPE, dlqRecordId } from '../../src/contract';
 import { failureSeed } from '../../src/activities/deadLetter';
 import { handledBy } from '../../src/ingest/failedRun';
 import { handleRecord, type StartContext } from '../../src/ingest/startDispatch';
-import { DEFAULT_DISPATCH_POLICY } from '../../src/workflows/types';
+import { DEFAULT_DISPATCH_POLICY } from '../../src/contract/workflow';
 
 const TOPIC = 'poimen.acme.dispatch';
 const VALUE = JSON.stringify({ workflow_ref: 'w@1', input: {}, goal_id: null, dispatch_key: 'd-1' });

@@ -3,7 +3,7 @@
  * widen a topic pattern, and the API token is taken out of any text an echoing API sends back.
  */
 import fc from 'fast-check';
-import { readRedacted } from '../../src/activities/postRun';
+import { readRedacted } from '../../src/activities/runsApiCall';
 import { redactedHead, secretRedactor } from '../../src/redact';
 import { bodyExcerpt } from '../../src/activities/classify';
 import {

@@ -18,7 +18,7 @@ import { createBreakerGate } from '../../src/activities/breakerGate';
 import type { DlqPublisher } from '../../src/kafka/dlqPublisher';
 import { createLogger } from '../../src/logger';
 import { createMetrics } from '../../src/metrics';
-import type { PostRunHeadInput, PostRunInput } from '../../src/workflows/types';
+import type { PostRunHeadInput, PostRunInput } from '../../src/contract/workflow';
 
 interface Seen {
   headers: http.IncomingHttpHeaders;

@@ -1,11 +1,11 @@
 /**
- * docs/operations.md's rollback rule tells an operator to compare the patch ids in src/workflows/types.ts
+ * docs/operations.md's rollback rule tells an operator to compare the patch ids in src/contract/workflow.ts
  * between two builds: that holds only while every `patched()` of the workflow code names a constant exported
  * there, never a string written in place.
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import * as types from '../../src/workflows/types';
+import * as types from '../../src/contract/workflow';
 
 const ROOT = path.join(__dirname, '..', '..');
 const WORKFLOWS = path.join(ROOT, 'src', 'workflows');
@@ -19,7 +19,7 @@ function patchCalls(): string[] {
   return args;
 }
 
-test('every patched() in the workflow code names a patch id exported from src/workflows/types.ts', () => {
+test('every patched() in the workflow code names a patch id exported from src/contract/workflow.ts', () => {
   const args = patchCalls();
   expect(args.length).toBeGreaterThan(0);
   const exported = types as unknown as Record<string, unknown>;
@@ -32,5 +32,5 @@ test('every patched() in the workflow code names a patch id exported from src/wo
 test('the rollback rule in docs/operations.md points at that file', () => {
   const ops = fs.readFileSync(path.join(ROOT, 'docs', 'operations.md'), 'utf8');
   const rule = ops.slice(ops.indexOf('**Rollback:'));
-  expect(rule.slice(0, 600)).toContain('`src/workflows/types.ts`');
+  expect(rule.slice(0, 600)).toContain('`src/contract/workflow.ts`');
 });

@@ -11,7 +11,7 @@ import { WORKFLOW_TYPE, type DlqRecord } from '../../src/contract';
 import type { DlqPublisher } from '../../src/kafka/dlqPublisher';
 import { handleRecord, type StartContext } from '../../src/ingest/startDispatch';
 import { createLogger } from '../../src/logger';
-import { DEFAULT_DISPATCH_POLICY, type DispatchInput } from '../../src/workflows/types';
+import { DEFAULT_DISPATCH_POLICY, type DispatchInput } from '../../src/contract/workflow';
 
 interface StartCall {
   type: string;

@@ -6,7 +6,7 @@ import type { Client } from '@temporalio/client';
 import type { KafkaMessage } from 'kafkajs';
 import type { DlqPublisher } from '../../src/kafka/dlqPublisher';
 import { handleRecord, type StartContext } from '../../src/ingest/startDispatch';
-import { DEFAULT_DISPATCH_POLICY } from '../../src/workflows/types';
+import { DEFAULT_DISPATCH_POLICY } from '../../src/contract/workflow';
 
 function context(publish: () => Promise<void>): StartContext {
   return {

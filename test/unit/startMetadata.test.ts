@@ -5,7 +5,7 @@
  */
 import { dispatchStartOptions } from '../../src/ingest/startDispatch';
 import { dispatchDetails, dispatchSummary, plainText } from '../../src/ingest/startMetadata';
-import type { DispatchInput } from '../../src/workflows/types';
+import type { DispatchInput } from '../../src/contract/workflow';
 
 const input: DispatchInput = {
   tenant: 'acme',

@@ -1,5 +1,5 @@
 import { RETRY_DEFAULTS, RUNS_API_TIMEOUT_MS_DEFAULT } from '../../src/config/defaults';
-import { DEFAULT_DISPATCH_POLICY } from '../../src/workflows/types';
+import { DEFAULT_DISPATCH_POLICY } from '../../src/contract/workflow';
 
 describe('the policy of an execution whose input carries none', () => {
   it('stays what such executions were always given, whatever the configured defaults become', () => {

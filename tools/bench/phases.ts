@@ -14,7 +14,7 @@ import { type RelayProcess, startRelayProcess } from '../../devstack/relayProces
 import { RunsApiDouble } from '../../devstack/runsApiDouble';
 import { waitUntil } from '../../src/poll';
 import { PACKAGE_ROOT } from '../../src/version';
-import { DEFAULT_DISPATCH_POLICY, type DispatchInput } from '../../src/workflows/types';
+import { DEFAULT_DISPATCH_POLICY, type DispatchInput } from '../../src/contract/workflow';
 import { type RoleFigures, cpuMsPerDispatch, cpuWindow, perSecond } from './cpu';
 import { committedAtLogEnd } from './groupOffsets';
 import { mapLimit, peakRssMiB, percentile, round } from './measure';

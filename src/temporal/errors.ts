@@ -1,12 +1,17 @@
 /**
- * Failures of Temporal calls, turned into the CLI's classes (src/errors.ts): unreachable, refused, not found —
- * each one line naming the service and its address. Decided by gRPC status code, never by message text;
- * anything else is left as it is (a bug, printed with its stack). Kafka's are classified in src/kafka/errors.ts.
+ * What a failed Temporal call means to a one-shot command, the twin of src/kafka/errors.ts's classifyKafkaError:
+ * the call's failure turned into the CLI's classes (src/errors.ts: unreachable, refused, not found), each one line
+ * naming the service and its address. Decided by gRPC status code (./grpcStatus), never by message text;
+ * anything else is left as it is (a bug, printed with its stack). A start's refusals are ./startRefusal's.
  */
+import type { TemporalConfig } from '../config';
 import { AccessRefusedError, NotFoundError, UnreachableError, isUserFacingError } from '../errors';
-import { GRPC, GRPC_NAME, grpcStatus } from '../temporal/grpcStatus';
+import { GRPC, GRPC_NAME, grpcStatus } from './grpcStatus';
 
-export function classifyTemporalError(err: unknown, address: string, namespace: string): unknown {
+export function classifyTemporalError(
+  err: unknown,
+  { address, namespace }: Pick<TemporalConfig, 'address' | 'namespace'>,
+): unknown {
   if (isUserFacingError(err)) return err;
   const where = `Temporal at ${address}`;
   const g = grpcStatus(err);

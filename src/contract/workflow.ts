@@ -1,7 +1,12 @@
-/** Shapes shared by the ingester, the workflow and its activities. Pure: imported by workflow code. */
-import type { Dispatch, DispatchHead, LegacyDispatch } from '../contract/dispatch';
-import type { AttemptHistory } from '../contract/attempts';
-import type { DlqSource } from '../contract/dlqRecord';
+/**
+ * The `dispatch` workflow's side of the contract: the shapes the ingester, the workflow and its activities pass
+ * each other (the workflow's input and result, each activity's arguments and failure details), and the names
+ * recorded in histories (patch ids, task queues, failure types). Pure: imported by workflow code. A shape here
+ * never changes under the same workflow or activity name (test/unit/signatures.test.ts).
+ */
+import type { Dispatch, DispatchHead, LegacyDispatch } from './dispatch';
+import type { AttemptHistory } from './attempts';
+import type { DlqSource } from './dlqRecord';
 
 /** Retry and timeout settings for the `postRun` activity (contract §5 defaults). */
 export interface DispatchPolicy {

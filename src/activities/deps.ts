@@ -1,0 +1,31 @@
+/**
+ * What the worker's activities are given (./index builds them from it): the runs API client and its breaker, the
+ * DLQ publisher, metrics and logger, and the readers of an execution's history and of its source record. Its own
+ * module: the activities import it, and ./index imports the activities.
+ */
+import type { Dispatcher } from 'undici';
+import type { DlqSource } from '../contract';
+import type { AttemptHistory } from '../contract/attempts';
+import type { DispatchInput } from '../contract/workflow';
+import type { DlqPublisher } from '../kafka/dlqPublisher';
+import type { SourceRecord } from '../kafka/sourceRecord';
+import type { Logger } from '../logger';
+import type { RelayMetrics } from '../metrics';
+import type { BreakerGate } from './breakerGate';
+
+export interface ActivityDeps {
+  dispatcher: Dispatcher;
+  runsApi: { url: string; token?: string };
+  userAgent: string;
+  dlq: DlqPublisher;
+  /** The process's circuit breaker on the runs API, shared by every attempt. */
+  gate: BreakerGate;
+  metrics: RelayMetrics;
+  logger: Logger;
+  /** The argument an execution was started with (read from its history), for a dead letter's payload. */
+  startInput(workflowId: string, runId: string): Promise<DispatchInput>;
+  /** The attempt history the execution's call ended with (read from its history), for a dead letter. */
+  callHistory(workflowId: string, runId: string): Promise<AttemptHistory | undefined>;
+  /** The dispatch's source record read back from Kafka; undefined when it is no longer there. */
+  sourceRecord(at: DlqSource): Promise<SourceRecord | undefined>;
+}
