@@ -4,8 +4,6 @@
  * names; a bad value throws a ConfigError whose one-line message names the variable. The config folder is
  * the only code that reads process.env (lint enforces it).
  */
-import fs from 'node:fs';
-import { createSecureContext } from 'node:tls';
 import { z } from 'zod';
 import { DEFAULT_DISPATCH_TOPIC_PATTERN, DEFAULT_TASK_QUEUE } from '../contract/names';
 import { ConfigError } from '../errors';
@@ -33,7 +31,7 @@ import type { TracingConfig } from '../tracing/tracing';
 import { tracingOf } from './otelEnv';
 import { type LogFormat, logFormatSchema } from './logging';
 import { type TemporalSettings, type TemporalTls, withTemporalEnvConfig } from './temporalEnv';
-import { caFile, caProblem, certFile, certProblem, keyFile, keyProblem, sslCode } from './tls';
+import { caFile, caProblem, certProblem, keyProblem, readClientPair } from './tls';
 
 export type { Env } from './schema';
 
@@ -46,6 +44,9 @@ export interface KafkaConfig {
   ssl: boolean;
   /** PEM file of the CA(s) that sign the brokers' certificates (KAFKA_SSL_CA); else the system roots. */
   sslCaPath?: string;
+  /** PEM client certificate and its key, for brokers that authenticate clients by certificate (mTLS). */
+  sslCertPath?: string;
+  sslKeyPath?: string;
   sasl?: { mechanism: 'plain' | 'scram-sha-256' | 'scram-sha-512'; username: string; password: string };
   /** The most bytes one record batch may decode to; a batch past it is held as undecodable (kafka/codecs.ts). */
   decodedBatchMaxBytes?: number;
@@ -186,28 +187,16 @@ export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig
   const kafkaSslCa = read(env, 'KAFKA_SSL_CA', caFile);
   if (kafkaSslCa && kafkaSsl === false)
     throw new ConfigError('KAFKA_SSL_CA', 'is set but KAFKA_SSL is false');
+  // A client certificate for brokers that authenticate clients by it (ssl.client.auth=required); implies TLS.
+  const kafkaPair = readClientPair(env, 'KAFKA_SSL_CERT', 'KAFKA_SSL_KEY');
+  if (kafkaPair && kafkaSsl === false)
+    throw new ConfigError('KAFKA_SSL_CERT', 'is set but KAFKA_SSL is false');
   read(env, 'NODE_EXTRA_CA_CERTS', caFile);
 
-  const tlsCert = read(env, 'TEMPORAL_TLS_CERT', certFile);
-  const tlsKey = read(env, 'TEMPORAL_TLS_KEY', keyFile);
+  const temporalPair = readClientPair(env, 'TEMPORAL_TLS_CERT', 'TEMPORAL_TLS_KEY');
+  const tlsCert = temporalPair?.certPath;
+  const tlsKey = temporalPair?.keyPath;
   const tlsCa = read(env, 'TEMPORAL_TLS_CA', caFile);
-  if (Boolean(tlsCert) !== Boolean(tlsKey)) {
-    throw new ConfigError(
-      tlsCert ? 'TEMPORAL_TLS_KEY' : 'TEMPORAL_TLS_CERT',
-      'must be set together with the other',
-    );
-  }
-  if (tlsCert && tlsKey) {
-    // Each loads alone (checked above); together they must be one pair, or every handshake would fail.
-    try {
-      createSecureContext({ cert: fs.readFileSync(tlsCert), key: fs.readFileSync(tlsKey) });
-    } catch (err) {
-      throw new ConfigError(
-        'TEMPORAL_TLS_KEY',
-        `= ${JSON.stringify(tlsKey)}: does not match TEMPORAL_TLS_CERT (${sslCode(err)})`,
-      );
-    }
-  }
   const apiKey = read(env, 'TEMPORAL_API_KEY', nonEmpty);
 
   const retry: RetryConfig = {
@@ -260,9 +249,10 @@ export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig
       brokers,
       clientId: read(env, 'KAFKA_CLIENT_ID', nonEmpty, `poimen-relay-${role}`),
       groupId: read(env, 'KAFKA_GROUP_ID', nonEmpty, 'poimen-inbox-relay'),
-      // A CA implies TLS; KAFKA_SSL=false with a CA is refused above.
-      ssl: kafkaSsl ?? Boolean(kafkaSslCa),
+      // A CA or a client certificate implies TLS; KAFKA_SSL=false with either is refused above.
+      ssl: kafkaSsl ?? Boolean(kafkaSslCa ?? kafkaPair),
       ...(kafkaSslCa ? { sslCaPath: kafkaSslCa } : {}),
+      ...(kafkaPair ? { sslCertPath: kafkaPair.certPath, sslKeyPath: kafkaPair.keyPath } : {}),
       ...(sasl ? { sasl } : {}),
       // Four fetches' worth of bytes, or two of the largest accepted records: 32 MiB by default (contract §2).
       decodedBatchMaxBytes: Math.max(4 * fetchMaxBytes, 2 * dispatchMaxBytes),

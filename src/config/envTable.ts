@@ -58,6 +58,18 @@ export const ENV_VARS: readonly EnvVar[] = [
     connection: true,
   },
   {
+    name: 'KAFKA_SSL_CERT',
+    description: 'PEM client certificate for brokers that require one (mTLS), with KAFKA_SSL_KEY',
+    readBy: KAFKA_USERS,
+    connection: true,
+  },
+  {
+    name: 'KAFKA_SSL_KEY',
+    description: 'PEM private key of KAFKA_SSL_CERT (unencrypted)',
+    readBy: KAFKA_USERS,
+    connection: true,
+  },
+  {
     name: 'KAFKA_SASL_MECHANISM',
     description: 'plain, scram-sha-256 or scram-sha-512 (needs the username and password)',
     readBy: KAFKA_USERS,

@@ -4,7 +4,8 @@ import { X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import { createSecureContext } from 'node:tls';
 import { z } from 'zod';
-import { nonEmpty } from './schema';
+import { ConfigError } from '../errors';
+import { type Env, nonEmpty, read } from './schema';
 
 /** The code of a failed OpenSSL load (ERR_OSSL_*), for the one-line message: codes are stable, texts are not. */
 export function sslCode(err: unknown): string {
@@ -82,3 +83,28 @@ const pemFile = (problem: (content: Buffer) => string | undefined) =>
 export const caFile = pemFile(caProblem);
 export const certFile = pemFile(certProblem);
 export const keyFile = pemFile(keyProblem);
+
+/**
+ * A client certificate and its key (mTLS): each must load (certFile, keyFile), both or neither be set, and the
+ * two be one pair, or every handshake would fail later. The paths, or undefined when neither is set.
+ */
+export function readClientPair(
+  env: Env,
+  certVar: string,
+  keyVar: string,
+): { certPath: string; keyPath: string } | undefined {
+  const certPath = read(env, certVar, certFile);
+  const keyPath = read(env, keyVar, keyFile);
+  if (!certPath && !keyPath) return undefined;
+  if (!certPath) throw new ConfigError(certVar, `must be set together with ${keyVar}`);
+  if (!keyPath) throw new ConfigError(keyVar, `must be set together with ${certVar}`);
+  try {
+    createSecureContext({ cert: fs.readFileSync(certPath), key: fs.readFileSync(keyPath) });
+  } catch (err) {
+    throw new ConfigError(
+      keyVar,
+      `= ${JSON.stringify(keyPath)}: does not match ${certVar} (${sslCode(err)})`,
+    );
+  }
+  return { certPath, keyPath };
+}

@@ -44,6 +44,22 @@ function newClient(options: KafkaJsConfig): Kafka {
   return new Kafka(options);
 }
 
+/**
+ * kafkajs's `ssl` option: off, on with the system roots, or a TLS context. A configured CA replaces the system
+ * roots for the brokers' certificates (KAFKA_SSL_CA); a client certificate and key (KAFKA_SSL_CERT,
+ * KAFKA_SSL_KEY) are offered to brokers that authenticate clients by certificate. The files were checked at start.
+ */
+export function kafkaTlsOptions(cfg: KafkaConfig): KafkaJsConfig['ssl'] {
+  if (!cfg.ssl) return false;
+  if (!cfg.sslCaPath && !cfg.sslCertPath) return true;
+  return {
+    ...(cfg.sslCaPath ? { ca: [fs.readFileSync(cfg.sslCaPath)] } : {}),
+    ...(cfg.sslCertPath && cfg.sslKeyPath
+      ? { cert: fs.readFileSync(cfg.sslCertPath), key: fs.readFileSync(cfg.sslKeyPath) }
+      : {}),
+  };
+}
+
 /** The one place a kafkajs client is built from configuration (brokers, TLS, SASL, logging, codecs). */
 export function createKafka(cfg: KafkaConfig, logger: Logger, overrides: Partial<KafkaJsConfig> = {}): Kafka {
   // Tenants' producers compress with snappy, lz4 or zstd; kafkajs alone reads only gzip.
@@ -53,8 +69,7 @@ export function createKafka(cfg: KafkaConfig, logger: Logger, overrides: Partial
   return newClient({
     clientId: cfg.clientId,
     brokers: cfg.brokers,
-    // A configured CA replaces the system roots for the brokers' certificates (KAFKA_SSL_CA).
-    ssl: cfg.ssl && cfg.sslCaPath ? { ca: [fs.readFileSync(cfg.sslCaPath)] } : cfg.ssl,
+    ssl: kafkaTlsOptions(cfg),
     // The config union is the same shape kafkajs wants, spelled per mechanism there.
     ...(cfg.sasl ? { sasl: cfg.sasl as SASLOptions } : {}),
     // kafkajs reports broker outages at ERROR on every retry: shown at WARN, each message once per window.

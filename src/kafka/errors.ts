@@ -42,16 +42,18 @@ export function kafkaAccessProblem(
               reason: `= true but the TLS handshake with ${where} failed (${detail})`,
             };
       }
-      // The CA is not in question here: the brokers refused us (they want a client certificate, which this
-      // relay does not offer), or the two ends share no TLS version or cipher, or the port does not speak TLS.
-      // TLS is on because KAFKA_SSL is true or KAFKA_SSL_CA implies it.
-      return {
-        variable: 'KAFKA_SSL',
-        reason:
-          refusal === 'refused-by-server'
-            ? `is on but ${where} wants a client certificate, which the relay does not offer (${detail})`
-            : `is on but with ${where}: ${handshakeFailure(code)}`,
-      };
+      // The CA is not in question here: the brokers refused our client certificate (or its absence), or the two
+      // ends share no TLS version or cipher, or the port does not speak TLS. TLS is on because KAFKA_SSL is true
+      // or KAFKA_SSL_CA or a client certificate implies it.
+      if (refusal === 'refused-by-server') {
+        return {
+          variable: 'KAFKA_SSL_CERT/KAFKA_SSL_KEY',
+          reason: cfg.sslCertPath
+            ? `were refused by ${where} (${detail})`
+            : `are unset but ${where} requires a client certificate (${detail})`,
+        };
+      }
+      return { variable: 'KAFKA_SSL', reason: `is on but with ${where}: ${handshakeFailure(code)}` };
     }
     e = (e as { cause?: unknown }).cause;
   }

@@ -40,7 +40,7 @@ function openssl(cwd: string, args: string[]): void {
   execFileSync('openssl', args, { cwd, stdio: ['ignore', 'ignore', 'pipe'] });
 }
 
-function issue(dir: string, caName: string, name: string, cn: string, ext: string): void {
+export function issue(dir: string, caName: string, name: string, cn: string, ext: string): void {
   openssl(dir, [
     'genpkey',
     '-algorithm',
@@ -92,7 +92,7 @@ function makeCa(dir: string, name: string, cn: string): void {
 }
 
 const SERVER_EXT = 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n';
-const CLIENT_EXT = 'extendedKeyUsage=clientAuth\n';
+export const CLIENT_EXT = 'extendedKeyUsage=clientAuth\n';
 
 export function generateCerts(dir: string): Certs {
   fs.mkdirSync(dir, { recursive: true });

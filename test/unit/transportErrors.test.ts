@@ -94,12 +94,12 @@ describe('kafkaAccessProblem: refused credentials and certificates stop the inge
     expect(kafkaAccessProblem(wrapped, noCa)?.variable).toBe('KAFKA_SSL');
   });
 
-  test('brokers that refuse the client certificate, or the handshake, blame TLS being on, not the CA', () => {
+  test('brokers that refuse the client certificate name its variables; a refused handshake blames TLS, not the CA', () => {
     const refused = err('KafkaJSConnectionError', { code: 'ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED' });
     expect(kafkaAccessProblem(refused, cfg)).toEqual({
-      variable: 'KAFKA_SSL',
+      variable: 'KAFKA_SSL_CERT/KAFKA_SSL_KEY',
       reason:
-        'is on but Kafka at k1:9094 wants a client certificate, which the relay does not offer (ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED)',
+        'are unset but Kafka at k1:9094 requires a client certificate (ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED)',
     });
     const version = err('KafkaJSConnectionError', { code: 'ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION' });
     expect(kafkaAccessProblem(version, cfg)).toEqual({

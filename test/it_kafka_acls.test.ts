@@ -1,0 +1,238 @@
+/**
+ * Least-privilege Kafka ACLs: a broker running StandardAuthorizer with nothing allowed unless an ACL says so
+ * (test/support/authKafka.ts), the relay authenticated by its client certificate (`User:CN=poimen-relay`) and
+ * granted exactly the ingester's and worker's rows of docs/operations.md ("Kafka ACLs"), read from the document.
+ * The happy path still holds: a record starts its workflow, a malformed record and a refused dispatch are
+ * dead-lettered (the worker's with the source record read back, not rebuilt), offsets and metrics are
+ * read, and no Kafka call of either process is refused. A tenant with no ACLs is not seen at all. The operator
+ * commands' rows, granted alone to an operator certificate, carry `topics apply`, `dlq list` and `dlq replay`.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { type Admin, Kafka, logLevel, type Producer } from 'kafkajs';
+import { buildDlqRecord, dlqRecordHeaders, topics, workflowId } from '../src/contract';
+import { watermarks } from '../src/kafka/readRange';
+import { ensureTopics, tenantTopicSpecs } from '../src/kafka/topics';
+import { RunsApiDouble } from '../devstack/runsApiDouble';
+import { type CertAuthKafka, certPrincipal, startCertAuthKafka } from './support/authKafka';
+import { runCli } from './support/cli';
+import { readTopicToEnd } from './support/dlqTopic';
+import { aclEntries, documentedAcls } from './support/kafkaAcls';
+import { uniqueName, uniqueTenant } from './support/names';
+import { type RelayProcess, metricValue, relayEnv, startRelayProcess } from './support/relay';
+import { testServices } from './support/testEnv';
+import { CLIENT_EXT, type Certs, generateCerts, issue, tempDir } from './support/tlsServices';
+import { waitFor } from './support/wait';
+
+jest.setTimeout(300_000);
+
+let dir: string;
+let certs: Certs;
+let kafka: CertAuthKafka;
+let plain: Kafka;
+let admin: Admin;
+let producer: Producer;
+let connection: Connection;
+let client: Client;
+const processes: RelayProcess[] = [];
+let api: RunsApiDouble | undefined;
+
+beforeAll(async () => {
+  dir = tempDir('poimen-it-kafka-acls-');
+  certs = generateCerts(path.join(dir, 'certs'));
+  // The operator's own principal, from the same CA as the relay's.
+  issue(certs.dir, 'ca', 'operator', 'poimen-operator', CLIENT_EXT);
+  kafka = await startCertAuthKafka(path.join(dir, 'kafka'), certs, { acls: true });
+  // PLAINTEXT is the super user: it makes the topics and grants the ACLs.
+  plain = new Kafka({ clientId: 'it-kafka-acls', brokers: [kafka.plainBrokers], logLevel: logLevel.NOTHING });
+  admin = plain.admin();
+  await admin.connect();
+  producer = plain.producer({ allowAutoTopicCreation: false });
+  await producer.connect();
+  connection = await Connection.connect({ address: testServices().temporalAddress });
+  client = new Client({ connection, namespace: testServices().namespace });
+}, 300_000);
+
+afterAll(async () => {
+  await Promise.all(processes.map((p) => p.kill()));
+  await api?.close();
+  await producer?.disconnect().catch(() => undefined);
+  await admin?.disconnect().catch(() => undefined);
+  await connection?.close().catch(() => undefined);
+  await kafka?.stop();
+  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+function dispatch(key: string): string {
+  return JSON.stringify({ workflow_ref: 'onboarding@v3', input: { n: 1 }, goal_id: null, dispatch_key: key });
+}
+
+test("the documented ingester and worker ACLs, and nothing more, carry a dispatch, its dead letters and the relay's metrics", async () => {
+  const rows = documentedAcls().filter((r) => r.role === 'ingester' || r.role === 'worker');
+  expect(new Set(rows.map((r) => r.role))).toEqual(new Set(['ingester', 'worker']));
+  const tenant = uniqueTenant();
+  const stranger = uniqueTenant();
+  const groupId = uniqueName('it-acl-group');
+  await ensureTopics(admin, [
+    ...tenantTopicSpecs(tenant, { partitions: 1 }),
+    ...tenantTopicSpecs(stranger, { partitions: 1 }),
+  ]);
+  await admin.createAcls({
+    acl: aclEntries(rows, certPrincipal('poimen-relay'), { tenant, KAFKA_GROUP_ID: groupId }),
+  });
+
+  api = await RunsApiDouble.start();
+  api.scriptFor('refused-1', { kind: 'status', status: 422, body: '{"error":"unknown workflow_ref"}' });
+  const env = relayEnv({
+    // Both tenants match; only one is granted.
+    tenantPattern: `^poimen\\.(${tenant}|${stranger})\\.dispatch$`,
+    groupId,
+    taskQueue: uniqueName('it-acl-tq'),
+    runsApiUrl: api.url,
+    extra: {
+      KAFKA_BROKERS: kafka.secureBrokers,
+      KAFKA_SSL_CA: certs.ca,
+      KAFKA_SSL_CERT: certs.clientCert,
+      KAFKA_SSL_KEY: certs.clientKey,
+      // Refused calls of the metrics' refreshes are logged at debug: shown, so the check below sees them.
+      LOG_LEVEL: 'debug',
+      // The lag and DLQ backlog refreshes run within the test, not every 5 s / 30 s.
+      POIMEN_LAG_REFRESH_MS: '500',
+      POIMEN_DLQ_REFRESH_MS: '500',
+    },
+  });
+  processes.push(await startRelayProcess('worker', env, `acl-${tenant}-worker`));
+  const ingester = await startRelayProcess('ingest', env, `acl-${tenant}-ingest`);
+  processes.push(ingester);
+
+  await producer.send({
+    topic: topics.dispatch(stranger),
+    acks: -1,
+    messages: [{ key: `${stranger}:hidden-1`, value: dispatch('hidden-1') }],
+  });
+  await producer.send({
+    topic: topics.dispatch(tenant),
+    acks: -1,
+    messages: [
+      { key: `${tenant}:ok-1`, value: dispatch('ok-1') },
+      { key: `${tenant}:bad-1`, value: '{not json' },
+      { key: `${tenant}:refused-1`, value: dispatch('refused-1') },
+    ],
+  });
+
+  const handle = client.workflow.getHandle(workflowId(tenant, 'ok-1'));
+  await waitFor(() => handle.describe().then(() => true), { what: 'the workflow of ok-1 to exist' });
+  expect(await handle.result()).toEqual({ run_id: api.runs.get('ok-1'), admission: 'created' });
+
+  const dlq = topics.dlq(tenant);
+  await waitFor(async () => (await readTopicToEnd(plain, dlq)).length === 2, {
+    timeoutMs: 120_000,
+    what: 'both dead letters',
+  });
+  const letters = await readTopicToEnd(plain, dlq);
+  expect(letters.map((r) => r?.type).sort()).toEqual(['dispatch_failure', 'malformed_dispatch']);
+  // The worker read the refused dispatch's source record back (Read on the topic and its throwaway group).
+  const failure = letters.find((r) => r?.type === 'dispatch_failure')!;
+  expect(failure.error).not.toContain('payload rebuilt');
+
+  await waitFor(
+    async () =>
+      (await admin.fetchOffsets({ groupId, topics: [topics.dispatch(tenant)] }))[0]?.partitions[0]?.offset ===
+      '3',
+    { what: 'all three offsets committed' },
+  );
+  // Lag and the DLQ backlog are read with the relay's own rights (group and replay-group Describe).
+  await waitFor(
+    async () => {
+      const text = await ingester.metrics();
+      return (
+        metricValue(text, 'poimen_inbox_lag', { topic: topics.dispatch(tenant) }) === 0 &&
+        metricValue(text, 'dlq_consumer_lag', { topic: dlq }) === 2
+      );
+    },
+    { what: 'lag 0 and a DLQ backlog of 2 in the metrics' },
+  );
+
+  // The tenant with no ACLs: invisible to the relay, its record untouched.
+  const [hidden] = await admin.fetchOffsets({ groupId, topics: [topics.dispatch(stranger)] });
+  expect(hidden?.partitions.map((p) => p.offset)).toEqual(['-1']);
+  expect(api.requestsFor('hidden-1')).toHaveLength(0);
+  // And no Kafka call of the relay was refused along the way.
+  const logs = processes.map((p) => fs.readFileSync(p.logFile, 'utf8')).join('\n');
+  expect(logs.match(/[A-Z_]*AUTHORIZATION_FAILED|not authorized/gi) ?? []).toEqual([]);
+});
+
+test("the documented operator rows carry topics apply, dlq list and dlq replay under the operator's own principal", async () => {
+  const rows = documentedAcls().filter((r) => r.role.startsWith('operator'));
+  const commands = new Set(rows.map((r) => r.role));
+  expect(commands).toEqual(
+    new Set(['operator: `topics apply`', 'operator: `dlq list`', 'operator: `dlq replay`']),
+  );
+  const tenant = uniqueTenant();
+  await admin.createAcls({ acl: aclEntries(rows, certPrincipal('poimen-operator'), { tenant }) });
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    LOG_LEVEL: 'warn',
+    METRICS_PORT: '0',
+    KAFKA_BROKERS: kafka.secureBrokers,
+    KAFKA_SSL_CA: certs.ca,
+    KAFKA_SSL_CERT: path.join(certs.dir, 'operator.pem'),
+    KAFKA_SSL_KEY: path.join(certs.dir, 'operator.key'),
+  };
+  const run = async (args: string[]) => {
+    const res = await runCli(args, env, 120_000);
+    // The whole error output on a failure: it names what Kafka refused.
+    expect({ args, code: res.code, out: res.code === 0 ? '' : res.stderr + res.stdout }).toEqual({
+      args,
+      code: 0,
+      out: '',
+    });
+    expect(res.stdout + res.stderr).not.toMatch(/AUTHORIZATION_FAILED|refused|not authorized/i);
+    return res.stdout;
+  };
+
+  await run(['topics', 'apply', '--tenant', tenant, '--partitions', '1']);
+  expect((await admin.listTopics()).filter((t) => t.startsWith(`poimen.${tenant}.`)).sort()).toEqual(
+    [topics.dispatch(tenant), topics.dlq(tenant), `poimen.${tenant}.events`].sort(),
+  );
+
+  // A dead letter as the worker writes it (by the super user here: the operator has no Write on the DLQ).
+  const value = dispatch('replay-1');
+  const record = buildDlqRecord({
+    id: uniqueName('dlq-id'),
+    timestamp: Date.now(),
+    type: 'dispatch_failure',
+    tenant,
+    dispatchKey: 'replay-1',
+    error: 'runs API answered 422',
+    httpStatus: 422,
+    source: { topic: topics.dispatch(tenant), partition: 0, offset: '0', timestamp: String(Date.now()) },
+    key: `${tenant}:replay-1`,
+    value,
+  });
+  await producer.send({
+    topic: topics.dlq(tenant),
+    acks: -1,
+    messages: [
+      {
+        key: `${tenant}:replay-1`,
+        value: JSON.stringify(record),
+        headers: { ...dlqRecordHeaders(record), 'dlq-type': record.type },
+      },
+    ],
+  });
+
+  // Read back by the super user first; on a fresh broker this also waits out the group coordinator's first
+  // load, which a one-shot command does not retry (not what this test is about).
+  expect((await readTopicToEnd(plain, topics.dlq(tenant))).map((r) => r?.id)).toEqual([record.id]);
+  expect(await run(['dlq', 'list', '--tenant', tenant, '--json'])).toContain(record.id);
+  const replayed = await run(['dlq', 'replay', '--tenant', tenant]);
+  expect(replayed).toMatch(/replayed/);
+  expect((await watermarks(admin, topics.dispatch(tenant))).get(0)?.high).toBe(1n);
+  const [progress] = await admin.fetchOffsets({
+    groupId: `poimen-relay-dlq.${tenant}`,
+    topics: [topics.dlq(tenant)],
+  });
+  expect(progress?.partitions.map((p) => p.offset)).toEqual(['1']);
+});
