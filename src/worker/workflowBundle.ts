@@ -1,8 +1,8 @@
 /**
  * The workflow bundle, built once by `npm run build` instead of by every worker at start. Bundling pulls in
  * webpack and takes seconds of CPU and ~100 MiB of heap; a prebuilt bundle lets the worker start fast and run
- * under a small heap cap (docs/performance.md). A stamp (the hash of the compiled workflow code it was built
- * from) travels with it: a build that recompiled the workflows without re-bundling (plain `tsc`, an IDE) leaves
+ * under a small heap cap (docs/performance.md). A stamp (the hash of the compiled workflow code and contract it
+ * was built from) travels with it: a build that recompiled the workflows without re-bundling (plain `tsc`, an IDE) leaves
  * a stale bundle, which the worker then ignores and bundles anew, rather than run old workflow code.
  */
 import crypto from 'node:crypto';
@@ -21,16 +21,24 @@ export const TRACED_WORKFLOW_BUNDLE_PATH = path.join(__dirname, '..', 'workflow-
 const WORKFLOW_TRACING_MODULE =
   require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors');
 
-const WORKFLOWS_DIR = path.join(__dirname, '..', 'workflows');
+/**
+ * The compiled folders the bundle is made from: the workflow code and the contract modules it takes values from
+ * (patch ids, task queue names, the default policy: src/contract/workflow.ts and its neighbours). All of the
+ * contract, not only those: a stamp that misses one lets a plain `tsc` change a patch id under a bundle that
+ * still has the old one.
+ */
+const BUNDLED_DIRS = ['workflows', 'contract'] as const;
 
-/** Hash of the compiled workflow modules the bundle is made from. */
-function workflowsHash(): string {
+/** Hash of the compiled modules (`.js`) the bundle is made from, under the compiled root `root`. */
+export function compiledWorkflowHash(root: string = path.join(__dirname, '..')): string {
   const h = crypto.createHash('sha256');
-  for (const file of fs
-    .readdirSync(WORKFLOWS_DIR)
-    .filter((f) => f.endsWith('.js'))
-    .sort()) {
-    h.update(file).update(fs.readFileSync(path.join(WORKFLOWS_DIR, file)));
+  for (const dir of BUNDLED_DIRS) {
+    for (const file of fs
+      .readdirSync(path.join(root, dir))
+      .filter((f) => f.endsWith('.js'))
+      .sort()) {
+      h.update(`${dir}/${file}`).update(fs.readFileSync(path.join(root, dir, file)));
+    }
   }
   return h.digest('hex');
 }
@@ -56,14 +64,14 @@ export function workflowSource(traced = false): WorkflowSource {
   if (!fs.existsSync(codePath) || !fs.existsSync(stampPath)) {
     return { workflowsPath, workflowModules, note: 'no prebuilt bundle: bundling now' };
   }
-  if (fs.readFileSync(stampPath, 'utf8').trim() !== workflowsHash()) {
+  if (fs.readFileSync(stampPath, 'utf8').trim() !== compiledWorkflowHash()) {
     return { workflowsPath, workflowModules, note: 'stale bundle ignored: bundling now' };
   }
   return { workflowBundle: { codePath }, note: 'prebuilt bundle' };
 }
 
 async function main(): Promise<void> {
-  const stamp = workflowsHash();
+  const stamp = compiledWorkflowHash();
   for (const traced of [false, true]) {
     const { code } = await bundleWorkflowCode({
       workflowsPath: require.resolve('../workflows'),
