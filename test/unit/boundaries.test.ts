@@ -130,6 +130,17 @@ describe('import boundaries (eslint.config.mjs)', () => {
         ),
         expected: [1, 2],
       },
+      // The contract modules workflow code takes values from run in the sandbox too: the same rules hold there.
+      {
+        file: 'src/contract/workflow.ts',
+        code: lines(
+          "import fs from 'node:fs';",
+          "import { RETRY_DEFAULTS } from '../config/defaults';",
+          "import type { Logger } from '../logger';",
+          "import { topics } from './names';",
+        ),
+        expected: [1, 2],
+      },
       // The dev stack uses itself and the product.
       {
         file: 'devstack/cli/probe.ts',
