@@ -1,3 +1,4 @@
+/* eslint-disable max-lines -- one case per replay rule, all on the same stubs of the range reader and producer */
 /**
  * What `dlq replay`, `dlq discard` and `dlq purge-tests` do with each dead letter (src/ops/dlq.ts, contract §8):
  * which records are re-published and how, which are passed over and counted as what, and what is recorded as
@@ -74,7 +75,7 @@ function testLetter(offset: number): KafkaMessage {
 const junk = (offset: number) =>
   ({ offset: String(offset), value: Buffer.from('not a dead letter'), key: null, headers: {} }) as never;
 
-function stubs(o: { committed?: string; metadata?: string } = {}) {
+function stubs(o: { committed?: string; metadata?: string; sendError?: Error } = {}) {
   const sent: {
     topic: string;
     acks: number;
@@ -85,7 +86,10 @@ function stubs(o: { committed?: string; metadata?: string } = {}) {
     producer: () => ({
       connect: async () => void calls.connect++,
       disconnect: async () => void calls.disconnect++,
-      send: async (r: (typeof sent)[number]) => void sent.push(r),
+      send: async (r: (typeof sent)[number]) => {
+        if (o.sendError) throw o.sendError;
+        sent.push(r);
+      },
     }),
   };
   const admin = {
@@ -286,4 +290,21 @@ test('--rate spaces the re-published records', async () => {
   expect(await stubs().run({ ratePerSec: 20 })).toMatchObject({ replayed: 3 });
   // Two gaps of at least 1000 / 20 ms each (timers may fire a millisecond early).
   expect(Date.now() - started).toBeGreaterThanOrEqual(2 * 50 - 2);
+});
+
+test('a send that fails, with a report line that cannot be written either, fails with the send error', async () => {
+  messages = [deadLetter(0, { key: 'the-key' })];
+  const sendError = new Error('Connection error: connect ECONNREFUSED 127.0.0.1:9');
+  const { run } = stubs({ sendError });
+  const seen: string[] = [];
+  const outcome = run({
+    force: true,
+    type: 'dispatch_failure',
+    onRecord: (o) => {
+      seen.push(o);
+      if (o === 'failed') throw new ConfigError('--report', '= "/dev/full": cannot be written (ENOSPC)');
+    },
+  });
+  await expect(outcome).rejects.toBe(sendError);
+  expect(seen).toEqual(['failed']);
 });
