@@ -113,29 +113,33 @@ export abstract class StackBase {
     await Promise.all(fresh.map((name) => this.service(name).start()));
     for (const name of names) {
       const service = this.service(name);
-      let restarts = fresh.includes(name) ? START_ATTEMPTS - 1 : 0;
-      const ready = await waitUntil(
-        async () => {
-          if (isRunning(service)) return service.isReady();
-          const tail = logTail(service.logFile);
-          if (restarts === 0)
-            throw new StackError(
-              `${name}: exited during start-up; its log (${service.logFile}) ends:\n${tail}`,
-            );
-          restarts--;
-          this.progress(
-            `${name}: exited during start-up; its log ends:\n${tail}\n${name}: starting it again`,
-          );
-          await service.start();
-          return false;
-        },
-        this.cfg.startTimeoutMs,
-        250,
-      );
-      if (!ready) {
-        throw new StackError(
-          `${name}: ${fresh.includes(name) ? 'not' : 'running but not'} ready at ${service.address} within ${this.cfg.startTimeoutMs} ms (log ${service.logFile})`,
+      // Each start has the whole start timeout: a first exit late in its wait leaves the second its own.
+      let ready = false;
+      for (let attempt = 1; !ready; attempt++) {
+        let exited = false;
+        ready = await waitUntil(
+          async () => {
+            if (isRunning(service)) return service.isReady();
+            exited = true;
+            return true;
+          },
+          this.cfg.startTimeoutMs,
+          250,
         );
+        if (!ready) {
+          throw new StackError(
+            `${name}: ${fresh.includes(name) ? 'not' : 'running but not'} ready at ${service.address} within ${this.cfg.startTimeoutMs} ms (log ${service.logFile})`,
+          );
+        }
+        if (!exited) break;
+        ready = false;
+        const tail = logTail(service.logFile);
+        if (!fresh.includes(name) || attempt >= START_ATTEMPTS)
+          throw new StackError(
+            `${name}: exited during start-up; its log (${service.logFile}) ends:\n${tail}`,
+          );
+        this.progress(`${name}: exited during start-up; its log ends:\n${tail}\n${name}: starting it again`);
+        await service.start();
       }
       await this.afterReady(name);
       this.progress(

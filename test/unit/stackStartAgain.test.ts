@@ -12,7 +12,11 @@ import type { Service } from '../../devstack/stack/services';
 import { StackBase, logTail } from '../../devstack/stack/stack';
 
 /** A service running `node -e script`; `exitsFirst` starts exit at once with a line in the log. */
-function nodeService(dir: string, exitsFirst: number): Service & { starts: number } {
+function nodeService(
+  dir: string,
+  exitsFirst: number,
+  delays: { exitAfterMs?: number; readyAfterMs?: number } = {},
+): Service & { starts: number } {
   const logFile = path.join(dir, 'svc.log');
   const pidFile = path.join(dir, 'svc.pid');
   const svc = {
@@ -25,8 +29,8 @@ function nodeService(dir: string, exitsFirst: number): Service & { starts: numbe
       svc.starts++;
       const script =
         svc.starts <= exitsFirst
-          ? `console.log('fatal: start ${svc.starts} could not bind'); process.exit(3)`
-          : `console.log('serving'); setInterval(() => {}, 1000)`;
+          ? `setTimeout(() => { console.log('fatal: start ${svc.starts} could not bind'); process.exit(3) }, ${delays.exitAfterMs ?? 0})`
+          : `setTimeout(() => console.log('serving'), ${delays.readyAfterMs ?? 0}); setInterval(() => {}, 1000)`;
       startDaemon({
         cmd: process.execPath,
         args: ['-e', script, dir],
@@ -36,7 +40,8 @@ function nodeService(dir: string, exitsFirst: number): Service & { starts: numbe
         marker: dir,
       });
     },
-    isReady: async () => fs.readFileSync(logFile, 'utf8').includes('serving'),
+    // A line of its own: the log's "=== started" header quotes the script, 'serving' included.
+    isReady: async () => fs.readFileSync(logFile, 'utf8').split('\n').includes('serving'),
     detail: () => 'test service',
   };
   return svc;
@@ -48,8 +53,9 @@ class OneServiceStack extends StackBase {
     readonly services: Record<string, Service>,
     private readonly dir: string,
     lines: string[],
+    timeoutMs = 20_000,
   ) {
-    super(loadStackConfig({ POIMEN_STATE_DIR: dir, POIMEN_STACK_START_TIMEOUT_MS: '20000' }), (l) =>
+    super(loadStackConfig({ POIMEN_STATE_DIR: dir, POIMEN_STACK_START_TIMEOUT_MS: String(timeoutMs) }), (l) =>
       lines.push(l),
     );
   }
@@ -79,6 +85,15 @@ describe('a service that exits during start-up', () => {
     expect(said).toMatch(/svc: exited during start-up; its log ends:\n[\s\S]*fatal: start 1 could not bind/);
     expect(said).toMatch(/svc: starting it again/);
     expect(said).toMatch(/svc: ready in/);
+  });
+
+  test('a first exit late in the wait leaves the second start the whole timeout', async () => {
+    const lines: string[] = [];
+    // Exits after 2.5 s of a 4 s timeout; the second start is ready 2.5 s later, 5 s after the first began.
+    const svc = nodeService(dir, 1, { exitAfterMs: 2500, readyAfterMs: 2500 });
+    await new OneServiceStack({ svc }, dir, lines, 4000).startService('svc');
+    expect(svc.starts).toBe(2);
+    expect(lines.join('\n')).toMatch(/svc: ready in/);
   });
 
   test('exiting on the second start too fails with one error carrying the end of its log', async () => {
