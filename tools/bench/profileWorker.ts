@@ -52,17 +52,43 @@ function threadTicks(pid: number): Map<number, { name: string; ticks: number }> 
   return out;
 }
 
-/** CPU ms per thread name between two readings (threads that ended in between are lost; the worker keeps its). */
-function threadMsBetween(
-  a: Map<number, { name: string; ticks: number }>,
-  b: Map<number, { name: string; ticks: number }>,
-): { tid: number; name: string; ms: number }[] {
+/**
+ * CPU ms per thread over a window, read every second: thread ids are recycled within minutes on a busy machine
+ * (pid_max 32768, and each vm watchdog takes one), so two readings minutes apart would pair a thread with another
+ * that took its id. Per interval: a thread's growth (its whole time when it is new or its id was reused), and what
+ * the process's total grew beyond its live threads' growth, the threads that ended in the interval.
+ */
+function threadCpu(pid: number) {
   const hz = ticksPerSecond();
-  return [...b].map(([tid, t]) => ({
-    tid,
-    name: t.name,
-    ms: ((t.ticks - (a.get(tid)?.ticks ?? 0)) * 1000) / hz,
-  }));
+  const ms = new Map<number, { name: string; ms: number }>();
+  let gone = 0;
+  let prev = threadTicks(pid);
+  const sample = () => {
+    const cur = threadTicks(pid);
+    let live = 0;
+    for (const [tid, t] of cur) {
+      if (tid === 0) continue;
+      const was = prev.get(tid);
+      const grew = was && was.name === t.name && was.ticks <= t.ticks ? t.ticks - was.ticks : t.ticks;
+      live += grew;
+      const acc = ms.get(tid) ?? { name: t.name, ms: 0 };
+      acc.ms += (grew * 1000) / hz;
+      ms.set(tid, acc);
+    }
+    gone += Math.max(0, cur.get(0)!.ticks - prev.get(0)!.ticks - live);
+    prev = cur;
+  };
+  const timer = setInterval(sample, 1000);
+  return {
+    end(): { tid: number; name: string; ms: number }[] {
+      clearInterval(timer);
+      sample();
+      return [
+        ...[...ms].map(([tid, t]) => ({ tid, ...t })),
+        { tid: 0, name: EXITED, ms: (gone * 1000) / hz },
+      ];
+    },
+  };
 }
 
 /** V8's profiler thread: the profile's own cost, not the worker's. */
@@ -120,7 +146,7 @@ async function main(): Promise<void> {
   let window: {
     fromUs: number;
     toUs: number;
-    threads: ReturnType<typeof threadMsBetween>;
+    threads: ReturnType<ReturnType<typeof threadCpu>['end']>;
     dispatches: number;
   };
   try {
@@ -132,12 +158,12 @@ async function main(): Promise<void> {
     });
     try {
       // The window opens once both are up (start-up is a one-off) and closes when the API has the last run.
-      const before = threadTicks(pid);
+      const cpu = threadCpu(pid);
       const runsBefore = api.runs.size;
       const fromUs = nowUs();
       await drained(api, opts.n, 30 * 60_000);
       const toUs = nowUs();
-      const threads = threadMsBetween(before, threadTicks(pid));
+      const threads = cpu.end();
       window = { fromUs, toUs, threads, dispatches: api.runs.size - runsBefore };
     } finally {
       await ingester.stop();
