@@ -57,12 +57,18 @@ export async function startRelayProcess(opts: {
   readyTimeoutMs?: number;
   /** Another build of the relay (an earlier version, for rolling-deploy tests); default this package. */
   packageRoot?: string;
+  /** Node flags before the script, for those NODE_OPTIONS refuses (e.g. `--cpu-prof` for the profiler). */
+  execArgv?: string[];
 }): Promise<RelayProcess> {
   fs.mkdirSync(path.dirname(opts.logFile), { recursive: true });
   const out = fs.openSync(opts.logFile, 'a');
   const child = spawn(
     process.execPath,
-    [path.join(opts.packageRoot ?? PACKAGE_ROOT, 'bin', 'poimen-relay.js'), opts.role],
+    [
+      ...(opts.execArgv ?? []),
+      path.join(opts.packageRoot ?? PACKAGE_ROOT, 'bin', 'poimen-relay.js'),
+      opts.role,
+    ],
     {
       env: {
         ...opts.env,

@@ -37,6 +37,12 @@ const DRAIN_EVERY_MS = 1_000;
 
 export class SdkMetricsBridge {
   private readonly metrics = new Map<string, Bridged>();
+  /**
+   * The label set of each attribute set the SDK sent. The SDK hands the same attributes object to every update of
+   * the same set (and never changes one it has handed out), so a set is turned into labels once, not per update:
+   * a dispatch brings dozens of updates over a handful of sets.
+   */
+  private readonly labelsOf = new WeakMap<object, Record<string, string>>();
   private readonly timer: NodeJS.Timeout;
 
   constructor(
@@ -59,10 +65,7 @@ export class SdkMetricsBridge {
       try {
         const bridged = this.metricFor(metric.name, metric.kind, metric.description);
         if (!bridged) continue;
-        // Every label is given: an attribute the update lacks is empty, which Prometheus treats as absent.
-        const labels = Object.fromEntries(
-          SDK_LABELS.map((l) => [l, attributes[l] === undefined ? '' : String(attributes[l])]),
-        );
+        const labels = this.labels(attributes);
         if (bridged.kind === 'counter') (bridged.m as Counter).inc(labels, value);
         else if (bridged.kind === 'up-down-counter') (bridged.m as Gauge).inc(labels, value);
         else if (bridged.kind === 'gauge') (bridged.m as Gauge).set(labels, value);
@@ -71,6 +74,18 @@ export class SdkMetricsBridge {
         // One update the registry refuses (a name another kind holds) must not lose the others.
       }
     }
+  }
+
+  /** Every label is given: an attribute the update lacks is empty, which Prometheus treats as absent. */
+  private labels(attributes: Record<string, unknown>): Record<string, string> {
+    let labels = this.labelsOf.get(attributes);
+    if (!labels) {
+      labels = Object.fromEntries(
+        SDK_LABELS.map((l) => [l, attributes[l] === undefined ? '' : String(attributes[l])]),
+      );
+      this.labelsOf.set(attributes, labels);
+    }
+    return labels;
   }
 
   private metricFor(name: string, kind: Kind, help: string | undefined): Bridged | undefined {

@@ -91,3 +91,46 @@ test('a buffer that throws (the runtime shut down) and an update the registry re
   bad.close();
   return registry.metrics().then((text) => expect(text).toMatch(/^temporal_y\{[^}]*\} 1$/m));
 });
+
+test('the SDK metrics bridge turns an attribute set into labels once, however many updates reuse it', async () => {
+  const registry = new Registry();
+  const req = { name: 'temporal_request', kind: 'counter', valueType: 'int' };
+  let reads = 0;
+  // The SDK hands the same attributes object to every update of the same set.
+  const attributes = new Proxy(
+    { operation: 'PollActivityTaskQueue', task_queue: 'q' } as Record<string, string>,
+    {
+      get: (target, key: string) => {
+        reads++;
+        return target[key];
+      },
+    },
+  );
+  const other = { operation: 'RespondActivityTaskCompleted', task_queue: 'q' };
+  const updates = [1, 2, 3].map((value) => ({ metric: req, value, attributes }));
+  const bridge = new SdkMetricsBridge(
+    bufferOf([...updates, { metric: req, value: 5, attributes: other }], [...updates]),
+    registry,
+  );
+  try {
+    bridge.drain();
+    bridge.drain();
+    const readsOfOneSet = reads;
+    expect(readsOfOneSet).toBeGreaterThan(0);
+    const text = await registry.metrics();
+    expect(text).toMatch(
+      /^temporal_request\{[^}]*task_queue="q"[^}]*operation="PollActivityTaskQueue"[^}]*\} 12$/m,
+    );
+    expect(text).toMatch(
+      /^temporal_request\{[^}]*task_queue="q"[^}]*operation="RespondActivityTaskCompleted"[^}]*\} 5$/m,
+    );
+    // Six updates of the set, read as often as one.
+    const once = new SdkMetricsBridge(bufferOf([{ metric: req, value: 1, attributes }]), new Registry());
+    reads = 0;
+    once.drain();
+    once.close();
+    expect(readsOfOneSet).toBe(reads);
+  } finally {
+    bridge.close();
+  }
+});
