@@ -6,16 +6,14 @@
  */
 import path from 'node:path';
 import type { Producer } from 'kafkajs';
-import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
-import { temporal } from '@temporalio/proto';
-import { tsToMs } from '@temporalio/common/lib/time';
-import { topics, workflowId } from '../../src/contract';
+import { topics } from '../../src/contract';
 import { freePort } from '../../devstack/ports';
 import { startRelayProcess } from '../../devstack/relayProcess';
 import { waitUntil } from '../../src/poll';
 import { RunsApiDouble } from '../../devstack/runsApiDouble';
 import { cpuWindow, perSecond } from './cpu';
-import { mapLimit, percentile, round } from './measure';
+import { round } from './measure';
+import { type Sent, windowFigures } from './fairnessWindow';
 import { type BenchTarget, dispatchValue, newTenant, relayEnv, startWorkers } from './rig';
 
 export interface FairnessOptions {
@@ -39,11 +37,6 @@ export interface FairnessOptions {
 
 /** B's unmeasured trickle before its alone window. */
 const WARMUP_S = 5;
-
-interface Sent {
-  key: string;
-  sentAtMs: number;
-}
 
 /** B's records, paced in 50 ms ticks, until `untilMs`. */
 async function trickle(
@@ -72,110 +65,6 @@ async function trickle(
     await new Promise((r) => setTimeout(r, 50));
   }
   return sent;
-}
-
-/** p50/p99 of the records' latencies; a record never served counts with what it has waited so far (a lower bound). */
-function latencies(api: RunsApiDouble, sent: Sent[], nowMs: number) {
-  const received = new Map<string, number>();
-  for (const r of api.requests) {
-    if (r.answer !== 201) continue;
-    const key = (r.json as { dispatch_key: string }).dispatch_key;
-    if (!received.has(key)) received.set(key, r.receivedAtMs);
-  }
-  const unserved = sent.filter((s) => !received.has(s.key)).length;
-  const ms = sent.map((s) => (received.get(s.key) ?? nowMs) - s.sentAtMs).sort((a, b) => a - b);
-  return { n: sent.length, unserved, p50_ms: percentile(ms, 50), p99_ms: percentile(ms, 99) };
-}
-
-interface Stages {
-  /** First workflow task: scheduled → picked up by a worker (the queue, and the worker's slots). */
-  workflow_task_wait_ms: number;
-  /** The call's activity task: scheduled → picked up. */
-  activity_task_wait_ms: number;
-  /** The activity's attempt: picked up → completed (the HTTP call and the worker's own work). */
-  call_ms: number;
-  /** Activity completed → execution completed (the last workflow task, sticky). */
-  after_call_ms: number;
-}
-
-function stages(history: temporal.api.history.v1.IHistory): Stages | undefined {
-  const at = (type: string, nth = 0) => {
-    const e = (history.events ?? []).filter(
-      (ev) => ev.eventType === temporal.api.enums.v1.EventType[type as 'EVENT_TYPE_UNSPECIFIED'],
-    )[nth];
-    return e?.eventTime ? tsToMs(e.eventTime) : undefined;
-  };
-  const wfScheduled = at('EVENT_TYPE_WORKFLOW_TASK_SCHEDULED');
-  const wfStarted = at('EVENT_TYPE_WORKFLOW_TASK_STARTED');
-  const actScheduled = at('EVENT_TYPE_ACTIVITY_TASK_SCHEDULED');
-  const actStarted = at('EVENT_TYPE_ACTIVITY_TASK_STARTED');
-  const actCompleted = at('EVENT_TYPE_ACTIVITY_TASK_COMPLETED');
-  const closed = at('EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED');
-  if (
-    wfScheduled === undefined ||
-    wfStarted === undefined ||
-    actScheduled === undefined ||
-    actStarted === undefined ||
-    actCompleted === undefined ||
-    closed === undefined
-  ) {
-    return undefined;
-  }
-  const [a, b, c, d, e, f] = [wfScheduled, wfStarted, actScheduled, actStarted, actCompleted, closed];
-  return { workflow_task_wait_ms: b - a, activity_task_wait_ms: d - c, call_ms: e - d, after_call_ms: f - e };
-}
-
-/**
- * Record → workflow start (the ingester's share of the latency; the rest is Temporal's queues and the worker), from
- * each execution's start time. A record not started yet counts with what it has waited so far.
- */
-async function startedAfter(t: BenchTarget, tenant: string, sent: Sent[]) {
-  const connection = await Connection.connect({ address: t.temporalAddress });
-  const client = new Client({ connection, namespace: t.namespace });
-  const ms: number[] = [];
-  const parts: Record<keyof Stages, number[]> = {
-    workflow_task_wait_ms: [],
-    activity_task_wait_ms: [],
-    call_ms: [],
-    after_call_ms: [],
-  };
-  let notStarted = 0;
-  let describeErrors = 0;
-  const now = Date.now();
-  try {
-    await mapLimit(sent, 8, async (s) => {
-      try {
-        const handle = client.workflow.getHandle(workflowId(tenant, s.key));
-        const d = await handle.describe();
-        ms.push(d.startTime.getTime() - s.sentAtMs);
-        const st = stages(await handle.fetchHistory());
-        if (st) for (const k of Object.keys(parts) as (keyof Stages)[]) parts[k].push(st[k]);
-      } catch (err) {
-        if (err instanceof WorkflowNotFoundError) {
-          notStarted++;
-          ms.push(now - s.sentAtMs);
-        } else {
-          describeErrors++;
-        }
-      }
-    });
-  } finally {
-    await connection.close();
-  }
-  ms.sort((a, b) => a - b);
-  const p50 = (xs: number[]) =>
-    percentile(
-      [...xs].sort((a, b) => a - b),
-      50,
-    );
-  return {
-    to_start_p50_ms: percentile(ms, 50),
-    to_start_p99_ms: percentile(ms, 99),
-    // Where the rest goes, medians from each execution's history (Temporal's event times).
-    after_start_p50: Object.fromEntries(Object.entries(parts).map(([k, xs]) => [k, p50(xs)])),
-    not_started: notStarted,
-    describe_errors: describeErrors,
-  };
 }
 
 export async function fairnessRound(
@@ -251,16 +140,8 @@ export async function fairnessRound(
     );
     const now = Date.now();
     return {
-      alone: {
-        ...latencies(api, alone, now),
-        ...(await startedAfter(t, b, alone)),
-        cpu_ms_per_s: aloneCpu,
-      },
-      flooded: {
-        ...latencies(api, flooded, now),
-        ...(await startedAfter(t, b, flooded)),
-        cpu_ms_per_s: floodedCpu,
-      },
+      alone: { ...(await windowFigures(t, b, api, alone, now)), cpu_ms_per_s: aloneCpu },
+      flooded: { ...(await windowFigures(t, b, api, flooded, now)), cpu_ms_per_s: floodedCpu },
       flood_n: o.floodN,
       flood_publish_s: round(floodPublishMs / 1000),
       // How much of A's flood the relay had served when B's flooded window closed: A was still queued throughout.
