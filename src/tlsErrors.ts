@@ -53,11 +53,12 @@ export type TlsRefusal = 'untrusted-server' | 'refused-by-server' | 'handshake';
 
 /**
  * The alert in a Node/OpenSSL code for an alert received from the peer (ERR_SSL_<version>_ALERT_<name>, e.g.
- * ERR_SSL_TLSV1_ALERT_NO_APPLICATION_PROTOCOL → NO_APPLICATION_PROTOCOL); undefined for any other code.
+ * ERR_SSL_TLSV1_ALERT_NO_APPLICATION_PROTOCOL → NO_APPLICATION_PROTOCOL); undefined for any other code. The
+ * OpenSSL of Node 24 says SSL/TLS where Node 20's said SSLV3 (ERR_SSL_SSL/TLS_ALERT_BAD_CERTIFICATE).
  */
 export function tlsAlert(code: unknown): string | undefined {
   if (typeof code !== 'string') return undefined;
-  return /^ERR_SSL_(?:SSLV3|TLSV1|TLSV13)_ALERT_([A-Z0-9_]+)$/.exec(code)?.[1];
+  return /^ERR_SSL_(?:SSLV3|TLSV1|TLSV13|SSL\/TLS)_ALERT_([A-Z0-9_]+)$/.exec(code)?.[1];
 }
 
 /**

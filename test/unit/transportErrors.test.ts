@@ -22,6 +22,9 @@ describe('TLS failures are told apart by error code', () => {
     ['ERR_SSL_SSLV3_ALERT_CERTIFICATE_REVOKED', 'refused-by-server'],
     ['ERR_SSL_SSLV3_ALERT_UNSUPPORTED_CERTIFICATE', 'refused-by-server'],
     ['ERR_SSL_TLSV1_ALERT_ACCESS_DENIED', 'refused-by-server'],
+    // Node 24's OpenSSL names the record layer SSL/TLS where Node 20's said SSLV3.
+    ['ERR_SSL_SSL/TLS_ALERT_BAD_CERTIFICATE', 'refused-by-server'],
+    ['ERR_SSL_SSL/TLS_ALERT_HANDSHAKE_FAILURE', 'handshake'],
     // Other alerts: a disagreement that is not about certificates, so no client certificate is blamed.
     ['ERR_SSL_TLSV1_ALERT_NO_APPLICATION_PROTOCOL', 'handshake'],
     ['ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION', 'handshake'],
@@ -44,6 +47,7 @@ describe('a handshake failure names the alert the server sent', () => {
     ['ERR_SSL_TLSV1_ALERT_NO_APPLICATION_PROTOCOL', 'NO_APPLICATION_PROTOCOL'],
     ['ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED', 'CERTIFICATE_REQUIRED'],
     ['ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE', 'HANDSHAKE_FAILURE'],
+    ['ERR_SSL_SSL/TLS_ALERT_BAD_CERTIFICATE', 'BAD_CERTIFICATE'],
     ['ERR_SSL_WRONG_VERSION_NUMBER', undefined],
     ['ECONNREFUSED', undefined],
     [42, undefined],
