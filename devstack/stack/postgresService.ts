@@ -108,7 +108,7 @@ export function postgresService(cfg: StackConfig): Service {
       }
       // After a kill -9, the old backends first (processes.ts clearLeftovers).
       await clearLeftovers(data);
-      startDaemon({
+      await startDaemon({
         cmd: path.join(bin, 'postgres'),
         args: [
           '-D',

@@ -123,7 +123,26 @@ export function livePid(pidFile: string): number | undefined {
   return rec.pid;
 }
 
-export function startDaemon(opts: {
+/** The binary a process runs now (/proc/<pid>/exe), undefined once it is gone. */
+function exeOf(pid: number): string | undefined {
+  try {
+    return fs.readlinkSync(`/proc/${pid}/exe`);
+  } catch {
+    return undefined;
+  }
+}
+
+/** How long a start waits for its child's command line to show the marker before it returns anyway. */
+const EXEC_WAIT_MS = 10_000;
+
+/**
+ * Starts a daemon and returns once its command line shows the pid file's marker, or it has exited. spawn() returns
+ * when the child's exec has passed the point of no return, and for a large binary (the Temporal server) the kernel
+ * sets up the new command line a little later: a check in between took the child for dead (seen in CI: the stack
+ * started Temporal a second time 8 ms after the first; the pid file named the second, which died on the first's
+ * database lock, while the first served and `stack down` could no longer stop it).
+ */
+export async function startDaemon(opts: {
   cmd: string;
   args: string[];
   cwd: string;
@@ -133,7 +152,7 @@ export function startDaemon(opts: {
   marker: string;
   /** Run as another user (PostgreSQL refuses to run as root). */
   user?: { uid: number; gid: number };
-}): number {
+}): Promise<number> {
   const out = fs.openSync(opts.logFile, 'a');
   fs.writeSync(out, `\n=== started ${new Date().toISOString()}: ${opts.cmd} ${opts.args.join(' ')}\n`);
   const child = spawn(opts.cmd, opts.args, {
@@ -145,10 +164,14 @@ export function startDaemon(opts: {
   });
   fs.closeSync(out);
   if (child.pid === undefined) throw new Error(`could not start ${opts.cmd}`);
+  const pid = child.pid;
+  let exited = false;
+  child.once('exit', () => (exited = true));
   child.unref();
-  const rec: PidRecord = { pid: child.pid, marker: opts.marker, startedAt: new Date().toISOString() };
+  const rec: PidRecord = { pid, marker: opts.marker, startedAt: new Date().toISOString() };
   fs.writeFileSync(opts.pidFile, JSON.stringify(rec));
-  return child.pid;
+  await waitUntil(() => exited || exeOf(pid) === undefined || livePid(opts.pidFile) === pid, EXEC_WAIT_MS, 5);
+  return pid;
 }
 
 /**

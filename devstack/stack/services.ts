@@ -234,7 +234,7 @@ export function kafkaNodeService(
         fs.appendFileSync(logFile, res.out);
         if (!res.ok) throw new StackError(`${node.name} storage format failed (see ${logFile})`);
       }
-      startDaemon({
+      await startDaemon({
         cmd: 'java',
         args: java('kafka.Kafka', [propsFile]),
         cwd: node.dir,
@@ -310,7 +310,7 @@ export function temporalService(cfg: StackConfig): Service {
         'warn',
         ...SEARCH_ATTRIBUTE_NAMES.flatMap((name) => ['--search-attribute', `${name}=Keyword`]),
       ];
-      startDaemon({
+      await startDaemon({
         cmd: temporalBinPath(cfg),
         args,
         cwd: p.temporalDir,

@@ -221,7 +221,7 @@ export function temporalServerService(cfg: StackConfig): TemporalServerService {
       const dynamicConfigFile = path.join(configDir, 'dynamicconfig.yaml');
       fs.writeFileSync(dynamicConfigFile, stringify(dynamicConfig(cfg)));
       fs.writeFileSync(path.join(configDir, 'cluster.yaml'), stringify(serverConfig(cfg, dynamicConfigFile)));
-      startDaemon({
+      await startDaemon({
         cmd: clusterBinaryPaths(cfg).temporalServer,
         // --root is the state folder: it is the pid file's marker on the command line.
         args: ['--root', p.temporalDir, '--config', 'config', '--env', 'cluster', '--allow-no-auth', 'start'],

@@ -42,7 +42,7 @@ export function uiService(cfg: StackConfig): Service {
           cors: { cookieInsecure: true },
         }),
       );
-      startDaemon({
+      await startDaemon({
         cmd: clusterBinaryPaths(cfg).uiServer,
         args: ['--root', dir, 'start'],
         cwd: dir,

@@ -31,7 +31,7 @@ function nodeService(
         svc.starts <= exitsFirst
           ? `setTimeout(() => { console.log('fatal: start ${svc.starts} could not bind'); process.exit(3) }, ${delays.exitAfterMs ?? 0})`
           : `setTimeout(() => console.log('serving'), ${delays.readyAfterMs ?? 0}); setInterval(() => {}, 1000)`;
-      startDaemon({
+      await startDaemon({
         cmd: process.execPath,
         args: ['-e', script, dir],
         cwd: dir,
@@ -118,6 +118,45 @@ describe('logTail', () => {
     const tail = logTail(file, 3);
     expect(tail).toBe('line 27\nline 28\nline 29');
     expect(logTail(path.join(dir, 'missing.log'))).toBe('(no log)');
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+});
+
+describe('startDaemon', () => {
+  test('resolves only once the child shows the marker on its command line: a check right after never finds it gone', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'start-daemon-'));
+    const pidFile = path.join(dir, 'd.pid');
+    try {
+      for (let i = 0; i < 20; i++) {
+        const pid = await startDaemon({
+          cmd: process.execPath,
+          args: ['-e', 'setInterval(() => {}, 1000)', dir],
+          cwd: dir,
+          logFile: path.join(dir, 'd.log'),
+          pidFile,
+          marker: dir,
+        });
+        expect(livePid(pidFile)).toBe(pid);
+        await stopDaemon(pidFile, 'SIGKILL', 1000);
+      }
+    } finally {
+      await stopDaemon(pidFile, 'SIGKILL', 1000);
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('resolves when the child exits before showing the marker', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'start-daemon-'));
+    const started = Date.now();
+    await startDaemon({
+      cmd: process.execPath,
+      args: ['-e', 'process.exit(3)'],
+      cwd: dir,
+      logFile: path.join(dir, 'd.log'),
+      pidFile: path.join(dir, 'd.pid'),
+      marker: dir,
+    });
+    expect(Date.now() - started).toBeLessThan(5_000);
     fs.rmSync(dir, { recursive: true, force: true });
   });
 });
