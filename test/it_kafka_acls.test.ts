@@ -10,7 +10,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { type Admin, Kafka, logLevel, type Producer } from 'kafkajs';
+import type { Admin, Kafka, Producer } from 'kafkajs';
 import { buildDlqRecord, dlqRecordHeaders, topics, workflowId } from '../src/contract';
 import { watermarks } from '../src/kafka/readRange';
 import { ensureTopics, tenantTopicSpecs } from '../src/kafka/topics';
@@ -21,7 +21,7 @@ import { readTopicToEnd } from './support/dlqTopic';
 import { aclEntries, documentedAcls } from './support/kafkaAcls';
 import { uniqueName, uniqueTenant } from './support/names';
 import { type RelayProcess, metricValue, relayEnv, startRelayProcess } from './support/relay';
-import { testServices } from './support/testEnv';
+import { closeTooling, connectTooling } from './support/kafkaTooling';
 import { CLIENT_EXT, type Certs, generateCerts, issue, tempDir } from './support/tlsServices';
 import { waitFor } from './support/wait';
 
@@ -45,21 +45,16 @@ beforeAll(async () => {
   issue(certs.dir, 'ca', 'operator', 'poimen-operator', CLIENT_EXT);
   kafka = await startCertAuthKafka(path.join(dir, 'kafka'), certs, { acls: true });
   // PLAINTEXT is the super user: it makes the topics and grants the ACLs.
-  plain = new Kafka({ clientId: 'it-kafka-acls', brokers: [kafka.plainBrokers], logLevel: logLevel.NOTHING });
-  admin = plain.admin();
-  await admin.connect();
-  producer = plain.producer({ allowAutoTopicCreation: false });
-  await producer.connect();
-  connection = await Connection.connect({ address: testServices().temporalAddress });
-  client = new Client({ connection, namespace: testServices().namespace });
+  ({ plain, admin, producer, connection, client } = await connectTooling(
+    'it-kafka-acls',
+    kafka.plainBrokers,
+  ));
 }, 300_000);
 
 afterAll(async () => {
   await Promise.all(processes.map((p) => p.kill()));
   await api?.close();
-  await producer?.disconnect().catch(() => undefined);
-  await admin?.disconnect().catch(() => undefined);
-  await connection?.close().catch(() => undefined);
+  await closeTooling({ producer, admin, connection });
   await kafka?.stop();
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });

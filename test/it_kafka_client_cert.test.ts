@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { type Admin, Kafka, logLevel, type Producer } from 'kafkajs';
+import type { Admin, Kafka, Producer } from 'kafkajs';
 import { topics, workflowId } from '../src/contract';
 import { ensureTopics, tenantTopicSpecs } from '../src/kafka/topics';
 import { RunsApiDouble } from '../devstack/runsApiDouble';
@@ -17,7 +17,7 @@ import { type CliResult, REPO_ROOT, runCli } from './support/cli';
 import { readTopicToEnd } from './support/dlqTopic';
 import { uniqueName, uniqueTenant } from './support/names';
 import { type RelayProcess, relayEnv, startRelayProcess } from './support/relay';
-import { testServices } from './support/testEnv';
+import { closeTooling, connectTooling } from './support/kafkaTooling';
 import { type Certs, generateCerts, tempDir } from './support/tlsServices';
 import { waitFor } from './support/wait';
 
@@ -36,19 +36,14 @@ beforeAll(async () => {
   dir = tempDir('poimen-it-kafka-mtls-');
   certs = generateCerts(path.join(dir, 'certs'));
   kafka = await startCertAuthKafka(path.join(dir, 'kafka'), certs);
-  plain = new Kafka({ clientId: 'it-kafka-mtls', brokers: [kafka.plainBrokers], logLevel: logLevel.NOTHING });
-  admin = plain.admin();
-  await admin.connect();
-  producer = plain.producer({ allowAutoTopicCreation: false });
-  await producer.connect();
-  connection = await Connection.connect({ address: testServices().temporalAddress });
-  client = new Client({ connection, namespace: testServices().namespace });
+  ({ plain, admin, producer, connection, client } = await connectTooling(
+    'it-kafka-mtls',
+    kafka.plainBrokers,
+  ));
 }, 300_000);
 
 afterAll(async () => {
-  await producer?.disconnect().catch(() => undefined);
-  await admin?.disconnect().catch(() => undefined);
-  await connection?.close().catch(() => undefined);
+  await closeTooling({ producer, admin, connection });
   await kafka?.stop();
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });

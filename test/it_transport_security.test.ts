@@ -10,7 +10,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
-import { type Admin, Kafka, logLevel, type Producer } from 'kafkajs';
+import type { Admin, Kafka, Producer } from 'kafkajs';
 import { topics, workflowId } from '../src/contract';
 import { ensureTopics, tenantTopicSpecs } from '../src/kafka/topics';
 import { tlsRefusal } from '../src/tlsErrors';
@@ -19,6 +19,7 @@ import { readTopicToEnd } from './support/dlqTopic';
 import { uniqueName, uniqueTenant } from './support/names';
 import { type RelayProcess, relayEnv, startRelayProcess } from './support/relay';
 import { RunsApiDouble } from '../devstack/runsApiDouble';
+import { closeTooling, connectTooling } from './support/kafkaTooling';
 import { testServices } from './support/testEnv';
 import {
   type Certs,
@@ -50,19 +51,11 @@ beforeAll(async () => {
   certs = generateCerts(path.join(dir, 'certs'));
   kafka = await startSecureKafka(path.join(dir, 'kafka'), certs);
   proxy = await startTlsProxy(dir, certs, testServices().temporalAddress);
-  plain = new Kafka({ clientId: 'it-tls', brokers: [kafka.plainBrokers], logLevel: logLevel.NOTHING });
-  admin = plain.admin();
-  await admin.connect();
-  producer = plain.producer({ allowAutoTopicCreation: false });
-  await producer.connect();
-  connection = await Connection.connect({ address: testServices().temporalAddress });
-  client = new Client({ connection, namespace: testServices().namespace });
+  ({ plain, admin, producer, connection, client } = await connectTooling('it-tls', kafka.plainBrokers));
 }, 300_000);
 
 afterAll(async () => {
-  await producer?.disconnect().catch(() => undefined);
-  await admin?.disconnect().catch(() => undefined);
-  await connection?.close().catch(() => undefined);
+  await closeTooling({ producer, admin, connection });
   await proxy?.stop();
   await kafka?.stop();
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
