@@ -2,9 +2,11 @@
  * The effective configuration of a relay process: every variable its role reads (the env table's rows), the value
  * it runs with and where that came from. `poimen-relay config` prints it and each process logs it once at start,
  * so what a deployment runs with is seen, not inferred from manifests. Secrets show only whether they are set.
- * Owner of "what a process runs with"; the loaders (env.ts) stay the owners of parsing and defaults.
+ * Owner of "what a process runs with"; the rows (vars/) stay the owners of parsing and defaults.
  */
 import { type EnvReader, envVarsReadBy } from './envTable';
+import { KAFKA } from './vars/kafka';
+import { TEMPORAL } from './vars/temporal';
 import { type RelayConfig, type Role, loadRelayConfig } from './env';
 import { type Env, type Reading, watchReads } from './schema';
 import { unhonouredOtelVariables } from './otelEnv';
@@ -29,17 +31,17 @@ export const ROLE_READER: Readonly<Record<ServiceRole, EnvReader>> = { ingester:
 
 /** Variables Temporal's config file (TEMPORAL_CONFIG_FILE / TEMPORAL_PROFILE) can also set, and their field. */
 const FROM_TEMPORAL_PROFILE: Readonly<Record<string, (cfg: RelayConfig) => unknown>> = {
-  TEMPORAL_ADDRESS: (cfg) => cfg.temporal.address,
-  TEMPORAL_NAMESPACE: (cfg) => cfg.temporal.namespace,
-  TEMPORAL_API_KEY: (cfg) => cfg.temporal.apiKey,
+  [TEMPORAL.TEMPORAL_ADDRESS.name]: (cfg) => cfg.temporal.address,
+  [TEMPORAL.TEMPORAL_NAMESPACE.name]: (cfg) => cfg.temporal.namespace,
+  [TEMPORAL.TEMPORAL_API_KEY.name]: (cfg) => cfg.temporal.apiKey,
+};
+
+/** Unset variables whose default the loader derives from others (KAFKA_SSL: on when KAFKA_SSL_CA is set). */
+const DERIVED: Readonly<Record<string, (cfg: RelayConfig) => unknown>> = {
+  [KAFKA.KAFKA_SSL.name]: (cfg) => cfg.kafka.ssl,
 };
 
 /** A value as printed: a URL without its credentials. */
-/** Unset variables whose default the loader derives from others (KAFKA_SSL: on when KAFKA_SSL_CA is set). */
-const DERIVED: Readonly<Record<string, (cfg: RelayConfig) => unknown>> = {
-  KAFKA_SSL: (cfg) => cfg.kafka.ssl,
-};
-
 function shown(value: unknown): string | null {
   if (value === undefined || value === null) return null;
   if (value instanceof RegExp) return value.source;

@@ -1,41 +1,27 @@
-/* eslint-disable max-lines -- the whole configuration read in one place, each variable beside its check */
 /**
  * The relay's configuration, read once at start from the environment into a typed object with units in the
- * names; a bad value throws a ConfigError whose one-line message names the variable. The config folder is
- * the only code that reads process.env (lint enforces it).
+ * names; a bad value throws a ConfigError whose one-line message names the variable. Each variable is read through
+ * its row of the env table (vars/), which holds its name, schema and default: this file only puts the values
+ * together and checks the rules between variables. The config folder is the only code that reads process.env
+ * (lint enforces it).
  */
-import { z } from 'zod';
-import { DEFAULT_DISPATCH_TOPIC_PATTERN, DEFAULT_TASK_QUEUE } from '../contract/names';
 import { ConfigError } from '../errors';
-import {
-  BREAKER_DEFAULTS,
-  DEFAULT_METRICS_PORT,
-  RETRY_DEFAULTS,
-  RUNS_API_TIMEOUT_MS_DEFAULT,
-} from './defaults';
-import {
-  type Env,
-  bool,
-  headerToken,
-  hostPort,
-  httpUrl,
-  intIn,
-  nonEmpty,
-  port,
-  positiveRate,
-  read,
-  regex,
-  tenantWeights,
-} from './schema';
+import { type Role, varReader } from './envVar';
+import { type Env, hostPort } from './schema';
 import type { TracingConfig } from '../tracing/tracing';
 import { tracingOf } from './otelEnv';
-import { type LogFormat, logFormatSchema } from './logging';
+import type { LogFormat } from './logging';
 import { type TemporalSettings, type TemporalTls, withTemporalEnvConfig } from './temporalEnv';
-import { caFile, caProblem, certProblem, keyProblem, readClientPair } from './tls';
+import { caProblem, certProblem, keyProblem, readClientPair } from './tls';
+import { INGEST } from './vars/ingest';
+import { KAFKA } from './vars/kafka';
+import { type LogLevel, PROCESS } from './vars/process';
+import { RUNS_API } from './vars/runsApi';
+import { TEMPORAL } from './vars/temporal';
+import { WORKER } from './vars/worker';
 
 export type { Env } from './schema';
-
-export type Role = 'ingester' | 'worker' | 'cli';
+export type { Role } from './envVar';
 
 export interface KafkaConfig {
   brokers: string[];
@@ -126,7 +112,7 @@ export interface RelayConfig {
   metricsPort: number;
   /** One-shot commands: how long Kafka or Temporal may take to answer the first call before "unreachable". */
   cliConnectTimeoutMs: number;
-  logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent';
+  logLevel: LogLevel;
   /** LOG_FORMAT; undefined: pretty on a terminal, else JSON (logger.ts). */
   logFormat?: LogFormat;
 }
@@ -137,8 +123,14 @@ export interface RelayConfig {
  * The value is not echoed (it sits in a credential variable).
  */
 const PLACEHOLDER = /^(replace[-_ ]?me|change[-_ ]?me|todo|fixme|placeholder|x{3,}|<[^>]*>|\$\{[^}]*\})$/i;
+const CREDENTIALS = [
+  RUNS_API.RUNS_API_TOKEN,
+  KAFKA.KAFKA_SASL_USERNAME,
+  KAFKA.KAFKA_SASL_PASSWORD,
+  TEMPORAL.TEMPORAL_API_KEY,
+];
 function rejectPlaceholderCredentials(env: Env): void {
-  for (const name of ['RUNS_API_TOKEN', 'KAFKA_SASL_USERNAME', 'KAFKA_SASL_PASSWORD', 'TEMPORAL_API_KEY']) {
+  for (const { name } of CREDENTIALS) {
     if (PLACEHOLDER.test((env[name] ?? '').trim())) {
       throw new ConfigError(
         name,
@@ -153,102 +145,81 @@ const PEM_CHECKS = { ca: caProblem, cert: certProblem, key: keyProblem };
 
 export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig {
   rejectPlaceholderCredentials(env);
-  const brokers = read(env, 'KAFKA_BROKERS', z.string(), '127.0.0.1:9092')
+  const v = varReader(env, role);
+  const { KAFKA_BROKERS, KAFKA_SASL_MECHANISM, KAFKA_SASL_USERNAME, KAFKA_SASL_PASSWORD } = KAFKA;
+  const brokers = v(KAFKA_BROKERS)
     .split(',')
     .map((b) => b.trim())
     .filter((b) => b.length > 0);
   for (const b of brokers) {
     if (!hostPort.safeParse(b).success)
-      throw new ConfigError('KAFKA_BROKERS', `= ${JSON.stringify(b)}: must be host:port[,host:port]`);
+      throw new ConfigError(KAFKA_BROKERS.name, `= ${JSON.stringify(b)}: must be host:port[,host:port]`);
   }
-  if (brokers.length === 0) throw new ConfigError('KAFKA_BROKERS', 'must list at least one host:port');
+  if (brokers.length === 0) throw new ConfigError(KAFKA_BROKERS.name, 'must list at least one host:port');
 
-  const mechanism = read(
-    env,
-    'KAFKA_SASL_MECHANISM',
-    z.enum(['plain', 'scram-sha-256', 'scram-sha-512'], {
-      message: 'must be plain, scram-sha-256 or scram-sha-512',
-    }),
-  );
+  const mechanism = v(KAFKA_SASL_MECHANISM);
   let sasl: KafkaConfig['sasl'];
   if (mechanism) {
-    const username = read(env, 'KAFKA_SASL_USERNAME', nonEmpty);
-    const password = read(env, 'KAFKA_SASL_PASSWORD', nonEmpty);
-    if (!username)
-      throw new ConfigError('KAFKA_SASL_USERNAME', 'is required when KAFKA_SASL_MECHANISM is set');
-    if (!password)
-      throw new ConfigError('KAFKA_SASL_PASSWORD', 'is required when KAFKA_SASL_MECHANISM is set');
+    const username = v(KAFKA_SASL_USERNAME);
+    const password = v(KAFKA_SASL_PASSWORD);
+    const required = `is required when ${KAFKA_SASL_MECHANISM.name} is set`;
+    if (!username) throw new ConfigError(KAFKA_SASL_USERNAME.name, required);
+    if (!password) throw new ConfigError(KAFKA_SASL_PASSWORD.name, required);
     sasl = { mechanism, username, password };
   }
 
   // Extensions beyond contract §8 (docs/configuration.md): the CA of a TLS Kafka, and Node's own extra-CA file,
   // which Node merely warns about when unreadable.
-  const kafkaSsl = read(env, 'KAFKA_SSL', bool);
-  const kafkaSslCa = read(env, 'KAFKA_SSL_CA', caFile);
-  if (kafkaSslCa && kafkaSsl === false)
-    throw new ConfigError('KAFKA_SSL_CA', 'is set but KAFKA_SSL is false');
+  const kafkaSsl = v(KAFKA.KAFKA_SSL);
+  const kafkaSslCa = v(KAFKA.KAFKA_SSL_CA);
+  const sslOff = `is set but ${KAFKA.KAFKA_SSL.name} is false`;
+  if (kafkaSslCa && kafkaSsl === false) throw new ConfigError(KAFKA.KAFKA_SSL_CA.name, sslOff);
   // A client certificate for brokers that authenticate clients by it (ssl.client.auth=required); implies TLS.
-  const kafkaPair = readClientPair(env, 'KAFKA_SSL_CERT', 'KAFKA_SSL_KEY');
-  if (kafkaPair && kafkaSsl === false)
-    throw new ConfigError('KAFKA_SSL_CERT', 'is set but KAFKA_SSL is false');
-  read(env, 'NODE_EXTRA_CA_CERTS', caFile);
+  const kafkaPair = readClientPair(env, KAFKA.KAFKA_SSL_CERT, KAFKA.KAFKA_SSL_KEY);
+  if (kafkaPair && kafkaSsl === false) throw new ConfigError(KAFKA.KAFKA_SSL_CERT.name, sslOff);
+  v(KAFKA.NODE_EXTRA_CA_CERTS);
 
-  const temporalPair = readClientPair(env, 'TEMPORAL_TLS_CERT', 'TEMPORAL_TLS_KEY');
+  const temporalPair = readClientPair(env, TEMPORAL.TEMPORAL_TLS_CERT, TEMPORAL.TEMPORAL_TLS_KEY);
   const tlsCert = temporalPair?.certPath;
   const tlsKey = temporalPair?.keyPath;
-  const tlsCa = read(env, 'TEMPORAL_TLS_CA', caFile);
-  const apiKey = read(env, 'TEMPORAL_API_KEY', nonEmpty);
+  const tlsCa = v(TEMPORAL.TEMPORAL_TLS_CA);
+  const apiKey = v(TEMPORAL.TEMPORAL_API_KEY);
 
+  const { RETRY_INITIAL_INTERVAL_MS, RETRY_MAX_INTERVAL_MS, RETRY_MAX_DURATION_MS } = RUNS_API;
   const retry: RetryConfig = {
-    initialIntervalMs: read(
-      env,
-      'RETRY_INITIAL_INTERVAL_MS',
-      intIn(1, 3_600_000),
-      RETRY_DEFAULTS.initialIntervalMs,
-    ),
-    backoff: read(
-      env,
-      'RETRY_BACKOFF',
-      z
-        .string()
-        .regex(/^\d+(\.\d+)?$/, 'must be a number')
-        .transform(Number)
-        .pipe(z.number().min(1, 'must be >= 1').max(100, 'must be <= 100')),
-      RETRY_DEFAULTS.backoff,
-    ),
-    maxIntervalMs: read(env, 'RETRY_MAX_INTERVAL_MS', intIn(1, 86_400_000), RETRY_DEFAULTS.maxIntervalMs),
-    maxAttempts: read(env, 'RETRY_MAX_ATTEMPTS', intIn(0, 100_000), RETRY_DEFAULTS.maxAttempts),
-    maxDurationMs: read(
-      env,
-      'RETRY_MAX_DURATION_MS',
-      intIn(1_000, 30 * 86_400_000),
-      RETRY_DEFAULTS.maxDurationMs,
-    ),
+    initialIntervalMs: v(RETRY_INITIAL_INTERVAL_MS),
+    backoff: v(RUNS_API.RETRY_BACKOFF),
+    maxIntervalMs: v(RETRY_MAX_INTERVAL_MS),
+    maxAttempts: v(RUNS_API.RETRY_MAX_ATTEMPTS),
+    maxDurationMs: v(RETRY_MAX_DURATION_MS),
   };
   if (retry.maxIntervalMs < retry.initialIntervalMs) {
-    throw new ConfigError('RETRY_MAX_INTERVAL_MS', 'must be >= RETRY_INITIAL_INTERVAL_MS');
+    throw new ConfigError(RETRY_MAX_INTERVAL_MS.name, `must be >= ${RETRY_INITIAL_INTERVAL_MS.name}`);
   }
   if (retry.maxDurationMs < retry.initialIntervalMs) {
     throw new ConfigError(
-      'RETRY_MAX_DURATION_MS',
-      'must be >= RETRY_INITIAL_INTERVAL_MS (a budget for one retry)',
+      RETRY_MAX_DURATION_MS.name,
+      `must be >= ${RETRY_INITIAL_INTERVAL_MS.name} (a budget for one retry)`,
     );
   }
 
-  const runsApiMaxRps = read(env, 'RUNS_API_MAX_RPS', positiveRate);
-  const token = read(env, 'RUNS_API_TOKEN', headerToken);
-  const runsApiUrl = read(env, 'RUNS_API_URL', httpUrl, 'http://127.0.0.1:8080');
-  const runsApiCa = read(env, 'RUNS_API_CA', caFile);
+  const runsApiMaxRps = v(RUNS_API.RUNS_API_MAX_RPS);
+  const token = v(RUNS_API.RUNS_API_TOKEN);
+  const runsApiUrl = v(RUNS_API.RUNS_API_URL);
+  const runsApiCa = v(RUNS_API.RUNS_API_CA);
   if (runsApiCa && !runsApiUrl.startsWith('https://')) {
-    throw new ConfigError('RUNS_API_CA', 'is set but RUNS_API_URL is not https://');
+    throw new ConfigError(
+      RUNS_API.RUNS_API_CA.name,
+      `is set but ${RUNS_API.RUNS_API_URL.name} is not https://`,
+    );
   }
-  const fetchMaxBytes = read(env, 'POIMEN_KAFKA_FETCH_MAX_BYTES', intIn(1024, 1024 ** 3), 8 * 1024 * 1024);
-  const dispatchMaxBytes = read(env, 'DISPATCH_MAX_BYTES', intIn(1, 100 * 1024 * 1024), 1024 * 1024);
+  const fetchMaxBytes = v(INGEST.POIMEN_KAFKA_FETCH_MAX_BYTES);
+  const dispatchMaxBytes = v(KAFKA.DISPATCH_MAX_BYTES);
   return {
     kafka: {
       brokers,
-      clientId: read(env, 'KAFKA_CLIENT_ID', nonEmpty, `poimen-relay-${role}`),
-      groupId: read(env, 'KAFKA_GROUP_ID', nonEmpty, 'poimen-inbox-relay'),
+      clientId: v(KAFKA.KAFKA_CLIENT_ID),
+      groupId: v(KAFKA.KAFKA_GROUP_ID),
       // A CA or a client certificate implies TLS; KAFKA_SSL=false with either is refused above.
       ssl: kafkaSsl ?? Boolean(kafkaSslCa ?? kafkaPair),
       ...(kafkaSslCa ? { sslCaPath: kafkaSslCa } : {}),
@@ -257,18 +228,13 @@ export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig
       // Four fetches' worth of bytes, or two of the largest accepted records: 32 MiB by default (contract §2).
       decodedBatchMaxBytes: Math.max(4 * fetchMaxBytes, 2 * dispatchMaxBytes),
     },
-    dispatchTopicPattern: read(
-      env,
-      'DISPATCH_TOPIC_PATTERN',
-      regex,
-      new RegExp(DEFAULT_DISPATCH_TOPIC_PATTERN),
-    ),
+    dispatchTopicPattern: v(KAFKA.DISPATCH_TOPIC_PATTERN),
     dispatchMaxBytes,
     temporal: withTemporalEnvConfig(env, PEM_CHECKS, {
-      address: read(env, 'TEMPORAL_ADDRESS', hostPort, '127.0.0.1:7233'),
-      namespace: read(env, 'TEMPORAL_NAMESPACE', nonEmpty, 'default'),
-      taskQueue: read(env, 'TEMPORAL_TASK_QUEUE', nonEmpty, DEFAULT_TASK_QUEUE),
-      uiUrl: read(env, 'POIMEN_TEMPORAL_UI_URL', httpUrl, 'http://127.0.0.1:8233'),
+      address: v(TEMPORAL.TEMPORAL_ADDRESS),
+      namespace: v(TEMPORAL.TEMPORAL_NAMESPACE),
+      taskQueue: v(TEMPORAL.TEMPORAL_TASK_QUEUE),
+      uiUrl: v(TEMPORAL.POIMEN_TEMPORAL_UI_URL),
       ...(apiKey ? { apiKey } : {}),
       ...(tlsCert || tlsCa
         ? {
@@ -283,68 +249,45 @@ export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig
     runsApi: {
       url: runsApiUrl,
       ...(token ? { token } : {}),
-      timeoutMs: read(env, 'RUNS_API_TIMEOUT_MS', intIn(1, 600_000), RUNS_API_TIMEOUT_MS_DEFAULT),
+      timeoutMs: v(RUNS_API.RUNS_API_TIMEOUT_MS),
       ...(runsApiCa ? { caPath: runsApiCa } : {}),
     },
     retry,
     ...tracingOf(env, role),
     // Tuning knobs beyond contract §8, prefixed POIMEN_ (docs/configuration.md).
     ingest: {
-      maxInFlight: read(env, 'POIMEN_INGEST_MAX_IN_FLIGHT', intIn(1, 10_000), 16),
-      maxInFlightBytes: read(env, 'POIMEN_INGEST_MAX_IN_FLIGHT_BYTES', intIn(1024, 1024 ** 3), 1024 * 1024),
-      partitionsConcurrently: read(env, 'POIMEN_INGEST_PARTITIONS_CONCURRENTLY', intIn(1, 1000), 4),
-      topicRefreshMs: read(env, 'POIMEN_TOPIC_REFRESH_MS', intIn(100, 3_600_000), 10_000),
-      lagRefreshMs: read(env, 'POIMEN_LAG_REFRESH_MS', intIn(100, 3_600_000), 5_000),
-      commitEveryRecords: read(env, 'POIMEN_INGEST_COMMIT_EVERY', intIn(1, 1_000_000), 200),
-      dlqRefreshMs: read(env, 'POIMEN_DLQ_REFRESH_MS', intIn(100, 3_600_000), 30_000),
-      startTimeoutMs: read(env, 'POIMEN_TEMPORAL_START_TIMEOUT_MS', intIn(100, 600_000), 10_000),
+      maxInFlight: v(INGEST.POIMEN_INGEST_MAX_IN_FLIGHT),
+      maxInFlightBytes: v(INGEST.POIMEN_INGEST_MAX_IN_FLIGHT_BYTES),
+      partitionsConcurrently: v(INGEST.POIMEN_INGEST_PARTITIONS_CONCURRENTLY),
+      topicRefreshMs: v(INGEST.POIMEN_TOPIC_REFRESH_MS),
+      lagRefreshMs: v(INGEST.POIMEN_LAG_REFRESH_MS),
+      commitEveryRecords: v(INGEST.POIMEN_INGEST_COMMIT_EVERY),
+      dlqRefreshMs: v(INGEST.POIMEN_DLQ_REFRESH_MS),
+      startTimeoutMs: v(INGEST.POIMEN_TEMPORAL_START_TIMEOUT_MS),
       fetchMaxBytes,
-      fetchMaxBytesPerPartition: read(
-        env,
-        'POIMEN_KAFKA_FETCH_MAX_BYTES_PER_PARTITION',
-        intIn(1024, 1024 ** 3),
-        1024 * 1024,
-      ),
-      sessionTimeoutMs: read(env, 'POIMEN_KAFKA_SESSION_TIMEOUT_MS', intIn(6_000, 300_000), 30_000),
-      batchSliceMs: read(env, 'POIMEN_INGEST_BATCH_SLICE_MS', intIn(10, 600_000), 500),
-      tenantWeights: read(env, 'POIMEN_TENANT_WEIGHTS', tenantWeights, {}),
-      tenantMaxOpen: read(env, 'POIMEN_INGEST_TENANT_MAX_OPEN', intIn(0, 1_000_000), 0),
-      // Temporal's default blob size limit is 2 MiB; the rest of the input (source, policy) is small.
-      maxInputBytes: read(
-        env,
-        'POIMEN_TEMPORAL_MAX_INPUT_BYTES',
-        intIn(1024, 1024 ** 3),
-        2 * 1024 * 1024 - 64 * 1024,
-      ),
+      fetchMaxBytesPerPartition: v(INGEST.POIMEN_KAFKA_FETCH_MAX_BYTES_PER_PARTITION),
+      sessionTimeoutMs: v(INGEST.POIMEN_KAFKA_SESSION_TIMEOUT_MS),
+      batchSliceMs: v(INGEST.POIMEN_INGEST_BATCH_SLICE_MS),
+      tenantWeights: v(INGEST.POIMEN_TENANT_WEIGHTS),
+      tenantMaxOpen: v(INGEST.POIMEN_INGEST_TENANT_MAX_OPEN),
+      maxInputBytes: v(INGEST.POIMEN_TEMPORAL_MAX_INPUT_BYTES),
     },
     worker: {
       ...(runsApiMaxRps === undefined ? {} : { runsApiMaxRps }),
-      maxConcurrentActivities: read(env, 'POIMEN_WORKER_MAX_ACTIVITIES', intIn(1, 10_000), 100),
-      maxConcurrentWorkflowTasks: read(env, 'POIMEN_WORKER_MAX_WORKFLOW_TASKS', intIn(1, 10_000), 20),
-      maxConcurrentLargeActivities: read(env, 'POIMEN_WORKER_MAX_LARGE_ACTIVITIES', intIn(1, 10_000), 8),
-      maxCachedWorkflows: read(env, 'POIMEN_WORKER_MAX_CACHED_WORKFLOWS', intIn(0, 100_000), 1000),
-      httpConnections: read(env, 'POIMEN_RUNS_API_CONNECTIONS', intIn(1, 10_000), 64),
-      shutdownGraceMs: read(env, 'POIMEN_WORKER_SHUTDOWN_GRACE_MS', intIn(0, 3_600_000), 30_000),
+      maxConcurrentActivities: v(WORKER.POIMEN_WORKER_MAX_ACTIVITIES),
+      maxConcurrentWorkflowTasks: v(WORKER.POIMEN_WORKER_MAX_WORKFLOW_TASKS),
+      maxConcurrentLargeActivities: v(WORKER.POIMEN_WORKER_MAX_LARGE_ACTIVITIES),
+      maxCachedWorkflows: v(WORKER.POIMEN_WORKER_MAX_CACHED_WORKFLOWS),
+      httpConnections: v(WORKER.POIMEN_RUNS_API_CONNECTIONS),
+      shutdownGraceMs: v(WORKER.POIMEN_WORKER_SHUTDOWN_GRACE_MS),
       breaker: {
-        failures: read(env, 'POIMEN_BREAKER_FAILURES', intIn(1, 10_000), BREAKER_DEFAULTS.failures),
-        probeIntervalMs: read(
-          env,
-          'POIMEN_BREAKER_PROBE_INTERVAL_MS',
-          intIn(100, 3_600_000),
-          BREAKER_DEFAULTS.probeIntervalMs,
-        ),
+        failures: v(WORKER.POIMEN_BREAKER_FAILURES),
+        probeIntervalMs: v(WORKER.POIMEN_BREAKER_PROBE_INTERVAL_MS),
       },
     },
-    metricsPort: read(env, 'METRICS_PORT', port, DEFAULT_METRICS_PORT[role]),
-    cliConnectTimeoutMs: read(env, 'POIMEN_CLI_CONNECT_TIMEOUT_MS', intIn(100, 600_000), 5_000),
-    logLevel: read(
-      env,
-      'LOG_LEVEL',
-      z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'], {
-        message: 'must be one of trace, debug, info, warn, error, fatal, silent',
-      }),
-      'info',
-    ),
-    logFormat: read(env, 'LOG_FORMAT', logFormatSchema),
+    metricsPort: v(PROCESS.METRICS_PORT),
+    cliConnectTimeoutMs: v(PROCESS.POIMEN_CLI_CONNECT_TIMEOUT_MS),
+    logLevel: v(PROCESS.LOG_LEVEL),
+    logFormat: v(PROCESS.LOG_FORMAT),
   };
 }

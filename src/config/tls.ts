@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import { createSecureContext } from 'node:tls';
 import { z } from 'zod';
 import { ConfigError } from '../errors';
+import type { ParsedVar } from './envVar';
 import { type Env, nonEmpty, read } from './schema';
 
 /** The code of a failed OpenSSL load (ERR_OSSL_*), for the one-line message: codes are stable, texts are not. */
@@ -85,16 +86,18 @@ export const certFile = pemFile(certProblem);
 export const keyFile = pemFile(keyProblem);
 
 /**
- * A client certificate and its key (mTLS): each must load (certFile, keyFile), both or neither be set, and the
- * two be one pair, or every handshake would fail later. The paths, or undefined when neither is set.
+ * A client certificate and its key (mTLS), read through their rows (their schemas: certFile, keyFile): each must
+ * load, both or neither be set, and the two be one pair, or every handshake would fail later. The paths, or
+ * undefined when neither is set.
  */
 export function readClientPair(
   env: Env,
-  certVar: string,
-  keyVar: string,
+  certRow: ParsedVar<string>,
+  keyRow: ParsedVar<string>,
 ): { certPath: string; keyPath: string } | undefined {
-  const certPath = read(env, certVar, certFile);
-  const keyPath = read(env, keyVar, keyFile);
+  const [certVar, keyVar] = [certRow.name, keyRow.name];
+  const certPath = read(env, certVar, certRow.schema);
+  const keyPath = read(env, keyVar, keyRow.schema);
   if (!certPath && !keyPath) return undefined;
   if (!certPath) throw new ConfigError(certVar, `must be set together with ${keyVar}`);
   if (!keyPath) throw new ConfigError(keyVar, `must be set together with ${certVar}`);
