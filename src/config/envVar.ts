@@ -32,6 +32,11 @@ export interface EnvVar {
    * every process and command of a deployment, unlike the settings of how the relay behaves.
    */
   connection?: true;
+  /**
+   * Read from the environment by an SDK itself (Temporal's envconfig, OpenTelemetry's), never by the relay's
+   * loaders: honoured, so listed, but with no schema or default here.
+   */
+  sdk?: true;
 }
 
 /** A default that differs by process (the metrics port, the client id). */

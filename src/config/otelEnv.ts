@@ -12,11 +12,10 @@ import { TRACING } from './vars/tracing';
 
 /**
  * Standard variables the SDK reads itself, as the specification says (batch span processor, exporter timeout):
- * honoured, never parsed here, so their rows carry no schema. test/unit/envTable.test.ts adds them to what it
- * observes.
+ * honoured, never parsed here (their rows say `sdk`). test/unit/envTable.test.ts adds them to what it observes.
  */
 export const OTEL_SDK_ENV: readonly string[] = Object.values(TRACING)
-  .filter((v) => !('schema' in v))
+  .filter((v) => 'sdk' in v)
   .map((v) => v.name);
 
 /**

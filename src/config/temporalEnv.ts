@@ -16,6 +16,7 @@ import {
   loadClientConfigProfile,
 } from '@temporalio/envconfig';
 import { ConfigError } from '../errors';
+import { TEMPORAL } from './vars/temporal';
 
 type Env = Record<string, string | undefined>;
 
@@ -65,17 +66,11 @@ const HEADER_VALUE = /^[\x21-\x7e]([\x20-\x7e\t]*[\x21-\x7e])?$/;
 export const GRPC_META_PREFIX = 'TEMPORAL_GRPC_META_';
 /**
  * Temporal's standard names that only the SDK's loader reads (from the copy of the environment handed to it), so
- * no recording of the relay's own reads sees them: the env table and the contract's sync test list them from here.
+ * no recording of the relay's own reads sees them: their rows say `sdk`, and the contract's sync test adds them.
  */
-export const TEMPORAL_SDK_ENV = [
-  'TEMPORAL_TLS_CLIENT_CERT_PATH',
-  'TEMPORAL_TLS_CLIENT_CERT_DATA',
-  'TEMPORAL_TLS_CLIENT_KEY_PATH',
-  'TEMPORAL_TLS_CLIENT_KEY_DATA',
-  'TEMPORAL_TLS_SERVER_CA_CERT_PATH',
-  'TEMPORAL_TLS_SERVER_CA_CERT_DATA',
-  'TEMPORAL_TLS_SERVER_NAME',
-] as const;
+export const TEMPORAL_SDK_ENV: readonly string[] = Object.values(TEMPORAL)
+  .filter((v) => 'sdk' in v)
+  .map((v) => v.name);
 /** Where the SDK looks when TEMPORAL_CONFIG_FILE is unset (Linux; $XDG_CONFIG_HOME when set). */
 const DEFAULT_FILE = '~/.config/temporalio/temporal.toml';
 const set = (v: string | undefined): v is string => v !== undefined && v.trim() !== '';

@@ -74,6 +74,12 @@ describe("each row's default is the one the loaders take", () => {
     expect(checked).toBeGreaterThan(30 * ROLES.length);
   });
 
+  it('a row an SDK reads itself has no schema or default: the relay never parses it', () => {
+    const sdkRows = ENV_VARS.filter((v) => v.sdk);
+    expect(sdkRows.length).toBeGreaterThan(0);
+    expect(sdkRows.filter((v) => 'schema' in v || 'default' in v).map((v) => v.name)).toEqual([]);
+  });
+
   it('the defaults objects are the rows’ defaults', () => {
     const byName = new Map(defaultedRows.map((v) => [v.name, v]));
     const of = (name: string, role: Role = 'cli') => defaultOf(byName.get(name)!, role);

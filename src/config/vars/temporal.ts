@@ -85,36 +85,43 @@ export const TEMPORAL = rows({
   TEMPORAL_TLS_CLIENT_CERT_PATH: {
     description: "Temporal's name for the client certificate (also _DATA inline); read by the SDK",
     readBy: TEMPORAL_USERS,
+    sdk: true,
     connection: true,
   },
   TEMPORAL_TLS_CLIENT_CERT_DATA: {
     description: 'the client certificate, inline PEM; read by the SDK',
     readBy: TEMPORAL_USERS,
+    sdk: true,
     connection: true,
   },
   TEMPORAL_TLS_CLIENT_KEY_PATH: {
     description: "Temporal's name for the client key (also _DATA inline); read by the SDK",
     readBy: TEMPORAL_USERS,
+    sdk: true,
     connection: true,
   },
   TEMPORAL_TLS_CLIENT_KEY_DATA: {
     description: 'the client key, inline PEM; read by the SDK',
     readBy: TEMPORAL_USERS,
+    sdk: true,
     connection: true,
   },
   TEMPORAL_TLS_SERVER_CA_CERT_PATH: {
     description: "Temporal's name for the server's CA (also _DATA inline); read by the SDK",
     readBy: TEMPORAL_USERS,
+    sdk: true,
     connection: true,
   },
   TEMPORAL_TLS_SERVER_CA_CERT_DATA: {
     description: "the server's CA, inline PEM; read by the SDK",
     readBy: TEMPORAL_USERS,
+    sdk: true,
     connection: true,
   },
   TEMPORAL_TLS_SERVER_NAME: {
     description: "the name the server's certificate is checked against; read by the SDK",
     readBy: TEMPORAL_USERS,
+    sdk: true,
     connection: true,
   },
   'TEMPORAL_GRPC_META_<NAME>': {

@@ -1,6 +1,6 @@
 /**
  * Rows of the env table for tracing: the OpenTelemetry standard variables the relay honours (the SDK environment
- * specification), with the parsers of their values. Those the SDK reads itself carry no schema (OTEL_SDK_ENV);
+ * specification), with the parsers of their values. Those the SDK reads itself carry no schema (`sdk`);
  * otelEnv.ts builds the tracing configuration from the others. Each row is the variable's one home (envVar.ts).
  */
 import { z } from 'zod';
@@ -140,16 +140,31 @@ export const TRACING = rows({
   OTEL_BSP_SCHEDULE_DELAY: {
     description: 'ms between two exports of buffered spans; read by the SDK',
     readBy: RELAY,
+    sdk: true,
   },
-  OTEL_BSP_MAX_QUEUE_SIZE: { description: 'spans buffered at most; read by the SDK', readBy: RELAY },
-  OTEL_BSP_MAX_EXPORT_BATCH_SIZE: { description: 'spans per export at most; read by the SDK', readBy: RELAY },
-  OTEL_BSP_EXPORT_TIMEOUT: { description: 'ms one export may take; read by the SDK', readBy: RELAY },
+  OTEL_BSP_MAX_QUEUE_SIZE: {
+    description: 'spans buffered at most; read by the SDK',
+    readBy: RELAY,
+    sdk: true,
+  },
+  OTEL_BSP_MAX_EXPORT_BATCH_SIZE: {
+    description: 'spans per export at most; read by the SDK',
+    readBy: RELAY,
+    sdk: true,
+  },
+  OTEL_BSP_EXPORT_TIMEOUT: {
+    description: 'ms one export may take; read by the SDK',
+    readBy: RELAY,
+    sdk: true,
+  },
   OTEL_EXPORTER_OTLP_TIMEOUT: {
     description: 'ms one OTLP request may take; read by the SDK',
     readBy: RELAY,
+    sdk: true,
   },
   OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: {
     description: 'ms one OTLP traces request may take; read by the SDK',
     readBy: RELAY,
+    sdk: true,
   },
 });
