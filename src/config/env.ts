@@ -107,7 +107,9 @@ export interface RelayConfig {
     batchSliceMs: number;
     /** Temporal fairness weight per tenant (1 for a tenant not named); each start carries its tenant's. */
     tenantWeights: Readonly<Record<string, number>>;
-    /** Dispatches of one tenant this ingester keeps started and open at most; 0 for no bound (admission.ts). */
+    /** Dispatches this ingester keeps started and open at most, shared fairly among tenants; 0: none (admission.ts). */
+    maxOpen: number;
+    /** A fixed cap on one tenant's open dispatches besides its fair share; 0 for none (admission.ts). */
     tenantMaxOpen: number;
   };
   worker: {
@@ -308,6 +310,7 @@ export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig
       sessionTimeoutMs: read(env, 'POIMEN_KAFKA_SESSION_TIMEOUT_MS', intIn(6_000, 300_000), 30_000),
       batchSliceMs: read(env, 'POIMEN_INGEST_BATCH_SLICE_MS', intIn(10, 600_000), 500),
       tenantWeights: read(env, 'POIMEN_TENANT_WEIGHTS', tenantWeights, {}),
+      maxOpen: read(env, 'POIMEN_INGEST_MAX_OPEN', intIn(0, 1_000_000), 256),
       tenantMaxOpen: read(env, 'POIMEN_INGEST_TENANT_MAX_OPEN', intIn(0, 1_000_000), 0),
       // Temporal's default blob size limit is 2 MiB; the rest of the input (source, policy) is small.
       maxInputBytes: read(

@@ -295,6 +295,12 @@ export const ENV_VARS: readonly EnvVar[] = [
     readBy: ['ingest'],
   },
   {
+    name: 'POIMEN_INGEST_MAX_OPEN',
+    description:
+      "dispatches an ingester keeps started and open at most: all a lone tenant's, shared fairly among several (0: no bound)",
+    readBy: ['ingest'],
+  },
+  {
     name: 'POIMEN_INGEST_TENANT_MAX_OPEN',
     description: "a tenant's started, still-open dispatches per ingester at most (0: no bound)",
     readBy: ['ingest'],
