@@ -183,9 +183,9 @@ describe('fair shares, with every admission setting at its default', () => {
         { tenant },
       );
     await burst(0);
-    await waitFor(async () => (await openOf(flooder)) === BURST, {
+    await waitFor(async () => (await started(ingester.metricsPort, flooder)) === BURST, {
       timeoutMs: 60_000,
-      what: `the lone tenant's ${BURST} dispatches open at once`,
+      what: `the lone tenant's ${BURST} dispatches started at once`,
     });
 
     // The other tenant trickles: it is active, and the budget is shared. The flooding tenant's next burst waits.
@@ -219,7 +219,7 @@ describe('fair shares, with every admission setting at its default', () => {
     expect(await started(ingester.metricsPort, flooder)).toBe(BURST);
 
     // The other tenant quiet for the active window: the flooding tenant is alone again and its rest starts.
-    await waitFor(async () => (await openOf(flooder)) === 2 * BURST, {
+    await waitFor(async () => (await started(ingester.metricsPort, flooder)) === 2 * BURST, {
       timeoutMs: 60_000,
       what: "the flooding tenant's second burst started once it was alone again",
     });
