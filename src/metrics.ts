@@ -17,6 +17,7 @@ export interface RelayMetrics {
   dispatchLatency: Histogram;
   pausedPartitions: Gauge<'topic'>;
   tenantOpenDispatches: Gauge<'tenant'>;
+  openBudget: Gauge;
   undecodablePartitions: Gauge<'topic' | 'partition'>;
   circuitState: Gauge;
   breakerWaiting: Gauge;
@@ -103,9 +104,14 @@ export function createMetrics(opts: { defaultMetrics?: boolean; role?: ProcessRo
       labelNames: ['topic'],
       registers,
     }),
+    openBudget: new Gauge({
+      name: 'poimen_ingest_open_budget',
+      help: 'Open dispatches this ingester shares among its active tenants now (what the relay completes, with headroom; at most POIMEN_INGEST_MAX_OPEN)',
+      registers,
+    }),
     tenantOpenDispatches: new Gauge({
       name: 'poimen_ingest_tenant_open_dispatches',
-      help: 'Dispatches this ingester started for the tenant that are still open, counted only under POIMEN_INGEST_TENANT_MAX_OPEN (at the bound, the tenant waits in Kafka)',
+      help: 'Dispatches this ingester started for the tenant that are still open, counted by admission (at its share, the tenant waits in Kafka)',
       labelNames: ['tenant'],
       registers,
     }),

@@ -27,6 +27,8 @@ describe('fairness between tenants', () => {
     h = await createHarness({ tenants: 2 });
     const [flooder, other] = h.tenants as [string, string];
     h.env.POIMEN_TENANT_WEIGHTS = `${other}=2`;
+    // Admission off: this test is about Temporal's queue order, so the backlog must wait in Temporal, not in Kafka.
+    h.env.POIMEN_INGEST_MAX_OPEN = '0';
     const ingester = await h.startIngester();
     // No worker yet: the flood becomes a backlog of 200 workflow tasks before the other tenant's 10 arrive, so
     // first come, first served would run the other tenant's last.
@@ -153,5 +155,80 @@ describe('admission per tenant (POIMEN_INGEST_TENANT_MAX_OPEN)', () => {
       },
       { timeoutMs: 30_000, what: 'no dispatch of the flooding tenant counted open' },
     );
+  });
+});
+
+describe('fair shares, with every admission setting at its default', () => {
+  test("a lone tenant's burst starts beyond any share; beside an active tenant it waits in Kafka at its share, uncommitted and counted as lag, with the ingester ready, while the other flows; once the other is quiet it has the whole ingester again", async () => {
+    const BURST = 40;
+    const TRICKLE = 30;
+    h = await createHarness({ tenants: 2 });
+    const [flooder, other] = h.tenants as [string, string];
+    // The flooding tenant's calls are held at the API: its started dispatches stay open until the test lets go.
+    h.api.faultPolicy((key) => (key?.startsWith('a-') ? { kind: 'hold' } : undefined));
+    await h.startWorker();
+    const ingester = await h.startIngester();
+    const burst = async (from: number) => {
+      for (let i = from; i < from + BURST; i++) {
+        await h.publish(h.dispatchValue(`a-${i}`), { topic: topics.dispatch(flooder) });
+      }
+    };
+
+    // Alone, the tenant's whole burst is open at once: more than the budget any share of a quiet relay gives.
+    // (Counted by the ingester, not by held calls: a call held past RUNS_API_TIMEOUT_MS is retried and held again.)
+    const openOf = async (tenant: string) =>
+      metricValue(
+        await fetch(`http://127.0.0.1:${ingester.metricsPort}/metrics`).then((r) => r.text()),
+        'poimen_ingest_tenant_open_dispatches',
+        { tenant },
+      );
+    await burst(0);
+    await waitFor(async () => (await started(ingester.metricsPort, flooder)) === BURST, {
+      timeoutMs: 60_000,
+      what: `the lone tenant's ${BURST} dispatches started at once`,
+    });
+
+    // The other tenant trickles: it is active, and the budget is shared. The flooding tenant's next burst waits.
+    const trickle = (async () => {
+      for (let i = 0; i < TRICKLE; i++) {
+        await h.publish(h.dispatchValue(`b-${i}`), { topic: topics.dispatch(other) });
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    })();
+    await waitFor(() => h.api.runs.size >= 2, { timeoutMs: 60_000, what: "the other tenant's first runs" });
+    await burst(BURST);
+    // While the other tenant is still trickling (15 s): the burst waits in Kafka, counted as lag, the process ready.
+    const lag = async () =>
+      metricValue(
+        await fetch(`http://127.0.0.1:${ingester.metricsPort}/metrics`).then((r) => r.text()),
+        'poimen_inbox_lag',
+        { topic: topics.dispatch(flooder), partition: '0' },
+      );
+    await waitFor(async () => (await lag()) === BURST, {
+      timeoutMs: 10_000,
+      what: `the waiting burst counted as the flooding tenant's lag (${BURST})`,
+    });
+    expect(await started(ingester.metricsPort, flooder)).toBe(BURST);
+    expect(await openOf(flooder)).toBe(BURST);
+    expect((await fetch(`http://127.0.0.1:${ingester.metricsPort}/readyz`)).status).toBe(200);
+    await trickle;
+    await waitFor(() => h.api.runs.size === TRICKLE, {
+      timeoutMs: 60_000,
+      what: `the other tenant's ${TRICKLE} runs beside the flooding tenant's open dispatches`,
+    });
+    expect(await started(ingester.metricsPort, flooder)).toBe(BURST);
+
+    // The other tenant quiet for the active window: the flooding tenant is alone again and its rest starts.
+    await waitFor(async () => (await started(ingester.metricsPort, flooder)) === 2 * BURST, {
+      timeoutMs: 60_000,
+      what: "the flooding tenant's second burst started once it was alone again",
+    });
+    h.api.faultPolicy(undefined);
+    h.api.release();
+    await waitFor(() => h.api.runs.size === TRICKLE + 2 * BURST, {
+      timeoutMs: 120_000,
+      what: 'every dispatch run once the calls are answered',
+    });
+    await h.expectCommittedAtLogEnd();
   });
 });

@@ -1,7 +1,8 @@
 /**
- * Issue 6, overload: the runs API slows to 2 s per call while 5,000 dispatches arrive. The ingester keeps
- * draining Kafka into Temporal with bounded memory (the backlog waits in Temporal, not in the ingester),
- * nothing is dropped, and the relay catches up once the API is fast again.
+ * Overload: the runs API slows to 2 s per call while 5,000 dispatches arrive. The ingester keeps draining Kafka
+ * into Temporal with bounded memory (the backlog waits in Temporal, up to admission's POIMEN_INGEST_MAX_OPEN open
+ * dispatches, and in Kafka beyond them; never in the ingester), nothing is dropped, and the relay catches up once
+ * the API is fast again.
  */
 import { peakRssMiB } from '../tools/bench/measure';
 import { RELAY_HEAP } from '../devstack/relayProcess';
@@ -42,7 +43,7 @@ describe('overload: a slow runs API while 5,000 dispatches arrive', () => {
       });
     }
 
-    // While every call takes 2 s, the ingester still commits the whole backlog: Temporal holds the starts.
+    // While every call takes 2 s, the ingester still commits the whole backlog, as its open dispatches close.
     await waitFor(
       async () => (await h.offsets()).reduce((sum, p) => sum + Math.max(0, p.committed), 0) === N,
       { timeoutMs: 300_000, intervalMs: 1000, what: `all ${N} records committed by the ingester` },

@@ -93,7 +93,9 @@ export interface RelayConfig {
     batchSliceMs: number;
     /** Temporal fairness weight per tenant (1 for a tenant not named); each start carries its tenant's. */
     tenantWeights: Readonly<Record<string, number>>;
-    /** Dispatches of one tenant this ingester keeps started and open at most; 0 for no bound (admission.ts). */
+    /** Dispatches this ingester keeps started and open at most, shared fairly among tenants; 0: none (admission.ts). */
+    maxOpen: number;
+    /** A fixed cap on one tenant's open dispatches besides its fair share; 0 for none (admission.ts). */
     tenantMaxOpen: number;
   };
   worker: {
@@ -269,6 +271,7 @@ export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig
       sessionTimeoutMs: v(INGEST.POIMEN_KAFKA_SESSION_TIMEOUT_MS),
       batchSliceMs: v(INGEST.POIMEN_INGEST_BATCH_SLICE_MS),
       tenantWeights: v(INGEST.POIMEN_TENANT_WEIGHTS),
+      maxOpen: v(INGEST.POIMEN_INGEST_MAX_OPEN),
       tenantMaxOpen: v(INGEST.POIMEN_INGEST_TENANT_MAX_OPEN),
       maxInputBytes: v(INGEST.POIMEN_TEMPORAL_MAX_INPUT_BYTES),
     },

@@ -1,57 +1,89 @@
 /**
- * Admission per tenant: at most `maxOpen` dispatches of one tenant started by this ingester and not yet closed.
+ * Admission per tenant: how many dispatches of each tenant this ingester has started and not yet seen closed, and
+ * whether a tenant's next record may start now or waits in Kafka for room. On by default.
  *
  * Why: Temporal's task queue fairness reorders a queue, it does not make the server less busy. A tenant that
  * publishes 20,000 records at once was started as fast as the ingester could go, far faster than the server
  * executes; every start is a write, and the other tenants' dispatches waited for the server, not for the queue
- * (docs/performance.md, "Fairness between tenants"). With a bound, a tenant's starts follow its completions and
- * the rest of its backlog stays in Kafka, durable and counted as lag, until there is room.
+ * (docs/design.md, "Fair turns for tenants"). Bounded, a tenant's starts follow its completions and the rest of its
+ * backlog stays in Kafka, durable and counted as lag, until there is room.
+ *
+ * The bound is a fair share, not a fixed number:
+ * - a tenant alone (no other tenant had a record or an open dispatch here in the last seconds) may keep up to
+ *   POIMEN_INGEST_MAX_OPEN open: the whole ingester is its own;
+ * - with others active, the ingester's budget (openBudget.ts: what keeps the pipeline downstream busy) is shared:
+ *   each tenant may keep its equal part open, and more when the others leave theirs unused (what they have open
+ *   plus a spare slot or two stays theirs), so nothing idles while one tenant has work and none waits behind
+ *   another's backlog for long;
+ * - POIMEN_INGEST_TENANT_MAX_OPEN, when set, caps every tenant's share besides.
  *
  * A record takes a slot before its start; the slot comes back when the record did not start anything (a
  * duplicate, a dead letter, a failure) or, for a started execution, when that execution closes. Closes are seen
  * by a long poll on each execution's close event (so the bound is also what this costs: one open long poll per
  * open dispatch). The count is this process's: a restarted ingester starts from zero, and several ingesters each
- * hold their own bound. A record that joined an execution this process already counts takes no second slot.
+ * hold their own. A record that joined an execution this process already counts takes no second slot.
  */
 import type { Gauge } from 'prom-client';
 import { setMaxListeners } from 'node:events';
 import type { Logger } from '../logger';
+import { OpenBudget } from './openBudget';
 
 /** Waits until the execution closes, however it closes; rejects only when that could not be learned. */
 export type WatchClose = (workflowId: string, runId: string, signal: AbortSignal) => Promise<void>;
 
+export interface AdmissionOptions {
+  /** POIMEN_INGEST_MAX_OPEN: a lone tenant's bound and the shared budget's ceiling; 0: no fair shares. */
+  maxOpen: number;
+  /** POIMEN_INGEST_TENANT_MAX_OPEN: a fixed cap on every tenant's share; 0: none. */
+  tenantMaxOpen: number;
+  watch: WatchClose;
+  gauge?: Gauge<'tenant'>;
+  /** The shared budget, set at every close. */
+  budgetGauge?: Gauge;
+  logger?: Logger;
+  /** ms, monotonic; tests pass their own clock. */
+  now?: () => number;
+}
+
 const WATCH_RETRY_MIN_MS = 1000;
 const WATCH_RETRY_MAX_MS = 30_000;
+/** A tenant with a record here this recently counts as active, open dispatches or not. */
+export const ACTIVE_MS = 5000;
+/** Slots beyond what another active tenant has open that stay its own: room for its next records. */
+export const SPARE_SLOTS = 2;
+/** How often waiting tenants are looked at again when nothing closes (a share grows when a tenant goes quiet). */
+const RECHECK_MS = 500;
 
 export class TenantAdmission {
   private readonly open = new Map<string, number>();
+  private readonly lastSeen = new Map<string, number>();
   /** Executions counted now (workflow id and run id), each holding one slot of its tenant. */
   private readonly watched = new Set<string>();
   /** Per tenant, per partition waiting for room: what resumes it. One entry per partition, however often it paused. */
   private readonly waiters = new Map<string, Map<string, () => void>>();
   private readonly abort = new AbortController();
+  private readonly budget: OpenBudget | undefined;
+  private readonly now: () => number;
+  private recheck: NodeJS.Timeout | undefined;
   private watchFailures = 0;
 
-  constructor(
-    /** 0: no bound (nothing is watched). */
-    private readonly maxOpen: number,
-    private readonly watch: WatchClose,
-    private readonly gauge?: Gauge<'tenant'>,
-    private readonly logger?: Logger,
-  ) {
+  constructor(private readonly o: AdmissionOptions) {
+    this.now = o.now ?? (() => performance.now());
+    this.budget = o.maxOpen > 0 ? new OpenBudget(o.maxOpen, this.now) : undefined;
     // Every open watch listens on this one signal for the length of one call: many listeners are no leak here.
     setMaxListeners(0, this.abort.signal);
   }
 
   get bounded(): boolean {
-    return this.maxOpen > 0;
+    return this.o.maxOpen > 0 || this.o.tenantMaxOpen > 0;
   }
 
-  /** Takes a slot for one record of the tenant; false when the tenant already has its bound open. */
+  /** Takes a slot for one record of the tenant; false when the tenant already has its share open. */
   take(tenant: string): boolean {
     if (!this.bounded) return true;
-    const n = this.open.get(tenant) ?? 0;
-    if (n >= this.maxOpen) return false;
+    this.lastSeen.set(tenant, this.now());
+    const n = this.openOf(tenant);
+    if (n >= this.limit(tenant)) return false;
     this.set(tenant, n + 1);
     return true;
   }
@@ -59,8 +91,8 @@ export class TenantAdmission {
   /** The record started nothing that stays open: its slot is free at once. */
   giveBack(tenant: string): void {
     if (!this.bounded) return;
-    this.set(tenant, Math.max(0, (this.open.get(tenant) ?? 0) - 1));
-    if ((this.open.get(tenant) ?? 0) <= this.resumeAt()) this.wake(tenant);
+    this.set(tenant, Math.max(0, this.openOf(tenant) - 1));
+    this.wakeAll();
   }
 
   /**
@@ -75,7 +107,13 @@ export class TenantAdmission {
       return;
     }
     this.watched.add(key);
+    const since = this.now();
     void this.waitForClose(workflowId, runId)
+      .then(() => {
+        if (!this.budget || this.abort.signal.aborted) return;
+        this.budget.closed(this.now() - since);
+        this.o.budgetGauge?.set(this.budget.budget());
+      })
       .catch(() => undefined)
       .finally(() => {
         this.watched.delete(key);
@@ -88,28 +126,100 @@ export class TenantAdmission {
    * that pauses again before it was resumed keeps one entry.
    */
   whenRoom(tenant: string, partition: string, resume: () => void): void {
-    if ((this.open.get(tenant) ?? 0) <= this.resumeAt()) {
+    let waiting = this.waiters.get(tenant);
+    if (!waiting && this.freeToResume(tenant) > 0) {
       resume();
       return;
     }
-    let waiting = this.waiters.get(tenant);
     if (!waiting) this.waiters.set(tenant, (waiting = new Map()));
+    // To the end of the line: the tenant's partitions take turns, and one that asks again waits behind the others.
+    waiting.delete(partition);
     waiting.set(partition, resume);
+    this.wake(tenant);
+    if (this.waiters.size > 0) this.recheck ??= setInterval(() => this.wakeAll(), RECHECK_MS).unref();
   }
 
   /** The consumer that paused for room is gone: its waiters with it (kafkajs forgets its pauses too). */
   forgetWaiters(): void {
     this.waiters.clear();
+    this.stopRecheck();
   }
 
   openOf(tenant: string): number {
     return this.open.get(tenant) ?? 0;
   }
 
+  /** How many dispatches the tenant may keep open now: its fair share, within the fixed cap. */
+  limit(tenant: string): number {
+    const share = this.budget ? this.fairShare(tenant, this.budget) : Number.POSITIVE_INFINITY;
+    return this.o.tenantMaxOpen > 0 ? Math.min(share, this.o.tenantMaxOpen) : share;
+  }
+
   /** Stops watching: the open executions run on in Temporal; only this process stops counting them. */
   close(): void {
     this.abort.abort();
     this.waiters.clear();
+    this.stopRecheck();
+  }
+
+  private fairShare(tenant: string, budget: OpenBudget): number {
+    const cutoff = this.now() - ACTIVE_MS;
+    let others = 0;
+    let othersHold = 0;
+    for (const t of new Set([...this.open.keys(), ...this.lastSeen.keys(), ...this.waiters.keys()])) {
+      if (t === tenant) continue;
+      const seen = this.lastSeen.get(t);
+      const active = this.openOf(t) > 0 || this.waiters.has(t) || (seen !== undefined && seen >= cutoff);
+      if (!active) {
+        if (seen !== undefined && this.openOf(t) === 0) this.lastSeen.delete(t);
+        continue;
+      }
+      others++;
+      othersHold += this.openOf(t) + SPARE_SLOTS;
+    }
+    if (others === 0) return this.o.maxOpen;
+    const total = budget.budget();
+    return Math.max(1, Math.floor(total / (others + 1)), total - othersHold);
+  }
+
+  /**
+   * How many of the tenant's waiting partitions may be resumed now: none until half its share is free (at least
+   * one slot), so a resume admits a run of records, not one; then one per run of free slots. Each resumed
+   * partition fetches (and decodes) up to the fetch size again to take its run: at 1 MiB of small dispatches
+   * that is ~20 ms of the ingester's event loop, so a run of one record per refetch held the other tenants'
+   * records back (their record → start p99 85 ms, not 17, in the bench), and resuming every waiting partition
+   * for a few slots decoded a fetch per partition for a record or two each.
+   */
+  private freeToResume(tenant: string): number {
+    const limit = this.limit(tenant);
+    if (!Number.isFinite(limit)) return Number.POSITIVE_INFINITY;
+    const run = Math.max(1, Math.ceil(limit / 2));
+    const free = limit - this.openOf(tenant);
+    return free >= run ? Math.floor(free / run) : 0;
+  }
+
+  private wakeAll(): void {
+    for (const tenant of [...this.waiters.keys()]) this.wake(tenant);
+    if (this.waiters.size === 0) this.stopRecheck();
+  }
+
+  private wake(tenant: string): void {
+    const waiting = this.waiters.get(tenant);
+    if (!waiting) return;
+    let free = this.freeToResume(tenant);
+    for (const [partition, resume] of waiting) {
+      if (free-- <= 0) break;
+      waiting.delete(partition);
+      try {
+        resume();
+      } catch (err) {
+        // A consumer torn down meanwhile (kafkajs between a crash and its restart) has forgotten its pauses anyway;
+        // the slot it would have used goes to the next partition.
+        free++;
+        this.o.logger?.debug({ err, tenant }, 'could not resume a partition that waited for room');
+      }
+    }
+    if (waiting.size === 0) this.waiters.delete(tenant);
   }
 
   /** One execution's close, asked again with backoff while Temporal cannot say: an outage never frees a slot. */
@@ -117,14 +227,14 @@ export class TenantAdmission {
     for (let delayMs = WATCH_RETRY_MIN_MS; ; delayMs = Math.min(delayMs * 2, WATCH_RETRY_MAX_MS)) {
       if (this.abort.signal.aborted) return;
       try {
-        await this.watch(workflowId, runId, this.abort.signal);
+        await this.o.watch(workflowId, runId, this.abort.signal);
         return;
       } catch (err) {
         if (this.abort.signal.aborted) return;
         // Process-wide count, so an outage logs its first failure and then every hundredth, not one per dispatch.
         this.watchFailures++;
         if (this.watchFailures === 1 || this.watchFailures % 100 === 0) {
-          this.logger?.warn(
+          this.o.logger?.warn(
             { err, workflowId, failures: this.watchFailures },
             'cannot learn whether a dispatch closed; its admission slot stays held, asking again',
           );
@@ -136,27 +246,14 @@ export class TenantAdmission {
     }
   }
 
-  private resumeAt(): number {
-    return Math.max(0, this.maxOpen - Math.max(1, Math.floor(this.maxOpen / 4)));
-  }
-
-  private wake(tenant: string): void {
-    const waiting = this.waiters.get(tenant);
-    if (!waiting) return;
-    this.waiters.delete(tenant);
-    for (const resume of waiting.values()) {
-      try {
-        resume();
-      } catch (err) {
-        // A consumer torn down meanwhile (kafkajs between a crash and its restart) has forgotten its pauses anyway.
-        this.logger?.debug({ err, tenant }, 'could not resume a partition that waited for room');
-      }
-    }
+  private stopRecheck(): void {
+    if (this.recheck) clearInterval(this.recheck);
+    this.recheck = undefined;
   }
 
   private set(tenant: string, n: number): void {
     if (n === 0) this.open.delete(tenant);
     else this.open.set(tenant, n);
-    this.gauge?.set({ tenant }, n);
+    this.o.gauge?.set({ tenant }, n);
   }
 }

@@ -39,12 +39,14 @@ export async function createIngester(
       // The start's own span, and its context in the workflow's header for the workflow's spans.
       ...(tracing ? { interceptors: tracing.clientInterceptors() } : {}),
     });
-    const admission = new TenantAdmission(
-      cfg.ingest.tenantMaxOpen,
-      (workflowId, runId, signal) => watchClose(client, workflowId, runId, signal),
-      metrics.tenantOpenDispatches,
-      logger.child({ component: 'admission' }),
-    );
+    const admission = new TenantAdmission({
+      maxOpen: cfg.ingest.maxOpen,
+      tenantMaxOpen: cfg.ingest.tenantMaxOpen,
+      watch: (workflowId, runId, signal) => watchClose(client, workflowId, runId, signal),
+      gauge: metrics.tenantOpenDispatches,
+      budgetGauge: metrics.openBudget,
+      logger: logger.child({ component: 'admission' }),
+    });
     const ingester = new Ingester(
       cfg,
       kafka,

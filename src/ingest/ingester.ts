@@ -107,7 +107,9 @@ export class Ingester {
     private readonly opts: IngesterOptions,
     parts: IngesterParts = {},
   ) {
-    this.admission = parts.admission ?? new TenantAdmission(0, () => Promise.resolve());
+    this.admission =
+      parts.admission ??
+      new TenantAdmission({ maxOpen: 0, tenantMaxOpen: 0, watch: () => Promise.resolve() });
     this.admin = kafka.admin();
     this.semaphore = new Semaphore(opts.maxInFlight, opts.maxInFlightBytes);
     this.paused = new PausedPartitions(metrics.pausedPartitions);

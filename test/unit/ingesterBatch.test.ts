@@ -536,7 +536,11 @@ test('a record whose wait for room outlasted its batch (a failure meanwhile) giv
   handle.mockImplementation((_ctx, _t, _topic, _p, m) => starts[Number(m.offset) - 10]!.promise);
   const cfg = loadRelayConfig('ingester', {});
   // Three open per tenant; nothing started here stays open (no execution is watched).
-  const admission = new TenantAdmission(3, () => new Promise<void>(() => undefined));
+  const admission = new TenantAdmission({
+    maxOpen: 0,
+    tenantMaxOpen: 3,
+    watch: () => new Promise<void>(() => undefined),
+  });
   const ing = new Ingester(
     cfg,
     { admin: () => ({}) } as never,

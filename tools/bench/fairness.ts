@@ -33,6 +33,10 @@ export interface FairnessOptions {
    * default): a little above the bench's ~100-byte dispatches, as operations.md tells an operator to set it.
    */
   fetchMaxBytesPerPartition: number;
+  /** Records tenant A publishes in the lone rounds (its throughput with no other tenant). */
+  loneN: number;
+  /** The rounds to run (fairnessPhase.ts names them); all when absent. */
+  rounds?: readonly string[];
 }
 
 /** B's unmeasured trickle before its alone window. */
@@ -67,12 +71,12 @@ async function trickle(
   return sent;
 }
 
+/** One round: `settings` are the relay's only variables beyond the addresses (none: the shipped defaults). */
 export async function fairnessRound(
   t: BenchTarget,
   o: FairnessOptions,
   label: string,
-  maxOpen: number,
-  extraEnv: Record<string, string> = {},
+  settings: Record<string, string>,
 ) {
   const api = await RunsApiDouble.start({ record: true });
   const a = await newTenant(t, o.partitions);
@@ -81,8 +85,7 @@ export async function fairnessRound(
     TEMPORAL_TASK_QUEUE: `bench-fair-${a}`,
     KAFKA_GROUP_ID: `bench-fair-${a}`,
     DISPATCH_TOPIC_PATTERN: `^poimen\\.(${a}|${b})\\.dispatch$`,
-    POIMEN_INGEST_TENANT_MAX_OPEN: String(maxOpen),
-    ...extraEnv,
+    ...settings,
   });
   const workers = await startWorkers(t, env, 1, `fairness-${label}`);
   const ingester = await startRelayProcess({
@@ -150,6 +153,60 @@ export async function fairnessRound(
   } finally {
     await producer.disconnect();
     await floodProducer.disconnect();
+    await ingester.stop();
+    await Promise.all(workers.map((w) => w.stop()));
+    await api.close();
+  }
+}
+
+/**
+ * Tenant A alone: `o.loneN` records published at once, nothing else on the relay. Its runs per second from its
+ * first run to its last say whether admission caps a lone tenant (work-conserving: the same rate as without it).
+ */
+export async function loneRound(
+  t: BenchTarget,
+  o: FairnessOptions,
+  label: string,
+  settings: Record<string, string>,
+) {
+  const api = await RunsApiDouble.start({ record: true });
+  const a = await newTenant(t, o.partitions);
+  const env = relayEnv(t, api, {
+    TEMPORAL_TASK_QUEUE: `bench-lone-${a}`,
+    KAFKA_GROUP_ID: `bench-lone-${a}`,
+    DISPATCH_TOPIC_PATTERN: `^poimen\\.${a}\\.dispatch$`,
+    ...settings,
+  });
+  const workers = await startWorkers(t, env, 1, `lone-${label}`);
+  const ingester = await startRelayProcess({
+    role: 'ingest',
+    env,
+    metricsPort: await freePort(),
+    logFile: path.join(t.logsDir, `bench-lone-${label}-ingest.log`),
+  });
+  const producer = t.kafka.producer();
+  await producer.connect();
+  try {
+    for (let i = 0; i < o.loneN; i += 1000) {
+      const keys = Array.from({ length: Math.min(1000, o.loneN - i) }, (_, j) => `lone-${i + j}`);
+      await producer.send({
+        topic: topics.dispatch(a),
+        acks: 1,
+        messages: keys.map((k) => ({ value: dispatchValue(k) })),
+      });
+    }
+    const runs = () => api.requests.filter((r) => r.answer === 201);
+    await waitUntil(() => runs().length >= o.loneN, o.settleS * 1000, 500);
+    const served = runs();
+    const first = served[0]?.receivedAtMs ?? 0;
+    const last = served.at(-1)?.receivedAtMs ?? first;
+    return {
+      n: o.loneN,
+      served: served.length,
+      runs_per_s: last > first ? round((served.length - 1) / ((last - first) / 1000)) : 0,
+    };
+  } finally {
+    await producer.disconnect();
     await ingester.stop();
     await Promise.all(workers.map((w) => w.stop()));
     await api.close();

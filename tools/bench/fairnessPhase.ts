@@ -1,50 +1,69 @@
 /**
  * The fairness phase's rounds (docs/performance.md, "Fairness between tenants"): each on a fresh Temporal, each
- * changing one thing against the design, and the figures the result reports from them. The mechanics of one
- * round are in ./fairness.ts.
+ * with its own settings, and the figures the result reports from them. The mechanics of one round are in
+ * ./fairness.ts.
  */
-import { type FairnessOptions, fairnessRound } from './fairness';
+import { type FairnessOptions, fairnessRound, loneRound } from './fairness';
 import { round } from './measure';
 import type { BenchTarget } from './rig';
 
+/** The server's own default for `history.transferProcessorMaxPollRPS`, given back to one round. */
+const SERVER_DEFAULT_POLL_RATE = ['history.transferProcessorMaxPollRPS=20'];
+/** Admission off: the relay's default before fair shares, every record started as fast as the ingester goes. */
+const UNBOUNDED = { POIMEN_INGEST_MAX_OPEN: '0' };
+
+interface RoundSpec {
+  name: string;
+  /** Tenant A alone (its throughput), instead of B's latency beside A's flood. */
+  lone?: boolean;
+  serverFairness: boolean;
+  dynamicConfig?: string[];
+  /** The relay's settings beyond the addresses; {} is what ships. */
+  settings(o: FairnessOptions): Record<string, string>;
+  /** Admission off under A's flood: the round leaves thousands of executions queued, for a fresh server only. */
+  leavesBacklog?: boolean;
+}
+
+const tuned = (o: FairnessOptions) => ({
+  POIMEN_INGEST_TENANT_MAX_OPEN: String(o.tenantMaxOpen),
+  POIMEN_KAFKA_FETCH_MAX_BYTES_PER_PARTITION: String(o.fetchMaxBytesPerPartition),
+});
+
 /**
- * The rounds, each on a fresh Temporal: admission per tenant with server fairness and the fetch sized to the
- * bench's small dispatches (the design as operations.md tells an operator to set it), then the same with one
- * thing changed each, then server fairness alone (the design before admission), and neither (first come, first
- * served, as before both).
+ * The rounds: the shipped defaults (the headline), the tuned settings operations.md used to give (a fixed bound
+ * per tenant and a fetch sized to the dispatches) and that with one thing changed each, admission off with and
+ * without server fairness (the relay before fair shares), and tenant A alone with and without admission.
  */
-const ROUNDS = [
+const ROUNDS: readonly RoundSpec[] = [
+  { name: 'default', serverFairness: true, settings: () => ({}) },
+  // The shipped defaults with the fetch sized to the bench's small dispatches: what decoding refetches costs.
   {
-    name: 'admission',
+    name: 'default_fetch64k',
     serverFairness: true,
-    admission: true,
-    serverDefaultPollRate: false,
-    fetch1MiB: false,
+    settings: (o) => ({ POIMEN_KAFKA_FETCH_MAX_BYTES_PER_PARTITION: String(o.fetchMaxBytesPerPartition) }),
   },
-  // The same with the dev server's one shard reading its transfer queue at the server's default 20/s instead of the
-  // stack's 160/s (devstack/stack/devServerTuning.ts): what that per-shard limit alone does to B.
+  { name: 'admission', serverFairness: true, settings: tuned },
+  // The dev server's one shard reading its transfer queue at the server's default 20/s instead of the stack's 160/s
+  // (devstack/stack/devServerTuning.ts): what that per-shard limit alone does to B.
   {
     name: 'admission_poll20',
     serverFairness: true,
-    admission: true,
-    serverDefaultPollRate: true,
-    fetch1MiB: false,
+    dynamicConfig: SERVER_DEFAULT_POLL_RATE,
+    settings: tuned,
   },
-  // The same with the ingester's default fetch of 1 MiB per partition instead of one sized to the dispatches.
   {
     name: 'admission_fetch1mib',
     serverFairness: true,
-    admission: true,
-    serverDefaultPollRate: false,
-    fetch1MiB: true,
+    settings: (o) => ({ POIMEN_INGEST_TENANT_MAX_OPEN: String(o.tenantMaxOpen) }),
   },
-  { name: 'on', serverFairness: true, admission: false, serverDefaultPollRate: false, fetch1MiB: false },
-  { name: 'off', serverFairness: false, admission: false, serverDefaultPollRate: false, fetch1MiB: false },
-] as const;
-/** The server's own default for `history.transferProcessorMaxPollRPS`, given back to one round. */
-const SERVER_DEFAULT_POLL_RATE = ['history.transferProcessorMaxPollRPS=20'];
-type RoundName = (typeof ROUNDS)[number]['name'];
+  { name: 'on', serverFairness: true, settings: () => UNBOUNDED, leavesBacklog: true },
+  { name: 'off', serverFairness: false, settings: () => UNBOUNDED, leavesBacklog: true },
+  { name: 'lone_default', lone: true, serverFairness: true, settings: () => ({}) },
+  { name: 'lone_unbounded', lone: true, serverFairness: true, settings: () => UNBOUNDED },
+];
+export const FAIRNESS_ROUNDS = ROUNDS.map((r) => r.name);
 type Round = Awaited<ReturnType<typeof fairnessRound>>;
+type Lone = Awaited<ReturnType<typeof loneRound>>;
 
 /** A Temporal for one round: fresh, with or without task queue fairness, stopped after its round. */
 export interface FairnessServers {
@@ -52,68 +71,102 @@ export interface FairnessServers {
   start(fairness: boolean, dynamicConfig?: string[]): Promise<{ target: BenchTarget; stop(): Promise<void> }>;
   /** What each server is, for the result. */
   describe: string;
+  /**
+   * One server for every round (the cluster profile's own): only the rounds it can run as they are (fairness on,
+   * its own settings, nothing left queued) run there.
+   */
+  shared?: boolean;
 }
 
+/** Whether a round can run on a server shared by every round. */
+const runsOnShared = (r: RoundSpec) => r.serverFairness && !r.dynamicConfig && !r.leavesBacklog;
+
 export async function fairness(servers: FairnessServers, o: FairnessOptions, progress: (l: string) => void) {
-  const rounds: Record<RoundName, Round> = {} as never;
-  const run = async (
-    label: string,
-    serverFairness: boolean,
-    maxOpen: number,
-    dynamicConfig: string[] = [],
-    env: Record<string, string> = {},
+  const rounds: Record<string, Round> = {};
+  const lone: Record<string, Lone> = {};
+  const onServer = async <T>(
+    r: Pick<RoundSpec, 'serverFairness' | 'dynamicConfig'>,
+    go: (t: BenchTarget) => Promise<T>,
   ) => {
-    const settings = [...dynamicConfig, ...Object.entries(env).map(([k, v]) => `${k}=${v}`)];
-    progress(
-      `fairness ${label} (server fairness ${serverFairness ? 'on' : 'off'}, POIMEN_INGEST_TENANT_MAX_OPEN=${maxOpen}${settings.map((kv) => `, ${kv}`).join('')}): tenant B at ${o.steadyPerS}/s, ${o.aloneS} s alone, then ${o.floodedS} s while tenant A floods ${o.floodN} records`,
-    );
-    const server = await servers.start(serverFairness, dynamicConfig);
+    const server = await servers.start(r.serverFairness, r.dynamicConfig ?? []);
     try {
-      return await fairnessRound(server.target, o, label, maxOpen, env);
+      return await go(server.target);
     } finally {
       await server.stop();
     }
   };
-  const sizedFetch = { POIMEN_KAFKA_FETCH_MAX_BYTES_PER_PARTITION: String(o.fetchMaxBytesPerPartition) };
+  const describe = (
+    r: Pick<RoundSpec, 'serverFairness' | 'dynamicConfig'>,
+    settings: Record<string, string>,
+  ) => {
+    const kv = [...(r.dynamicConfig ?? []), ...Object.entries(settings).map(([k, v]) => `${k}=${v}`)];
+    return `server fairness ${r.serverFairness ? 'on' : 'off'}${kv.length ? `, ${kv.join(', ')}` : ', shipped defaults'}`;
+  };
   for (const r of ROUNDS) {
-    rounds[r.name] = await run(
-      r.name,
-      r.serverFairness,
-      r.admission ? o.tenantMaxOpen : 0,
-      r.serverDefaultPollRate ? SERVER_DEFAULT_POLL_RATE : [],
-      r.admission && !r.fetch1MiB ? sizedFetch : {},
-    );
+    if (o.rounds && !o.rounds.includes(r.name)) continue;
+    if (servers.shared && !runsOnShared(r)) continue;
+    const settings = r.settings(o);
+    if (r.lone) {
+      progress(
+        `fairness ${r.name} (${describe(r, settings)}): tenant A alone publishes ${o.loneN} records at once`,
+      );
+      lone[r.name] = await onServer(r, (t) => loneRound(t, o, r.name, settings));
+    } else {
+      progress(
+        `fairness ${r.name} (${describe(r, settings)}): tenant B at ${o.steadyPerS}/s, ${o.aloneS} s alone, then ${o.floodedS} s while tenant A floods ${o.floodN} records`,
+      );
+      rounds[r.name] = await onServer(r, (t) => fairnessRound(t, o, r.name, settings));
+    }
   }
   const sweep: Record<string, Round> = {};
-  for (const n of o.tenantMaxOpenSweep)
-    sweep[String(n)] = await run(`admission-${n}`, true, n, [], sizedFetch);
-  const ratio = (r: (typeof rounds)['on']) => round(r.flooded.p99_ms / r.alone.p99_ms, 2);
+  if (!servers.shared && (!o.rounds || o.rounds.includes('sweep'))) {
+    for (const n of o.tenantMaxOpenSweep) {
+      const settings = { ...tuned(o), POIMEN_INGEST_TENANT_MAX_OPEN: String(n) };
+      const spec = { serverFairness: true };
+      progress(`fairness admission-${n} (${describe(spec, settings)})`);
+      sweep[String(n)] = await onServer(spec, (t) => fairnessRound(t, o, `admission-${n}`, settings));
+    }
+  }
   return {
-    fairness_b_p50_ms_alone: rounds.admission.alone.p50_ms,
-    fairness_b_p99_ms_alone: rounds.admission.alone.p99_ms,
-    fairness_b_p50_ms_flooded: rounds.admission.flooded.p50_ms,
-    fairness_b_p99_ms_flooded: rounds.admission.flooded.p99_ms,
-    fairness_p99_ratio: ratio(rounds.admission),
-    // The same design on a dev server whose one shard reads its transfer queue at the server's default rate.
-    fairness_poll20_b_p99_ms_alone: rounds.admission_poll20.alone.p99_ms,
-    fairness_poll20_b_p99_ms_flooded: rounds.admission_poll20.flooded.p99_ms,
-    fairness_poll20_p99_ratio: ratio(rounds.admission_poll20),
-    // The same design with the ingester's default fetch of 1 MiB per partition.
-    fairness_fetch1mib_b_p99_ms_alone: rounds.admission_fetch1mib.alone.p99_ms,
-    fairness_fetch1mib_b_p99_ms_flooded: rounds.admission_fetch1mib.flooded.p99_ms,
-    fairness_fetch1mib_p99_ratio: ratio(rounds.admission_fetch1mib),
-    // Server fairness without admission per tenant: the design before admission.
-    fairness_unbounded_b_p99_ms_alone: rounds.on.alone.p99_ms,
-    fairness_unbounded_b_p99_ms_flooded: rounds.on.flooded.p99_ms,
-    fairness_unbounded_p99_ratio: ratio(rounds.on),
-    // The same phase on a Temporal without fairness: every task of the queue first come, first served.
-    fairness_off_b_p99_ms_alone: rounds.off.alone.p99_ms,
-    fairness_off_b_p99_ms_flooded: rounds.off.flooded.p99_ms,
-    fairness_off_p99_ratio: ratio(rounds.off),
-    // Records of B never served in the off round count with what they had waited: its figures are lower bounds.
-    fairness_off_lower_bound: rounds.off.flooded.unserved > 0,
+    ...figures(rounds, lone),
     fairness_rounds: rounds,
-    // B's p99 ratio and A's runs in the window for each further bound: less open, B faster and A slower.
+    fairness_lone_rounds: lone,
+    ...sweepFigures(sweep),
+    fairness_settings: { ...o, servers: servers.describe },
+  };
+}
+
+const ratio = (r: Round) => round(r.flooded.p99_ms / r.alone.p99_ms, 2);
+
+/** The result's fields of the rounds that ran, named by round (the tuned round keeps the unprefixed names). */
+function figures(rounds: Record<string, Round>, lone: Record<string, Lone>) {
+  const prefix: Record<string, string> = {
+    default: 'fairness_default',
+    admission: 'fairness',
+    admission_poll20: 'fairness_poll20',
+    admission_fetch1mib: 'fairness_fetch1mib',
+    on: 'fairness_unbounded',
+    off: 'fairness_off',
+  };
+  const out: Record<string, unknown> = {};
+  for (const [name, r] of Object.entries(rounds)) {
+    const p = prefix[name] ?? `fairness_${name}`;
+    out[`${p}_b_p50_ms_alone`] = r.alone.p50_ms;
+    out[`${p}_b_p99_ms_alone`] = r.alone.p99_ms;
+    out[`${p}_b_p50_ms_flooded`] = r.flooded.p50_ms;
+    out[`${p}_b_p99_ms_flooded`] = r.flooded.p99_ms;
+    out[`${p}_p99_ratio`] = ratio(r);
+    out[`${p}_a_runs_in_window`] = r.flood_runs_in_window;
+  }
+  // Records of B never served in the off round count with what they had waited: its figures are lower bounds.
+  if (rounds.off) out.fairness_off_lower_bound = rounds.off.flooded.unserved > 0;
+  for (const [name, l] of Object.entries(lone)) out[`fairness_${name}_runs_per_s`] = l.runs_per_s;
+  return out;
+}
+
+/** B's p99 ratio and A's runs in the window for each further bound: less open, B faster and A slower. */
+function sweepFigures(sweep: Record<string, Round>) {
+  return {
     fairness_sweep: Object.fromEntries(
       Object.entries(sweep).map(([n, r]) => [
         n,
@@ -121,6 +174,5 @@ export async function fairness(servers: FairnessServers, o: FairnessOptions, pro
       ]),
     ),
     fairness_sweep_rounds: sweep,
-    fairness_settings: { ...o, servers: servers.describe },
   };
 }

@@ -29,7 +29,7 @@ import { LocalStack } from '../../devstack/stack/stack';
 import { devServerDynamicConfigValues } from '../../devstack/stack/devServerTuning';
 import { codecDecodeBench, codecTable } from './codecs';
 import { round } from './measure';
-import type { FairnessServers } from './fairnessPhase';
+import { FAIRNESS_ROUNDS, type FairnessServers } from './fairnessPhase';
 import { outage } from './outage';
 import { readPgCounters } from './pgCost';
 import { costRow } from './temporalCost';
@@ -77,6 +77,19 @@ function stackSettings(cfg: StackConfig, profile: StackProfile) {
   };
 }
 
+const fairnessRoundsOption = (v: string): string[] => {
+  const names = v
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean);
+  const known = [...FAIRNESS_ROUNDS, 'sweep'];
+  const unknown = names.filter((x) => !known.includes(x));
+  if (unknown.length > 0 || names.length === 0) {
+    throw new InvalidArgumentError(`unknown round '${unknown.join(',')}' (known: ${known.join(', ')})`);
+  }
+  return names;
+};
+
 const positive = (v: string) => {
   const n = Number(v);
   if (!Number.isInteger(n) || n <= 0) throw new Error(`not a positive integer: ${v}`);
@@ -93,6 +106,11 @@ async function main(): Promise<void> {
     .option('--outage-n <n>', 'dispatches in the outage phase (default 2000; quick 300)', positive)
     .option('--outage-s <s>', 'length of the outage in seconds (default 60; quick 15)', positive)
     .option('--profile <name>', 'the stack profile to measure: dev or cluster', profileOption, 'dev')
+    .option(
+      '--fairness-rounds <list>',
+      `the fairness phase's rounds to run, of: ${[...FAIRNESS_ROUNDS, 'sweep'].join(', ')} (default: all)`,
+      fairnessRoundsOption,
+    )
     .parse(process.argv)
     .opts<{
       quick?: boolean;
@@ -103,6 +121,7 @@ async function main(): Promise<void> {
       outageN?: number;
       outageS?: number;
       profile: StackProfile;
+      fairnessRounds?: string[];
     }>();
   if (opts.codecs) {
     process.stdout.write(`\nKafka codec decode cost\n${codecTable(await codecDecodeBench())}`);
@@ -111,7 +130,12 @@ async function main(): Promise<void> {
   const phases = parsePhases(opts.phases);
   const mode = opts.quick ? 'quick' : 'full';
   // A slower stack (the cluster on a small, shared machine) may need fewer dispatches to fit a session.
-  const size = { ...SIZES[mode], n: opts.n ?? SIZES[mode].n, rounds: opts.rounds ?? SIZES[mode].rounds };
+  const size = {
+    ...SIZES[mode],
+    n: opts.n ?? SIZES[mode].n,
+    rounds: opts.rounds ?? SIZES[mode].rounds,
+    fairness: { ...SIZES[mode].fairness, ...(opts.fairnessRounds ? { rounds: opts.fairnessRounds } : {}) },
+  };
   const resized = size.n !== SIZES[mode].n || size.rounds !== SIZES[mode].rounds;
   const progress = consoleProgress('bench');
   const cfg = loadStackConfig();
@@ -197,13 +221,20 @@ async function main(): Promise<void> {
       };
     },
   };
+  // On the cluster, the fairness rounds that need no fresh server (fairness on, admission on: nothing left queued)
+  // run on the cluster's own Temporal, one after the other.
+  const clusterFairness: FairnessServers = {
+    describe: `the cluster's own Temporal (server ${cfg.cluster.temporalServerVersion}, fairness on), shared by every round`,
+    shared: true,
+    start: () => Promise.resolve({ target, stop: () => Promise.resolve() }),
+  };
   const side: SideTargets =
     profile === 'dev'
       ? { memory, persistence: memory, fairness }
       : {
           memory: target,
           persistenceSkipped: 'dev-only phase (in-memory dev server vs SQLite)',
-          fairnessSkipped: 'dev-only phase (a fresh Temporal with and without fairness per round)',
+          fairness: clusterFairness,
         };
   // An interrupted benchmark must not leave its throwaway servers running.
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {

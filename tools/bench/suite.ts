@@ -1,4 +1,3 @@
-/* eslint-disable max-lines -- the fixed-order phases share one flat record of figures */
 /**
  * The throughput, latency and memory phases of `npm run bench`, run in their fixed order (main.ts adds the
  * outage phase and the codecs): each selected phase adds its figures to one flat record and its lines to the
@@ -8,6 +7,7 @@ import { CPU_ROLES, type RoleFigures, cpuAboveIdle, cpuMsPerDispatch, cpuRow } f
 import { round } from './measure';
 import { costRow } from './temporalCost';
 import { type FairnessServers, fairness } from './fairnessPhase';
+import { fairnessRows } from './fairnessRows';
 import { type BenchTarget, baseline, ceiling, ingesterMemory, latency, relayDrain } from './phases';
 
 export const PHASES = [
@@ -47,6 +47,7 @@ export const SIZES = {
       tenantMaxOpen: 4,
       tenantMaxOpenSweep: [],
       fetchMaxBytesPerPartition: 64 * 1024,
+      loneN: 1000,
     },
   },
   full: {
@@ -68,6 +69,7 @@ export const SIZES = {
       tenantMaxOpen: 4,
       tenantMaxOpenSweep: [2, 16],
       fetchMaxBytesPerPartition: 64 * 1024,
+      loneN: 3000,
     },
   },
 };
@@ -280,37 +282,7 @@ export async function runSuite(
   if (phases.has('fairness') && side.fairness) {
     const f = await fairness(side.fairness, size.fairness, progress);
     Object.assign(fields, f);
-    const row = (r: (typeof f.fairness_rounds)['on']) =>
-      `p50 ${r.alone.p50_ms} → ${r.flooded.p50_ms} ms, p99 ${r.alone.p99_ms} → ${r.flooded.p99_ms} ms` +
-      (r.flooded.unserved > 0
-        ? ` (${r.flooded.unserved} of ${r.flooded.n} never served: a lower bound)`
-        : '');
-    rows.push(
-      [
-        `fairness: B alone → A flooding ${size.fairness.floodN} (A ≤ ${size.fairness.tenantMaxOpen} open, fetch ${size.fairness.fetchMaxBytesPerPartition / 1024} KiB/partition)`,
-        row(f.fairness_rounds.admission),
-      ],
-      ['fairness: B p99 flooded ÷ alone', `${f.fairness_p99_ratio} (target ≤ 2)`],
-      ...Object.entries(f.fairness_sweep).map(([n, x]): [string, string] => [
-        `… with A ≤ ${n} open`,
-        `B p99 flooded ÷ alone ${x.p99_ratio}, A's runs in the window ${x.a_runs_in_window}`,
-      ]),
-      [
-        "… the dev server's shard reading its transfer queue at the default 20/s",
-        `${row(f.fairness_rounds.admission_poll20)}; B p99 flooded ÷ alone ${f.fairness_poll20_p99_ratio}`,
-      ],
-      [
-        "… the ingester's default fetch, 1 MiB per partition",
-        `${row(f.fairness_rounds.admission_fetch1mib)}; B p99 flooded ÷ alone ${f.fairness_fetch1mib_p99_ratio}`,
-      ],
-      ['… without admission per tenant', row(f.fairness_rounds.on)],
-      ['… B p99 flooded ÷ alone, without admission', `${f.fairness_unbounded_p99_ratio}`],
-      ['… Temporal without fairness', row(f.fairness_rounds.off)],
-      [
-        '… B p99 flooded ÷ alone, without',
-        `${f.fairness_rounds.off.flooded.unserved > 0 ? '≥ ' : ''}${f.fairness_off_p99_ratio}`,
-      ],
-    );
+    rows.push(...fairnessRows(f, size.fairness));
   } else if (phases.has('fairness') && side.fairnessSkipped) {
     fields.fairness = `skipped: ${side.fairnessSkipped}`;
     rows.push(['fairness', `skipped: ${side.fairnessSkipped}`]);

@@ -31,6 +31,13 @@ export const INGEST = rows({
     schema: tenantWeights,
     default: Object.freeze({}),
   }),
+  POIMEN_INGEST_MAX_OPEN: parsed({
+    description:
+      "dispatches an ingester keeps started and open at most: all a lone tenant's, shared fairly among several (0: no bound)",
+    readBy: ['ingest'],
+    schema: intIn(0, 1_000_000),
+    default: 256,
+  }),
   POIMEN_INGEST_TENANT_MAX_OPEN: parsed({
     description: "a tenant's started, still-open dispatches per ingester at most (0: no bound)",
     readBy: ['ingest'],

@@ -1,0 +1,88 @@
+/**
+ * How many dispatches this ingester keeps open while tenants share it: the budget that the fair shares of
+ * admission.ts divide. Derived from what the relay downstream of this ingester (Temporal, the workers, the runs
+ * API) completes, so that the dispatches started and not yet closed are what keeps that pipeline busy and little
+ * more: whatever is open beyond it waits in Temporal's queues, where another tenant's fresh dispatch would wait
+ * behind it; whatever is held back waits in Kafka, counted as lag, where the ingester's fair turns apply.
+ *
+ * Little's law: to complete λ dispatches a second when each is open for D seconds unqueued takes λ·D open. The
+ * budget is HEADROOM·λ·D (at least FLOOR), with λ the closes of the last seconds and D the shortest open time
+ * seen lately (the pipeline's time without a queue). While nothing downstream is the limit, a dispatch is open
+ * about D, the closes follow the budget, and the budget grows by HEADROOM each rate window; once something is the
+ * limit (a saturated server, busy workers), the open time grows instead of the closes, and the budget settles
+ * where dispatches are open about HEADROOM·D: a queue of about one dispatch's time, whatever the pipeline's
+ * speed. Behind a slow API D is long and the budget large; behind a saturated server it stays near what the
+ * server completes, so what another tenant's fresh dispatch finds queued ahead of it stays short.
+ */
+
+/** The budget of a relay that has completed little lately: two tenants get four slots each. */
+export const BUDGET_FLOOR = 8;
+/** Open dispatches per dispatch completed in the unqueued open time: the queueing the budget allows. */
+export const BUDGET_HEADROOM = 2;
+/** Closes counted over this many one-second buckets. */
+const RATE_SECONDS = 5;
+/** The shortest open time is the least of two windows of this length (the current and the previous). */
+const MIN_WINDOW_MS = 15_000;
+
+export class OpenBudget {
+  private readonly buckets = new Array<number>(RATE_SECONDS).fill(0);
+  private bucketSecond = 0;
+  private minCurrent = Number.POSITIVE_INFINITY;
+  private minPrevious = Number.POSITIVE_INFINITY;
+  private minWindowStart: number;
+
+  constructor(
+    /** The budget's ceiling (POIMEN_INGEST_MAX_OPEN). */
+    private readonly max: number,
+    private readonly now: () => number = () => performance.now(),
+  ) {
+    this.minWindowStart = now();
+    this.bucketSecond = Math.floor(this.minWindowStart / 1000);
+  }
+
+  /** An execution this ingester started closed after being open `openMs`. */
+  closed(openMs: number): void {
+    this.advance();
+    this.buckets[this.bucketSecond % RATE_SECONDS]!++;
+    this.minCurrent = Math.min(this.minCurrent, openMs);
+  }
+
+  /** Closes per second over the last seconds. */
+  rate(): number {
+    this.advance();
+    let sum = 0;
+    for (const n of this.buckets) sum += n;
+    return sum / RATE_SECONDS;
+  }
+
+  /** The shortest open time seen lately, in ms; undefined before any close. */
+  shortestOpenMs(): number | undefined {
+    this.advance();
+    const m = Math.min(this.minCurrent, this.minPrevious);
+    return Number.isFinite(m) ? m : undefined;
+  }
+
+  /** The open dispatches this ingester shares among its tenants now. */
+  budget(): number {
+    const d = this.shortestOpenMs();
+    const estimate = d === undefined ? 0 : Math.ceil((BUDGET_HEADROOM * this.rate() * d) / 1000);
+    return Math.min(this.max, Math.max(BUDGET_FLOOR, estimate));
+  }
+
+  private advance(): void {
+    const t = this.now();
+    const second = Math.floor(t / 1000);
+    // Buckets of the seconds that passed without a close are emptied (all of them after a long quiet).
+    for (let s = this.bucketSecond + 1; s <= second && s <= this.bucketSecond + RATE_SECONDS; s++) {
+      this.buckets[s % RATE_SECONDS] = 0;
+    }
+    this.bucketSecond = Math.max(this.bucketSecond, second);
+    if (t - this.minWindowStart >= MIN_WINDOW_MS) {
+      // A quiet of two windows or more forgets both: the pipeline may have changed since.
+      this.minPrevious =
+        t - this.minWindowStart >= 2 * MIN_WINDOW_MS ? Number.POSITIVE_INFINITY : this.minCurrent;
+      this.minCurrent = Number.POSITIVE_INFINITY;
+      this.minWindowStart = t;
+    }
+  }
+}

@@ -1,0 +1,154 @@
+/**
+ * Fair shares of admission (src/ingest/admission.ts) and the budget they divide (src/ingest/openBudget.ts), on
+ * a clock the test moves: a lone tenant has the whole ingester, tenants with work share the budget, a quiet
+ * tenant's share goes back to the others, and the budget follows what the pipeline completes.
+ */
+import { ACTIVE_MS, SPARE_SLOTS, TenantAdmission } from '../../src/ingest/admission';
+import { BUDGET_FLOOR, BUDGET_HEADROOM, OpenBudget } from '../../src/ingest/openBudget';
+import { loadRelayConfig } from '../../src/config';
+
+function clock(startMs = 1_000_000) {
+  let t = startMs;
+  return { now: () => t, advance: (ms: number) => (t += ms) };
+}
+
+/** An admission whose executions the test closes by hand (workflow id → close). */
+function admission(maxOpen: number, tenantMaxOpen = 0) {
+  const c = clock();
+  const closers = new Map<string, () => void>();
+  const a = new TenantAdmission({
+    maxOpen,
+    tenantMaxOpen,
+    now: c.now,
+    watch: (id) => new Promise<void>((resolve) => closers.set(id, resolve)),
+  });
+  let n = 0;
+  /** Takes slots for `count` records of the tenant and starts an execution for each taken; returns how many. */
+  const start = (tenant: string, count: number) => {
+    let taken = 0;
+    for (let i = 0; i < count && a.take(tenant); i++, taken++)
+      a.holdUntilClosed(tenant, `${tenant}-${n++}`, 'r');
+    return taken;
+  };
+  const close = async (prefix: string, count: number) => {
+    const ids = [...closers.keys()].filter((k) => k.startsWith(`${prefix}-`)).slice(0, count);
+    for (const id of ids) {
+      closers.get(id)!();
+      closers.delete(id);
+    }
+    await new Promise((r) => setImmediate(r));
+  };
+  return { a, c, start, close };
+}
+
+afterEach(() => jest.useRealTimers());
+
+test('a lone tenant may keep the whole ingester open (POIMEN_INGEST_MAX_OPEN), not a share of it', () => {
+  const { a, start } = admission(256);
+  expect(start('a', 1000)).toBe(256);
+  expect(a.limit('a')).toBe(256);
+  a.close();
+});
+
+test('with a second tenant active, the budget is shared: the flooding tenant gets what the other leaves, the other its room at once', () => {
+  const { a, start } = admission(256);
+  expect(start('b', 1)).toBe(1); // B trickles: one open
+  // A's share: the budget (a quiet relay's floor) less what B holds plus its spare slots, at least an equal half.
+  const aShare = Math.max(BUDGET_FLOOR / 2, BUDGET_FLOOR - (1 + SPARE_SLOTS));
+  expect(a.limit('a')).toBe(aShare);
+  expect(start('a', 1000)).toBe(aShare);
+  // B, active beside A, still has its equal half: its next record starts at once.
+  expect(a.limit('b')).toBe(BUDGET_FLOOR / 2);
+  expect(start('b', 3)).toBe(BUDGET_FLOOR / 2 - 1);
+  a.close();
+});
+
+test('a tenant quiet for longer than the active window gives its share back; one with records is active again at once', async () => {
+  const { a, c, start, close } = admission(256);
+  start('b', 1);
+  await close('b', 1);
+  expect(a.limit('a')).toBe(Math.max(BUDGET_FLOOR / 2, BUDGET_FLOOR - SPARE_SLOTS)); // B recently seen, nothing open: its spare slots stay
+  c.advance(ACTIVE_MS + 1);
+  expect(a.limit('a')).toBe(256);
+  a.take('b');
+  expect(a.limit('a')).toBeLessThan(BUDGET_FLOOR);
+  a.close();
+});
+
+test("POIMEN_INGEST_TENANT_MAX_OPEN caps a share, even a lone tenant's", () => {
+  const { a, start } = admission(256, 4);
+  expect(start('a', 100)).toBe(4);
+  a.close();
+});
+
+test('a waiting tenant resumes one partition per run of free slots (half its share), in turns', async () => {
+  const { a, start, close } = admission(0, 8);
+  start('a', 8);
+  const resumed: string[] = [];
+  for (const p of ['p0', 'p1', 'p2']) a.whenRoom('a', p, () => resumed.push(p));
+  await close('a', 3);
+  expect(resumed).toEqual([]); // 3 free: less than a run of 4
+  await close('a', 1);
+  expect(resumed).toEqual(['p0']); // 4 free: one partition fetches again for them, not three
+  expect(start('a', 5)).toBe(4); // p0 takes its run and finds the tenant full again
+  a.whenRoom('a', 'p0', () => resumed.push('p0 again')); // behind p1 and p2, which waited first
+  await close('a', 4);
+  expect(resumed).toEqual(['p0', 'p1']);
+  await close('a', 4);
+  expect(resumed).toEqual(['p0', 'p1', 'p2', 'p0 again']); // 8 free: two runs
+  a.close();
+});
+
+test('a waiting tenant is resumed when another goes quiet, without any close', async () => {
+  jest.useFakeTimers({ doNotFake: ['setImmediate'] });
+  const { a, c, start, close } = admission(256);
+  start('b', 1);
+  await close('b', 1);
+  expect(start('a', 1000)).toBe(Math.max(BUDGET_FLOOR / 2, BUDGET_FLOOR - SPARE_SLOTS));
+  let resumed = false;
+  a.whenRoom('a', 'p0', () => (resumed = true));
+  jest.advanceTimersByTime(1000);
+  expect(resumed).toBe(false); // B was seen within the window: its spare slots stay its own
+  c.advance(ACTIVE_MS + 1);
+  jest.advanceTimersByTime(1000);
+  expect(resumed).toBe(true); // B quiet: A alone, with the whole ingester
+  a.close();
+});
+
+test("the budget grows with what the pipeline completes (Little's law, with headroom) and stays within the ceiling", () => {
+  const c = clock();
+  const b = new OpenBudget(1000, c.now);
+  expect(b.budget()).toBe(BUDGET_FLOOR);
+  // 50 closes a second, each open 200 ms at the least: 10 open keep that pace.
+  for (let s = 0; s < 5; s++) {
+    for (let i = 0; i < 50; i++) b.closed(i === 0 ? 200 : 400);
+    c.advance(1000);
+  }
+  c.advance(-1); // still within the last five seconds' buckets
+  expect(b.rate()).toBe(50);
+  expect(b.shortestOpenMs()).toBe(200);
+  expect(b.budget()).toBe(Math.max(BUDGET_FLOOR, Math.ceil(BUDGET_HEADROOM * 50 * 0.2)));
+  // A slow API (2 s) at 400 closes a second would need 800: the ceiling holds.
+  const slow = new OpenBudget(300, c.now);
+  for (let i = 0; i < 2000; i++) slow.closed(2000);
+  expect(slow.budget()).toBe(300);
+});
+
+test('the budget forgets a pipeline that went quiet: no closes for the rate window, no open time after two windows', () => {
+  const c = clock();
+  const b = new OpenBudget(1000, c.now);
+  for (let i = 0; i < 100; i++) b.closed(50);
+  c.advance(6000);
+  expect(b.rate()).toBe(0);
+  expect(b.budget()).toBe(BUDGET_FLOOR);
+  c.advance(30_000);
+  expect(b.shortestOpenMs()).toBeUndefined();
+});
+
+test('POIMEN_INGEST_MAX_OPEN: 256 by default, 0 turns fair shares off; a bad value fails the start naming it', () => {
+  expect(loadRelayConfig('ingester', {}).ingest.maxOpen).toBe(256);
+  expect(loadRelayConfig('ingester', { POIMEN_INGEST_MAX_OPEN: '0' }).ingest.maxOpen).toBe(0);
+  expect(() => loadRelayConfig('ingester', { POIMEN_INGEST_MAX_OPEN: 'many' })).toThrow(
+    /POIMEN_INGEST_MAX_OPEN/,
+  );
+});
