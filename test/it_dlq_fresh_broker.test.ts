@@ -2,7 +2,8 @@
  * DLQ commands on a broker no consumer group has used yet (a new cluster, or one whose group coordinator is
  * still loading): the command's group is the first, so Kafka creates its offsets topic and loads the coordinator
  * while the command joins. `dlq list` and `dlq replay --dry-run` still read what is there, exit 0 and print no
- * stack trace. On a dedicated broker of the cached Kafka jars, started fresh for this file.
+ * stack trace, and `dlq replay` re-publishes them. On a dedicated broker of the cached Kafka jars, started fresh
+ * for each test.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -102,4 +103,15 @@ test('dlq replay --dry-run on a broker whose first consumer group it is: every d
   const summary = JSON.parse(res.stdout) as { examined: number; records: { id: string }[] };
   expect(summary.examined).toBe(ids.length);
   expect(summary.records.map((r) => r.id).sort()).toEqual([...ids].sort());
+});
+
+test('dlq replay on a broker whose first consumer group it is: re-publishes every dead letter once, exit 0', async () => {
+  const { tenant, ids } = await freshBrokerWithDeadLetters(3);
+  const res = await runCli(
+    ['dlq', 'replay', '--tenant', tenant, '--json'],
+    cliEnv({ KAFKA_BROKERS: broker!.brokers }),
+    120_000,
+  );
+  expectOneCleanRun(res);
+  expect(JSON.parse(res.stdout)).toMatchObject({ examined: ids.length, replayed: ids.length });
 });
