@@ -3,6 +3,7 @@
  * request makes Kafka create its offsets topic and load the coordinator, and until then every group request
  * (join, offset fetch, describe) is answered "loading" or "not available". The DLQ tools' groups are often the
  * first on a new cluster; their requests wait for it, a bounded while, instead of failing with Kafka's answer.
+ * Only one-shot commands wait: the ingester's periodic reads (lag, DLQ gauges) try again at their next round.
  */
 import { groupCoordinatorNotReady } from './errors';
 

@@ -1,11 +1,9 @@
 /**
  * Offsets as the relay's gauges, hold-probe and DLQ tools need them: where a group stands against each
  * partition's log, what a group committed (with its metadata), and when the record at an offset was written.
- * Offsets are bigints here; Kafka's "nothing committed" (-1) is undefined. A group's offsets wait for a group
- * coordinator that is still loading (./coordinator.ts).
+ * Offsets are bigints here; Kafka's "nothing committed" (-1) is undefined.
  */
 import type { Admin } from 'kafkajs';
-import { whenCoordinatorReady } from './coordinator';
 
 export interface PartitionPosition {
   topic: string;
@@ -27,7 +25,7 @@ export async function groupPositions(
   topics: string[],
 ): Promise<PartitionPosition[]> {
   const positions: PartitionPosition[] = [];
-  for (const t of await whenCoordinatorReady(() => admin.fetchOffsets({ groupId, topics }))) {
+  for (const t of await admin.fetchOffsets({ groupId, topics })) {
     const marks = new Map((await admin.fetchTopicOffsets(t.topic)).map((w) => [w.partition, w]));
     for (const p of t.partitions) {
       const w = marks.get(p.partition);
@@ -50,7 +48,7 @@ export async function committedOffsets(
   groupId: string,
   topic: string,
 ): Promise<Map<number, { offset: string; metadata: string | null }>> {
-  const [committed] = await whenCoordinatorReady(() => admin.fetchOffsets({ groupId, topics: [topic] }));
+  const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
   return new Map(committed?.partitions.map((p) => [p.partition, p]) ?? []);
 }
 

@@ -17,6 +17,7 @@
 import crypto from 'node:crypto';
 import { DLQ_TYPES, type DlqType, dlqReplayGroup, topics } from '../contract';
 import { ConfigError } from '../errors';
+import { whenCoordinatorReady } from '../kafka/coordinator';
 import { deadLetterOf } from '../kafka/dlqReader';
 import type { KafkaAdmin, KafkaClient } from '../kafka/port';
 import { type PartitionRange, type RangeCommit, readRange } from '../kafka/readRange';
@@ -135,7 +136,9 @@ export async function replayDlq(
   const marks = await dlqWatermarks(admin, dlqTopic);
   // A dry run records nothing, so it may read while another command works; the others go one at a time.
   if (!opts.dryRun) await refuseIfBusy(admin, opts.tenant);
-  const progress = await loadProgress(admin, dlqTopic, marks);
+  // A command's first group request on a broker no group has used waits while the coordinator loads; the
+  // ingester's gauges read the same progress and simply try again at their next round.
+  const progress = await whenCoordinatorReady(() => loadProgress(admin, dlqTopic, marks));
   const ranges: PartitionRange[] = [...marks].map(([partition, { low, high }]) => ({
     partition,
     start: opts.fromBeginning ? low : progress.get(partition)!.position,
