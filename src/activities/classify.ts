@@ -25,12 +25,20 @@ const RETRYABLE_4XX = new Set([408, 425, 429]);
 // Credentials are fixed by operators, not by dead-lettering every dispatch while a token is being rotated.
 const AUTH_STATUSES = new Set([401, 403]);
 
+/**
+ * Whether an answer of this status is retried (contract §5): 5xx, 408, 425, 429, and 401/403. A dead letter whose
+ * last answer was one of these ran out of retries rather than being refused, so `dlq redrive` may try it again.
+ */
+export function retryableStatus(status: number): boolean {
+  return RETRYABLE_4XX.has(status) || AUTH_STATUSES.has(status) || (status >= 500 && status <= 599);
+}
+
 export function classifyRunsApiAnswer(answer: RunsApiAnswer): Classification {
   if (answer.kind === 'error') return classifyTransportError(answer.code);
   const { status, body } = answer;
   if (CREATED_STATUSES.has(status)) return { outcome: 'success', admission: 'created', runId: runIdOf(body) };
   if (status === 409) return { outcome: 'success', admission: 'existing', runId: runIdOf(body) };
-  if (RETRYABLE_4XX.has(status) || AUTH_STATUSES.has(status) || (status >= 500 && status <= 599)) {
+  if (retryableStatus(status)) {
     const retryAfterMs = parseRetryAfter(headerValue(answer.headers, 'retry-after'), answer.nowMs);
     return {
       outcome: 'retryable',

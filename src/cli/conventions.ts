@@ -36,6 +36,7 @@ export const COMMAND_READERS: Readonly<Record<string, EnvReader | readonly EnvRe
   'topics list': 'kafka-cli',
   'dlq list': 'kafka-cli',
   'dlq replay': 'kafka-cli',
+  'dlq redrive': 'kafka-cli',
   'dlq discard': 'kafka-cli',
   'dlq send-test': 'kafka-cli',
   'dlq purge-tests': 'kafka-cli',

@@ -1,36 +1,15 @@
-/** `poimen-relay dlq list | replay | discard | send-test | purge-tests`: wiring only; the logic is src/ops/dlq*.ts (`dlq summary`: ./dlqSummaryCommand.ts). */
+/** `poimen-relay dlq list | replay | redrive | discard | send-test | purge-tests`: wiring only; the logic is src/ops/dlq*.ts (`dlq summary`: ./dlqSummaryCommand.ts). */
 import { SingleBar } from 'cli-progress';
 import { Command } from 'commander';
+import { redriveCountOf } from '../contract';
 import { ConfigError } from '../errors';
+import { count, parseDuration, positive } from './dlqFlags';
+import { parseSince } from './dlqFlags';
 import { withKafkaAdmin } from './kafkaAdmin';
 import { type ReplayOptions, listDlq, parseDlqType, replayDlq } from '../ops/dlq';
 import { ReplayReport } from '../ops/dlqReport';
 import { parseTestCount, sendTestDeadLetters } from '../ops/dlqSendTest';
 import { validateTenants } from '../ops/topics';
-
-function positive(flag: string) {
-  return (v: string) => {
-    if (!/^\d+(\.\d+)?$/.test(v) || Number(v) <= 0)
-      throw new ConfigError(flag, `= ${JSON.stringify(v)}: must be a positive number`);
-    return Number(v);
-  };
-}
-
-export function parseSince(v: string): number {
-  // An ISO-8601 instant, or a duration back from now: 30m, 12h, 7d.
-  const rel = /^(\d+)([smhd])$/.exec(v);
-  if (rel)
-    return (
-      Date.now() - Number(rel[1]) * { s: 1e3, m: 6e4, h: 3.6e6, d: 8.64e7 }[rel[2] as 's' | 'm' | 'h' | 'd']
-    );
-  const t = Date.parse(v);
-  if (Number.isNaN(t))
-    throw new ConfigError(
-      '--since',
-      `= ${JSON.stringify(v)}: must be an ISO-8601 time or a duration like 30m, 12h, 7d`,
-    );
-  return t;
-}
 
 function age(iso: string): string {
   const s = Math.max(0, (Date.now() - Date.parse(iso)) / 1000);
@@ -72,7 +51,8 @@ export function dlqCommand(): Command {
         }
         process.stdout.write(
           `${r.id}  ${(e.test ? 'test' : r.type).padEnd(18)} key ${String(r.dispatch_key).padEnd(28)} age ${age(r.timestamp).padEnd(5)} ` +
-            `attempts ${r.retry_count}${r.max_retries === null ? '' : `/${r.max_retries}`}  ${r.http_status ?? ''}  ${r.error}\n`,
+            `attempts ${r.retry_count}${r.max_retries === null ? '' : `/${r.max_retries}`}` +
+            `${redriveCountOf(r.source) > 0 ? `  redriven ${redriveCountOf(r.source)}x` : ''}  ${r.http_status ?? ''}  ${r.error}\n`,
         );
       }
       const tests = entries.filter((e) => e.test).length;
@@ -113,6 +93,31 @@ export function dlqCommand(): Command {
         ...(opts.rate ? { ratePerSec: opts.rate } : {}),
         force: Boolean(opts.force),
         fromBeginning: Boolean(opts.fromBeginning),
+      });
+    });
+  dlq
+    .command('redrive')
+    .description(
+      're-publish, as replay does, the dispatch failures that ran out of retries (never those the API refused for good) once they are --after old, each dispatch at most --max times (its redrive count travels in the poimen-redrive-count header); the rest stays pending',
+    )
+    .requiredOption('--tenant <tenant>', 'tenant')
+    .requiredOption(
+      '--after <duration>',
+      'only dead letters at least this old (e.g. 1h, 30m, 0s)',
+      parseDuration('--after'),
+    )
+    .requiredOption('--max <n>', 'redrive each dispatch at most n times', count('--max'))
+    .option('--dry-run', 'show what would be redriven; publish and record nothing')
+    .option('--rate <n>', 'at most n records per second', positive('--rate'))
+    .option('--report <file>', 'append one JSON line per record to <file> as it goes')
+    .option(
+      '--json',
+      'print the summary as JSON: {examined, replayed, notDue, redrivesSpent, …} (the only thing on stdout)',
+    )
+    .action(async (opts: ReplayFlags & { after: number; max: number; rate?: number }) => {
+      await run(opts, {
+        ...(opts.rate ? { ratePerSec: opts.rate } : {}),
+        redrive: { afterMs: opts.after, max: opts.max, nowMs: Date.now() },
       });
     });
   dlq
@@ -191,7 +196,13 @@ interface ReplayFlags {
 /** Replay or discard: progress on stderr; on stdout the records of a dry run and the summary (JSON with --json). */
 async function run(opts: ReplayFlags, extra: Partial<ReplayOptions>): Promise<void> {
   validateTenants([opts.tenant]);
-  const verb = extra.discard?.tests ? 'purge' : extra.discard ? 'discard' : 'replay';
+  const verb = extra.discard?.tests
+    ? 'purge'
+    : extra.discard
+      ? 'discard'
+      : extra.redrive
+        ? 'redrive'
+        : 'replay';
   const bar = new SingleBar({
     stream: process.stderr,
     format: `${verb} [{bar}] {value}/{total} examined, {done} ${verb.replace(/e$/, '')}ed`,
@@ -237,6 +248,14 @@ async function run(opts: ReplayFlags, extra: Partial<ReplayOptions>): Promise<vo
     process.stdout.write(
       `examined ${summary.examined}: ${opts.dryRun ? 'would purge' : 'purged'} ${summary.discarded} test dead letter(s); ` +
         `${summary.filtered} other record(s) left in the backlog\n`,
+    );
+    return;
+  }
+  if (extra.redrive) {
+    process.stdout.write(
+      `examined ${summary.examined}: ${opts.dryRun ? `would redrive ${summary.wouldReplay}` : `redriven ${summary.replayed}`}, ` +
+        `not yet due ${summary.notDue ?? 0}, redrives spent ${summary.redrivesSpent ?? 0}, not redrivable ${summary.notReplayable}, ` +
+        `unreadable ${summary.unreadable}${summary.alreadyHandled ? `; skipped ${summary.alreadyHandled} already handled` : ''}\n`,
     );
     return;
   }

@@ -4,7 +4,7 @@ import { topics } from '../contract';
 import { type DlqSummary, summarizeDlq } from '../ops/dlqSummary';
 import { validateTenants } from '../ops/topics';
 import { printable } from '../printable';
-import { parseSince } from './dlqCommand';
+import { parseSince } from './dlqFlags';
 import { withKafkaAdmin } from './kafkaAdmin';
 
 const COLUMNS = [

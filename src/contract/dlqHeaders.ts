@@ -8,6 +8,19 @@ import { isCredentialHeader } from '../redact';
 import { base64Decode, base64Encode } from './base64';
 import { type JsonObject, decodeUtf8, isJsonObject } from './json';
 
+/**
+ * How often `dlq redrive` has re-published this dispatch (contract §6): set on the record it re-publishes, so the
+ * dead letter of a redriven dispatch that fails again carries it in `source.headers`, and the next redrive reads it.
+ */
+export const REDRIVE_COUNT_HEADER = 'poimen-redrive-count';
+
+/** The redrive count a dead letter's source headers carry: 0 when absent or not a count. */
+export function redriveCountOf(source: Pick<SourceHeaders, 'headers'>): number {
+  const value = source.headers[REDRIVE_COUNT_HEADER];
+  const text = Array.isArray(value) ? value[value.length - 1] : value;
+  return text !== undefined && /^\d{1,6}$/.test(text) ? Number(text) : 0;
+}
+
 /** Kafka headers as kafkajs gives them (Buffer or string values, arrays for repeated headers). */
 export type RecordHeaders = Record<string, Uint8Array | string | (Uint8Array | string)[] | undefined>;
 

@@ -144,3 +144,21 @@ export function groupRebalancing(heartbeatErr: unknown): Error | undefined {
   const link = errorChain(heartbeatErr).find((e) => e['type'] === 'REBALANCE_IN_PROGRESS');
   return link instanceof Error ? link : undefined;
 }
+
+/**
+ * Group-coordinator answers that mean "not yet": the coordinator is loading the group's offsets, or not chosen yet
+ * (a broker no group has used creates its offsets topic at the first group's join; a coordinator that moved loads
+ * its share), or could not be found in kafkajs's retries meanwhile. kafkajs's consumer crashes on one at its join
+ * and restarts itself; a bounded read lets it (./readRange.ts) for a while instead of failing at once.
+ */
+const COORDINATOR_NOT_READY = new Set([
+  'GROUP_LOAD_IN_PROGRESS',
+  'GROUP_COORDINATOR_NOT_AVAILABLE',
+  'NOT_COORDINATOR_FOR_GROUP',
+]);
+
+export function groupCoordinatorNotReady(err: unknown): boolean {
+  return errorChain(err).some(
+    (e) => COORDINATOR_NOT_READY.has(String(e['type'])) || e['name'] === 'KafkaJSGroupCoordinatorNotFound',
+  );
+}

@@ -6,8 +6,15 @@
  * (dlq list). A caller that must be the group's only member (dlq replay) gives `exclusive`: every join is checked
  * before another record is handed over, and neither a join that never comes nor a long `onMessage` (heartbeats go
  * on meanwhile) leaves the read hanging or its membership expired.
+ *
+ * kafkajs has no seek before a join: `seek` needs the consumer group its `run` makes, which a crash at the first
+ * join takes away again (a broker no group has used yet: its coordinator loads while the read joins). So every
+ * join seeks the partitions it got to the next record this read has not handed over yet, and a crash while the
+ * group coordinator is not ready lets kafkajs restart and join again, for COORDINATOR_WAIT_MS at most.
  */
 import type { Admin, Kafka, KafkaMessage } from 'kafkajs';
+import { COORDINATOR_WAIT_MS } from './coordinator';
+import { groupCoordinatorNotReady } from './errors';
 import { type ExclusiveRead, JoinGate, exclusiveConsumerSettings } from './joinGate';
 
 export type { ExclusiveRead } from './joinGate';
@@ -55,8 +62,13 @@ export async function readRange(
   // Settled before anyone awaits it (a crash while connecting) is not an unhandled rejection: awaited below.
   finished.catch(() => undefined);
   // A crash would otherwise be retried by kafkajs for ever, and `finished` would never settle: a one-shot read
-  // fails instead (a broker gone mid-way, a revoked ACL), and its caller reports it.
-  consumer.on(consumer.events.CRASH, ({ payload }) => fail(payload.error));
+  // fails instead (a broker gone mid-way, a revoked ACL), and its caller reports it. Only a coordinator that is not
+  // ready yet is waited for, a bounded while: kafkajs restarts, joins again, and that join seeks.
+  const began = Date.now();
+  consumer.on(consumer.events.CRASH, ({ payload }) => {
+    const loading = groupCoordinatorNotReady(payload.error) && Date.now() - began < COORDINATOR_WAIT_MS;
+    if (!(payload.restart && loading)) fail(payload.error);
+  });
   const timer =
     opts.timeoutMs === undefined
       ? undefined
@@ -67,8 +79,14 @@ export async function readRange(
   // Partitions outside the ranges are not fetched at all (a big topic would otherwise be read from its start).
   const others = [...(await watermarks(admin, opts.topic)).keys()].filter((p) => !remaining.has(p));
   const gate = opts.exclusive ? new JoinGate(opts.exclusive, fail) : undefined;
+  // Per partition, the next offset to hand over: where each join (the first, a restart's, a rebalance's) seeks.
+  const next = new Map([...remaining.values()].map((r) => [r.partition, r.start]));
   consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
     if (others.length > 0) consumer.pause([{ topic: opts.topic, partitions: others }]);
+    for (const partition of payload.memberAssignment[opts.topic] ?? []) {
+      const offset = remaining.has(partition) ? next.get(partition) : undefined;
+      if (offset !== undefined) consumer.seek({ topic: opts.topic, partition, offset: offset.toString() });
+    }
     gate?.joined(payload.memberAssignment[opts.topic] ?? []);
   });
   await consumer.connect();
@@ -98,14 +116,13 @@ export async function readRange(
           fail(err);
           throw err;
         }
+        next.set(partition, offset + 1n);
         if (offset + 1n >= range.end) {
           remaining.delete(partition);
           if (remaining.size === 0) finish();
         }
       },
     });
-    for (const r of remaining.values())
-      consumer.seek({ topic: opts.topic, partition: r.partition, offset: r.start.toString() });
     await finished;
   } finally {
     if (timer) clearTimeout(timer);

@@ -15,24 +15,16 @@
  * they stay in the backlog (the gauges show what the operator sent) until `dlq purge-tests` discards exactly them.
  */
 import crypto from 'node:crypto';
-import {
-  DLQ_TYPES,
-  type DlqRecord,
-  type DlqType,
-  dispatchRecordKey,
-  dlqRecordKey,
-  dlqRecordHeaders,
-  dlqRecordPayload,
-  dlqReplayGroup,
-  topics,
-} from '../contract';
+import { DLQ_TYPES, type DlqType, dlqReplayGroup, topics } from '../contract';
 import { ConfigError } from '../errors';
+import { whenCoordinatorReady } from '../kafka/coordinator';
 import { deadLetterOf } from '../kafka/dlqReader';
 import type { KafkaAdmin, KafkaClient } from '../kafka/port';
 import { type PartitionRange, type RangeCommit, readRange } from '../kafka/readRange';
 import { type DlqEntry, dlqWatermarks } from './dlqList';
 import { exclusiveDlqRead, refuseIfBusy } from './dlqExclusive';
 import { loadProgress } from './dlqProgress';
+import { type RedrivePolicy, decide, republishedMessage } from './dlqVerdict';
 
 export { dlqBacklog } from './dlqBacklog';
 export { type DlqEntry, listDlq } from './dlqList';
@@ -51,6 +43,11 @@ export interface ReplayOptions {
    * `tests` only test dead letters (`dlq purge-tests`), whatever else the options say.
    */
   discard?: { all: boolean; tests?: boolean };
+  /**
+   * `dlq redrive`: only dispatch failures that ran out of retries, old enough and with redrives left, re-published
+   * with their redrive count raised by one (./dlqVerdict.ts); the rest stays pending.
+   */
+  redrive?: RedrivePolicy;
   onStart?: (total: number) => void;
   /** Each record's outcome as it is known; `error` with `failed` (the send that stopped the replay). */
   onRecord?: (outcome: ReplayOutcome, entry: DlqEntry, error?: unknown) => void;
@@ -66,6 +63,10 @@ export type ReplayOutcome =
   | 'unreadable'
   | 'test'
   | 'deferred'
+  /** A redrive's: not old enough yet (a later redrive takes it). */
+  | 'not_due'
+  /** A redrive's: its dispatch was redriven as often as the policy allows; it stays pending. */
+  | 'redrives_spent'
   /** Handled by an earlier replay or discard: skipped (not counted in onStart's total). */
   | 'already_handled'
   /** The send failed for good: the replay stops with this error. */
@@ -90,6 +91,9 @@ export interface ReplaySummary {
   alreadyHandled: number;
   /** Left for a later run: what this partition's progress can record is full (docs/operations.md). */
   deferred: number;
+  /** A redrive's: records left pending for a later redrive (not old enough) or for good (redrives spent). */
+  notDue?: number;
+  redrivesSpent?: number;
   /** With dryRun: the records that would be replayed or discarded. */
   records?: {
     id: string | null;
@@ -100,6 +104,14 @@ export interface ReplaySummary {
     test: boolean;
   }[];
 }
+
+const SKIPPED_COUNTER = {
+  filtered: 'filtered',
+  not_replayable: 'notReplayable',
+  unreadable: 'unreadable',
+  not_due: 'notDue',
+  redrives_spent: 'redrivesSpent',
+} as const;
 
 const REPLAY_PRODUCER = { idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false } as const;
 export function parseDlqType(value: string): DlqType {
@@ -124,7 +136,9 @@ export async function replayDlq(
   const marks = await dlqWatermarks(admin, dlqTopic);
   // A dry run records nothing, so it may read while another command works; the others go one at a time.
   if (!opts.dryRun) await refuseIfBusy(admin, opts.tenant);
-  const progress = await loadProgress(admin, dlqTopic, marks);
+  // A command's first group request on a broker no group has used waits while the coordinator loads; the
+  // ingester's gauges read the same progress and simply try again at their next round.
+  const progress = await whenCoordinatorReady(() => loadProgress(admin, dlqTopic, marks));
   const ranges: PartitionRange[] = [...marks].map(([partition, { low, high }]) => ({
     partition,
     start: opts.fromBeginning ? low : progress.get(partition)!.position,
@@ -149,6 +163,7 @@ export async function replayDlq(
     tests: 0,
     alreadyHandled: 0,
     deferred: 0,
+    ...(opts.redrive ? { notDue: 0, redrivesSpent: 0 } : {}),
     ...(opts.dryRun ? { records: [] } : {}),
   };
   const publishes = !opts.dryRun && !opts.discard;
@@ -197,7 +212,8 @@ export async function replayDlq(
         if (entry.test) summary.tests++;
         const verdict = decide(record, entry.test, opts);
         if (typeof verdict === 'string') {
-          if (verdict !== 'test') summary[verdict === 'not_replayable' ? 'notReplayable' : verdict]++;
+          if (verdict !== 'test')
+            summary[SKIPPED_COUNTER[verdict]] = (summary[SKIPPED_COUNTER[verdict]] ?? 0) + 1;
           notify(verdict, entry);
           return;
         }
@@ -239,15 +255,7 @@ export async function replayDlq(
           .send({
             topic: topics.dispatch(opts.tenant),
             acks: -1,
-            messages: [
-              {
-                // The same message as the source record: its key and headers (dead letters written before they
-                // were kept have neither: the conventional key then).
-                key: replayKey(opts.tenant, verdict.record),
-                value: toBuffer(dlqRecordPayload(verdict.record)),
-                headers: { ...dlqRecordHeaders(verdict.record), 'poimen-replay-of': verdict.record.id },
-              },
-            ],
+            messages: [republishedMessage(opts.tenant, verdict.record, opts.redrive)],
           })
           .catch((err: unknown) => {
             broken = err;
@@ -263,38 +271,4 @@ export async function replayDlq(
     if (publishes) await producer.disconnect();
   }
   return summary;
-}
-
-function decide(
-  record: DlqRecord | undefined,
-  test: boolean,
-  opts: ReplayOptions,
-): { record: DlqRecord | undefined } | 'filtered' | 'not_replayable' | 'unreadable' | 'test' {
-  // Only test dead letters, and no other record whatever it is: a real one stays pending.
-  if (opts.discard?.tests) return test ? { record } : 'filtered';
-  // Before the filters and --force: a test dead letter is reported as one, never re-published.
-  if (test && !opts.discard) return 'test';
-  // Not a DLQ record (written by something else): only `dlq discard --all` takes it.
-  if (!record) return opts.discard?.all ? { record } : 'unreadable';
-  if (opts.ids && opts.ids.length > 0 && !opts.ids.includes(record.id)) return 'filtered';
-  if (opts.type !== undefined && record.type !== opts.type) return 'filtered';
-  if (opts.sinceMs !== undefined && Date.parse(record.timestamp) < opts.sinceMs) return 'filtered';
-  // Discarding re-publishes nothing: whatever matches goes, replayable or not.
-  if (opts.discard) return { record };
-  // A malformed or mismatched record would only be dead-lettered again: replayed only on explicit request.
-  if (record.type !== 'dispatch_failure' && !(opts.force && opts.type === record.type))
-    return 'not_replayable';
-  // Nothing to re-publish: a tombstone, or a dead letter that had to go without its payload.
-  if (record.payload === null && record.payload_base64 === undefined) return 'not_replayable';
-  return { record };
-}
-
-function toBuffer(bytes: Uint8Array | null | undefined): Buffer | null {
-  return bytes ? Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) : null;
-}
-
-function replayKey(tenant: string, record: DlqRecord): Buffer | null {
-  const key = dlqRecordKey(record);
-  if (key !== null) return Buffer.from(key);
-  return record.dispatch_key !== null ? Buffer.from(dispatchRecordKey(tenant, record.dispatch_key)) : null;
 }

@@ -9,6 +9,7 @@
  */
 import { dlqReplayGroup } from '../contract';
 import { BusyError, UnreachableError } from '../errors';
+import { whenCoordinatorReady } from '../kafka/coordinator';
 import type { ExclusiveRead } from '../kafka/readRange';
 import type { KafkaAdmin } from '../kafka/port';
 import { type PartitionProgress, loadProgress } from './dlqProgress';
@@ -22,7 +23,7 @@ const seconds = (ms: number) => Math.ceil(ms / 1000);
 
 /** Throws BusyError when the tenant's DLQ group has a live member (another DLQ command, or one killed lately). */
 export async function refuseIfBusy(admin: KafkaAdmin, tenant: string): Promise<void> {
-  const { groups } = await admin.describeGroups([dlqReplayGroup(tenant)]);
+  const { groups } = await whenCoordinatorReady(() => admin.describeGroups([dlqReplayGroup(tenant)]));
   const members = groups[0]?.members ?? [];
   if (members.length === 0) return;
   const who = members.map((m) => `${m.clientId}@${m.clientHost.replace(/^\//, '')} ${m.memberId}`).join(', ');

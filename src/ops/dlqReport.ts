@@ -49,6 +49,8 @@ export function reportLine(outcome: ReplayOutcome, entry: DlqEntry, error?: unkn
     case 'test':
     case 'deferred':
     case 'already_handled':
+    case 'not_due':
+    case 'redrives_spent':
       return { at, outcome: 'skipped', reason: outcome, ...base };
     default:
       return undefined;

@@ -26,6 +26,7 @@ test('every command that reports a result offers --json', () => {
     'temporal setup',
     'dlq list',
     'dlq replay',
+    'dlq redrive',
     'dlq discard',
     'dlq send-test',
     'dlq purge-tests',

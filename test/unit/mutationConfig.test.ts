@@ -4,6 +4,7 @@
  * incremental and light enough for the shared 2-core machine. The run itself is `npm run test:mutation`.
  */
 import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 
 const root = path.resolve(__dirname, '..', '..');
@@ -77,5 +78,41 @@ describe('mutation testing configuration', () => {
     expect(jestConfig.roots).toEqual(['<rootDir>/test/unit']);
     expect(jestConfig.projects).toBeUndefined();
     expect(jestConfig.globalSetup).toBeUndefined();
+  });
+
+  test('each committed incremental record names only files that exist, sources in its own folder', () => {
+    const dir = path.join(root, 'test', 'mutation');
+    const asRegExp = (glob: string) =>
+      new RegExp(
+        `^${glob
+          .replace(/[.]/g, '\\.')
+          .replace(/\*\*\//g, '(.+/)?')
+          .replace(/\*/g, '[^/]*')}$`,
+      );
+    const records = fs.readdirSync(dir).filter((f) => f.endsWith('.incremental.json'));
+    expect(records.length).toBeGreaterThan(0);
+    for (const file of records) {
+      const folder = file.replace(/\.incremental\.json$/, '');
+      expect(Object.keys(all.folders)).toContain(folder);
+      const globs = all.folders[folder]!.map(asRegExp);
+      const record = JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8')) as {
+        files: Record<string, unknown>;
+        testFiles: Record<string, unknown>;
+      };
+      for (const source of Object.keys(record.files)) {
+        expect({ file, source, exists: fs.existsSync(path.join(root, source)) }).toEqual({
+          file,
+          source,
+          exists: true,
+        });
+        expect(globs.some((g) => g.test(source))).toBe(true);
+      }
+      for (const test of Object.keys(record.testFiles))
+        expect({ file, test, exists: fs.existsSync(path.join(root, test)) }).toEqual({
+          file,
+          test,
+          exists: true,
+        });
+    }
   });
 });

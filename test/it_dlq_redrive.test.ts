@@ -1,0 +1,135 @@
+/**
+ * `dlq redrive` on the real stack: a runs API that answers 503 until it recovers dead-letters two dispatches; a
+ * redrive before they are --after old re-publishes nothing; after the API recovers, a redrive re-publishes both
+ * through the replay path, with the redrive count in the `poimen-redrive-count` header: the one the API now
+ * takes reaches it with exactly one 201, the one it still refuses is dead-lettered again carrying the count, and
+ * with --max used up that dead letter stays put (pending in the backlog, never re-published). Another tenant's
+ * dead letters, which nothing redrives, stay as they were.
+ */
+import type { Admin } from 'kafkajs';
+import { type DlqRecord, REDRIVE_COUNT_HEADER, topics } from '../src/contract';
+import { dlqBacklog } from '../src/ops/dlq';
+import { type CliResult, cliEnv, runCli } from './support/cli';
+import { readAll, republished } from './support/dlqScenario';
+import { type Harness, createHarness } from './support/relayHarness';
+import { waitFor } from './support/wait';
+
+jest.setTimeout(300_000);
+
+let h: Harness | undefined;
+let admin: Admin | undefined;
+afterEach(async () => {
+  await admin?.disconnect();
+  admin = undefined;
+  await h?.cleanup();
+  h = undefined;
+});
+
+interface Summary {
+  examined: number;
+  replayed: number;
+  notDue: number;
+  redrivesSpent: number;
+  notReplayable: number;
+}
+
+function json<T>(res: CliResult): T {
+  if (res.code !== 0) throw new Error(`exit ${res.code}: ${res.stderr}`);
+  return JSON.parse(res.stdout) as T;
+}
+
+const redrive = async (tenant: string, ...args: string[]): Promise<Summary> =>
+  json<Summary>(await runCli(['dlq', 'redrive', '--tenant', tenant, '--json', ...args], cliEnv(), 120_000));
+
+async function dlqOf(hh: Harness, a: Admin, tenant: string, expected: number): Promise<DlqRecord[]> {
+  return waitFor(
+    async () => {
+      const records = (await readAll(hh, a, topics.dlq(tenant))).map((s) => s.record!);
+      return records.length >= expected ? records : false;
+    },
+    { what: `${expected} dead letter(s) of ${tenant}` },
+  );
+}
+
+test('redrive after recovery: one 201 for the recovered dispatch; the one still failing stays put at --max', async () => {
+  // Dead-letter fast: two attempts, a second apart, and the dispatch is the DLQ's.
+  h = await createHarness({ tenants: 2, env: { RETRY_MAX_ATTEMPTS: '2', POIMEN_DLQ_REFRESH_MS: '500' } });
+  const hh = h;
+  const [tenant, other] = hh.tenants as [string, string];
+  let down = true;
+  // The API is down for everything; once it recovers, it still refuses `stays` (its own outage goes on).
+  hh.api.faultPolicy((key) => (down || key === 'stays' ? { kind: 'status', status: 503 } : undefined));
+  await hh.startWorker();
+  await hh.startIngester();
+  admin = hh.kafka.admin();
+  await admin.connect();
+  const a = admin;
+
+  await hh.publish(hh.dispatchValue('recovers'));
+  await hh.publish(hh.dispatchValue('stays'));
+  await hh.publish(hh.dispatchValue('untouched'), { topic: topics.dispatch(other) });
+  const first = await dlqOf(hh, a, tenant, 2);
+  expect(first.map((r) => [r.dispatch_key, r.type, r.http_status])).toEqual(
+    expect.arrayContaining([
+      ['recovers', 'dispatch_failure', 503],
+      ['stays', 'dispatch_failure', 503],
+    ]),
+  );
+  await dlqOf(hh, a, other, 1);
+
+  // Not an hour old yet: nothing re-published, both still pending.
+  expect(await redrive(tenant, '--after', '1h', '--max', '1')).toMatchObject({
+    examined: 2,
+    replayed: 0,
+    notDue: 2,
+  });
+  expect(await republished(hh, a)).toEqual({});
+
+  down = false;
+  expect(await redrive(tenant, '--after', '0s', '--max', '1')).toMatchObject({ examined: 2, replayed: 2 });
+  // Re-published through the replay path: each dead letter once, its redrive count 1.
+  const dispatched = await readAll(hh, a, topics.dispatch(tenant));
+  const redriven = dispatched.filter((s) => s.headers['poimen-replay-of'] !== undefined);
+  expect(redriven.map((s) => s.headers[REDRIVE_COUNT_HEADER])).toEqual(['1', '1']);
+  expect(await republished(hh, a)).toEqual(Object.fromEntries(first.map((r) => [r.id, 1])));
+
+  // The recovered dispatch completes: exactly one 201 at the API, after the 503s.
+  await waitFor(
+    async () =>
+      (await hh.client.workflow.getHandle(hh.wfId('recovers')).describe()).status.name === 'COMPLETED',
+    { what: 'the redriven dispatch to complete' },
+  );
+  const answers = hh.api.requestsFor('recovers').map((r) => r.answer);
+  expect(answers.filter((s) => s === 201)).toHaveLength(1);
+  expect(answers.at(-1)).toBe(201);
+
+  // The one still failing is dead-lettered again, its redrive count visible in the dead letter.
+  const second = await dlqOf(hh, a, tenant, 3);
+  const again = second[2]!;
+  expect(again.dispatch_key).toBe('stays');
+  expect(again.source.headers[REDRIVE_COUNT_HEADER]).toBe('1');
+  const listed = await runCli(['dlq', 'list', '--tenant', tenant], cliEnv(), 120_000);
+  expect(listed.code).toBe(0);
+  expect(listed.stdout.split('\n').find((l) => l.startsWith(again.id))).toContain('redriven 1x');
+
+  // --max 1 is used up: it stays put, pending in the backlog, and is never re-published.
+  expect(await redrive(tenant, '--after', '0s', '--max', '1')).toMatchObject({
+    examined: 1,
+    replayed: 0,
+    redrivesSpent: 1,
+  });
+  expect(await redrive(tenant, '--after', '0s', '--max', '1')).toMatchObject({
+    replayed: 0,
+    redrivesSpent: 1,
+  });
+  expect((await dlqBacklog(a, topics.dlq(tenant), Date.now())).lag).toBe(1);
+  expect(Object.keys(await republished(hh, a))).toHaveLength(2);
+  expect(hh.api.requestsFor('stays').some((r) => r.answer === 201)).toBe(false);
+
+  // The other tenant has no redrive: its dead letter is pending, nothing re-published, no run made.
+  expect((await dlqBacklog(a, topics.dlq(other), Date.now())).lag).toBe(1);
+  const otherDispatched = await readAll(hh, a, topics.dispatch(other));
+  expect(otherDispatched.filter((s) => s.headers['poimen-replay-of'] !== undefined)).toEqual([]);
+  expect(hh.api.requestsFor('untouched').some((r) => r.answer === 201)).toBe(false);
+  await hh.expectCommittedAtLogEnd();
+});
