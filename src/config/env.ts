@@ -32,8 +32,10 @@ import { tracingOf } from './otelEnv';
 import { type LogFormat, logFormatSchema } from './logging';
 import { type TemporalSettings, type TemporalTls, withTemporalEnvConfig } from './temporalEnv';
 import { caFile, caProblem, certProblem, keyProblem, readClientPair } from './tls';
+import { type KafkaSasl, readKafkaSasl } from './kafkaSasl';
 
 export type { Env } from './schema';
+export type { KafkaSasl, OAuthClientCredentials } from './kafkaSasl';
 
 export type Role = 'ingester' | 'worker' | 'cli';
 
@@ -47,7 +49,8 @@ export interface KafkaConfig {
   /** PEM client certificate and its key, for brokers that authenticate clients by certificate (mTLS). */
   sslCertPath?: string;
   sslKeyPath?: string;
-  sasl?: { mechanism: 'plain' | 'scram-sha-256' | 'scram-sha-512'; username: string; password: string };
+  /** SASL: a user name and password, or OAUTHBEARER with a client credentials grant (kafkaSasl.ts). */
+  sasl?: KafkaSasl;
   /** The most bytes one record batch may decode to; a batch past it is held as undecodable (kafka/codecs.ts). */
   decodedBatchMaxBytes?: number;
 }
@@ -138,7 +141,13 @@ export interface RelayConfig {
  */
 const PLACEHOLDER = /^(replace[-_ ]?me|change[-_ ]?me|todo|fixme|placeholder|x{3,}|<[^>]*>|\$\{[^}]*\})$/i;
 function rejectPlaceholderCredentials(env: Env): void {
-  for (const name of ['RUNS_API_TOKEN', 'KAFKA_SASL_USERNAME', 'KAFKA_SASL_PASSWORD', 'TEMPORAL_API_KEY']) {
+  for (const name of [
+    'RUNS_API_TOKEN',
+    'KAFKA_SASL_USERNAME',
+    'KAFKA_SASL_PASSWORD',
+    'KAFKA_SASL_OAUTHBEARER_CLIENT_SECRET',
+    'TEMPORAL_API_KEY',
+  ]) {
     if (PLACEHOLDER.test((env[name] ?? '').trim())) {
       throw new ConfigError(
         name,
@@ -163,23 +172,7 @@ export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig
   }
   if (brokers.length === 0) throw new ConfigError('KAFKA_BROKERS', 'must list at least one host:port');
 
-  const mechanism = read(
-    env,
-    'KAFKA_SASL_MECHANISM',
-    z.enum(['plain', 'scram-sha-256', 'scram-sha-512'], {
-      message: 'must be plain, scram-sha-256 or scram-sha-512',
-    }),
-  );
-  let sasl: KafkaConfig['sasl'];
-  if (mechanism) {
-    const username = read(env, 'KAFKA_SASL_USERNAME', nonEmpty);
-    const password = read(env, 'KAFKA_SASL_PASSWORD', nonEmpty);
-    if (!username)
-      throw new ConfigError('KAFKA_SASL_USERNAME', 'is required when KAFKA_SASL_MECHANISM is set');
-    if (!password)
-      throw new ConfigError('KAFKA_SASL_PASSWORD', 'is required when KAFKA_SASL_MECHANISM is set');
-    sasl = { mechanism, username, password };
-  }
+  const sasl = readKafkaSasl(env);
 
   // Extensions beyond contract §8 (docs/configuration.md): the CA of a TLS Kafka, and Node's own extra-CA file,
   // which Node merely warns about when unreadable.

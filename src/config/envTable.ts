@@ -71,7 +71,8 @@ export const ENV_VARS: readonly EnvVar[] = [
   },
   {
     name: 'KAFKA_SASL_MECHANISM',
-    description: 'plain, scram-sha-256 or scram-sha-512 (needs the username and password)',
+    description:
+      'plain, scram-sha-256, scram-sha-512 (user name, password) or oauthbearer (client credentials)',
     readBy: KAFKA_USERS,
     connection: true,
   },
@@ -79,6 +80,42 @@ export const ENV_VARS: readonly EnvVar[] = [
   {
     name: 'KAFKA_SASL_PASSWORD',
     description: 'SASL password (never logged)',
+    readBy: KAFKA_USERS,
+    connection: true,
+  },
+  {
+    name: 'KAFKA_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL',
+    description: "OAuth 2.0 token endpoint the relay's client credentials grant is POSTed to",
+    readBy: KAFKA_USERS,
+    connection: true,
+  },
+  {
+    name: 'KAFKA_SASL_OAUTHBEARER_CLIENT_ID',
+    description: 'OAuth client id of the client credentials grant',
+    readBy: KAFKA_USERS,
+    connection: true,
+  },
+  {
+    name: 'KAFKA_SASL_OAUTHBEARER_CLIENT_SECRET',
+    description: 'OAuth client secret of the client credentials grant (never logged)',
+    readBy: KAFKA_USERS,
+    connection: true,
+  },
+  {
+    name: 'KAFKA_SASL_OAUTHBEARER_CLIENT_AUTH',
+    description: 'client_secret_basic (HTTP Basic, the default) or client_secret_post (in the form)',
+    readBy: KAFKA_USERS,
+    connection: true,
+  },
+  {
+    name: 'KAFKA_SASL_OAUTHBEARER_SCOPE',
+    description: 'scopes asked for in the grant, space-separated (unset: not sent)',
+    readBy: KAFKA_USERS,
+    connection: true,
+  },
+  {
+    name: 'KAFKA_SASL_OAUTHBEARER_AUDIENCE',
+    description: 'audience form parameter of the grant, for providers that want one (unset: not sent)',
     readBy: KAFKA_USERS,
     connection: true,
   },
