@@ -10,7 +10,8 @@ export const REDACTED = '<redacted>';
 export function isSecretName(name: string): boolean {
   // KEY_DATA: a private key given inline (TEMPORAL_TLS_CLIENT_KEY_DATA).
   // OTLP_*HEADERS: an exporter's headers carry its credentials (OTEL_EXPORTER_OTLP_HEADERS).
-  return /PASSWORD|TOKEN|API_KEY|KEY_DATA|OTLP_(TRACES_)?HEADERS/.test(name);
+  // A URL is an address, not a credential, even of a token endpoint (KAFKA_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL).
+  return !name.endsWith('_URL') && /PASSWORD|SECRET|TOKEN|API_KEY|KEY_DATA|OTLP_(TRACES_)?HEADERS/.test(name);
 }
 
 /** A URL without the user and password it may carry (`https://u:p@host` → `https://host`). */

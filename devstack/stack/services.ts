@@ -67,6 +67,11 @@ export interface KafkaListenerOptions {
   properties: string[];
   /** Extra `StorageTool format` arguments, e.g. `--add-scram SCRAM-SHA-256=[name=…,password=…]`. */
   formatArgs?: string[];
+  /**
+   * Extra JVM system properties of the broker, `-Dname=value`: what Kafka reads only from there, e.g. the URLs an
+   * OAUTHBEARER validator may fetch (`org.apache.kafka.sasl.oauthbearer.allowed.urls`).
+   */
+  jvmOptions?: string[];
 }
 
 /** One KRaft node (combined broker and controller): the dev profile runs one, the cluster profile three. */
@@ -206,6 +211,7 @@ export function kafkaNodeService(
         '-XX:+UseG1GC',
         `-Dlog4j2.configurationFile=${log4j}`,
         `-Dpoimen.stack=${node.marker}`,
+        ...(extra?.jvmOptions ?? []),
         '-cp',
         classpath,
         mainClass,

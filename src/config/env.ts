@@ -13,6 +13,7 @@ import { tracingOf } from './otelEnv';
 import type { LogFormat } from './logging';
 import { type TemporalSettings, type TemporalTls, withTemporalEnvConfig } from './temporalEnv';
 import { caProblem, certProblem, keyProblem, readClientPair } from './tls';
+import { type KafkaSasl, readKafkaSasl } from './kafkaSasl';
 import { INGEST } from './vars/ingest';
 import { KAFKA } from './vars/kafka';
 import { type LogLevel, PROCESS } from './vars/process';
@@ -22,6 +23,7 @@ import { WORKER } from './vars/worker';
 
 export type { Env } from './schema';
 export type { Role } from './envVar';
+export type { KafkaSasl, OAuthClientCredentials } from './kafkaSasl';
 
 export interface KafkaConfig {
   brokers: string[];
@@ -33,7 +35,8 @@ export interface KafkaConfig {
   /** PEM client certificate and its key, for brokers that authenticate clients by certificate (mTLS). */
   sslCertPath?: string;
   sslKeyPath?: string;
-  sasl?: { mechanism: 'plain' | 'scram-sha-256' | 'scram-sha-512'; username: string; password: string };
+  /** SASL: a user name and password, or OAUTHBEARER with a client credentials grant (kafkaSasl.ts). */
+  sasl?: KafkaSasl;
   /** The most bytes one record batch may decode to; a batch past it is held as undecodable (kafka/codecs.ts). */
   decodedBatchMaxBytes?: number;
 }
@@ -129,6 +132,7 @@ const CREDENTIALS = [
   RUNS_API.RUNS_API_TOKEN,
   KAFKA.KAFKA_SASL_USERNAME,
   KAFKA.KAFKA_SASL_PASSWORD,
+  KAFKA.KAFKA_SASL_OAUTHBEARER_CLIENT_SECRET,
   TEMPORAL.TEMPORAL_API_KEY,
 ];
 function rejectPlaceholderCredentials(env: Env): void {
@@ -148,7 +152,7 @@ const PEM_CHECKS = { ca: caProblem, cert: certProblem, key: keyProblem };
 export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig {
   rejectPlaceholderCredentials(env);
   const v = varReader(env, role);
-  const { KAFKA_BROKERS, KAFKA_SASL_MECHANISM, KAFKA_SASL_USERNAME, KAFKA_SASL_PASSWORD } = KAFKA;
+  const { KAFKA_BROKERS } = KAFKA;
   const brokers = v(KAFKA_BROKERS)
     .split(',')
     .map((b) => b.trim())
@@ -159,16 +163,7 @@ export function loadRelayConfig(role: Role, env: Env = process.env): RelayConfig
   }
   if (brokers.length === 0) throw new ConfigError(KAFKA_BROKERS.name, 'must list at least one host:port');
 
-  const mechanism = v(KAFKA_SASL_MECHANISM);
-  let sasl: KafkaConfig['sasl'];
-  if (mechanism) {
-    const username = v(KAFKA_SASL_USERNAME);
-    const password = v(KAFKA_SASL_PASSWORD);
-    const required = `is required when ${KAFKA_SASL_MECHANISM.name} is set`;
-    if (!username) throw new ConfigError(KAFKA_SASL_USERNAME.name, required);
-    if (!password) throw new ConfigError(KAFKA_SASL_PASSWORD.name, required);
-    sasl = { mechanism, username, password };
-  }
+  const sasl = readKafkaSasl(v);
 
   // Extensions beyond contract §8 (docs/configuration.md): the CA of a TLS Kafka, and Node's own extra-CA file,
   // which Node merely warns about when unreadable.

@@ -1,10 +1,11 @@
 import fs from 'node:fs';
 import { Kafka, type KafkaConfig as KafkaJsConfig, logLevel, type LogEntry, type SASLOptions } from 'kafkajs';
-import type { KafkaConfig } from '../config';
+import type { KafkaConfig, KafkaSasl } from '../config';
 import type { Logger } from '../logger';
 import { registerKafkaCodecs } from './codecs';
 import { attributeFetchDecodeErrors } from './fetchAttribution';
 import { RepeatThrottle, repeatKey } from './logThrottle';
+import { OAuthTokenProvider } from './oauthBearer';
 
 /**
  * kafkajs's ERROR is not the relay's: kafkajs logs every failed dial and retry there, while the relay sees each
@@ -60,23 +61,71 @@ export function kafkaTlsOptions(cfg: KafkaConfig): KafkaJsConfig['ssl'] {
   };
 }
 
+/**
+ * One token provider per configured SASL setting: every client a process makes from its configuration (the
+ * ingester's, the worker's DLQ producer, a command's probe and client) shares one cached token.
+ */
+const tokenProviders = new WeakMap<KafkaSasl, OAuthTokenProvider>();
+
+type OAuthSasl = Extract<KafkaSasl, { mechanism: 'oauthbearer' }>;
+
+function tokenProviderOf(sasl: OAuthSasl): OAuthTokenProvider {
+  let provider = tokenProviders.get(sasl);
+  if (!provider) {
+    provider = new OAuthTokenProvider(sasl.oauth);
+    tokenProviders.set(sasl, provider);
+  }
+  return provider;
+}
+
+/** kafkajs's `sasl` option: the configured user name and password, or OAUTHBEARER with the relay's token. */
+export function kafkaSaslOptions(cfg: KafkaConfig): SASLOptions | undefined {
+  const sasl = cfg.sasl;
+  if (sasl?.mechanism !== 'oauthbearer') return sasl;
+  return { mechanism: 'oauthbearer', oauthBearerProvider: tokenProviderOf(sasl).token };
+}
+
+/**
+ * With OAUTHBEARER, every admin, producer and consumer makes sure of a token before it connects, so a grant that
+ * fails fails the connect with the token endpoint's own one-line error, before any broker is dialled. kafkajs asks
+ * for the token only midway through a connection's SASL handshake; a failure there leaves that connection's
+ * handshake half done, and kafkajs's retry on it is answered ILLEGAL_SASL_STATE, which would hide the cause.
+ */
+function tokenFirst(kafka: Kafka, provider: OAuthTokenProvider): Kafka {
+  const guard = <T extends { connect(): Promise<void> }>(client: T): T => {
+    const connect = client.connect.bind(client);
+    client.connect = async () => {
+      await provider.token();
+      await connect();
+    };
+    return client;
+  };
+  const admin = kafka.admin.bind(kafka);
+  const producer = kafka.producer.bind(kafka);
+  const consumer = kafka.consumer.bind(kafka);
+  kafka.admin = (config) => guard(admin(config));
+  kafka.producer = (config) => guard(producer(config));
+  kafka.consumer = (config) => guard(consumer(config));
+  return kafka;
+}
+
 /** The one place a kafkajs client is built from configuration (brokers, TLS, SASL, logging, codecs). */
 export function createKafka(cfg: KafkaConfig, logger: Logger, overrides: Partial<KafkaJsConfig> = {}): Kafka {
   // Tenants' producers compress with snappy, lz4 or zstd; kafkajs alone reads only gzip.
   registerKafkaCodecs(cfg.decodedBatchMaxBytes);
   // A batch that cannot be decoded is named by its partition, which kafkajs's own error does not say.
   attributeFetchDecodeErrors();
-  return newClient({
+  const client = newClient({
     clientId: cfg.clientId,
     brokers: cfg.brokers,
     ssl: kafkaTlsOptions(cfg),
-    // The config union is the same shape kafkajs wants, spelled per mechanism there.
-    ...(cfg.sasl ? { sasl: cfg.sasl as SASLOptions } : {}),
+    ...(cfg.sasl ? { sasl: kafkaSaslOptions(cfg) } : {}),
     // kafkajs reports broker outages at ERROR on every retry: shown at WARN, each message once per window.
     logLevel: logLevel.WARN,
     logCreator: logCreatorFor(logger),
     ...overrides,
   });
+  return cfg.sasl?.mechanism === 'oauthbearer' ? tokenFirst(client, tokenProviderOf(cfg.sasl)) : client;
 }
 
 /**

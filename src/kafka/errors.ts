@@ -8,6 +8,31 @@
 import type { KafkaConfig } from '../config';
 import { AccessRefusedError, UnreachableError, errorChain, isUserFacingError } from '../errors';
 import { handshakeFailure, tlsRefusal } from '../tlsErrors';
+import { OAuthTokenError } from './oauthBearer';
+
+/** Who this client is to Kafka, for a line saying it was refused. */
+function principal(cfg: KafkaConfig): string {
+  if (!cfg.sasl) return 'this client';
+  if (cfg.sasl.mechanism === 'oauthbearer') return `OAuth client ${JSON.stringify(cfg.sasl.oauth.clientId)}`;
+  return `user ${JSON.stringify(cfg.sasl.username)}`;
+}
+
+/** The variables to fix when Kafka refused this client's SASL login. */
+function saslRefusal(cfg: KafkaConfig): { variable: string; reason: string } {
+  const where = `Kafka at ${cfg.brokers.join(',')}`;
+  // kafkajs's OAUTHBEARER takes a broker's rejection of the token itself for success (the connection fails on the
+  // next request instead), so what comes here is the login refused before that: the mechanism not enabled.
+  if (cfg.sasl?.mechanism === 'oauthbearer')
+    return {
+      variable: 'KAFKA_SASL_MECHANISM',
+      reason: `= oauthbearer was refused by ${where} (${principal(cfg)}: authentication failed)`,
+    };
+  const who = cfg.sasl ? `${cfg.sasl.mechanism} ${principal(cfg)}` : 'SASL';
+  return {
+    variable: 'KAFKA_SASL_USERNAME/KAFKA_SASL_PASSWORD',
+    reason: `were rejected by ${where} (${who}: authentication failed)`,
+  };
+}
 
 /**
  * When Kafka refused this client's credentials or the client refused the brokers' certificate, the one-line
@@ -23,13 +48,10 @@ export function kafkaAccessProblem(
   for (let e: unknown = err; e && typeof e === 'object' && !seen.has(e);) {
     seen.add(e);
     const { name, code, type } = e as { name?: unknown; code?: unknown; type?: unknown };
-    if (name === 'KafkaJSSASLAuthenticationError' || type === 'SASL_AUTHENTICATION_FAILED') {
-      const who = cfg.sasl ? `${cfg.sasl.mechanism} user ${JSON.stringify(cfg.sasl.username)}` : 'SASL';
-      return {
-        variable: 'KAFKA_SASL_USERNAME/KAFKA_SASL_PASSWORD',
-        reason: `were rejected by Kafka at ${cfg.brokers.join(',')} (${who}: authentication failed)`,
-      };
-    }
+    // The token endpoint said no to the relay's client credentials: no broker was asked.
+    if (e instanceof OAuthTokenError && e.refused) return { variable: e.variable, reason: e.reason };
+    if (name === 'KafkaJSSASLAuthenticationError' || type === 'SASL_AUTHENTICATION_FAILED')
+      return saslRefusal(cfg);
     const refusal = name === 'KafkaJSConnectionError' && cfg.ssl ? tlsRefusal(code) : undefined;
     if (refusal !== undefined) {
       const where = `Kafka at ${cfg.brokers.join(',')}`;
@@ -99,11 +121,13 @@ export function classifyKafkaError(err: unknown, cfg: KafkaConfig): unknown {
   const links = errorChain(err);
   const denied = links.find((e) => KAFKA_NOT_AUTHORIZED.has(String(e['type'])));
   if (denied) {
-    const who = cfg.sasl ? `user ${JSON.stringify(cfg.sasl.username)}` : 'this client';
     return new AccessRefusedError(
-      `${kafkaWhere(cfg)} refused ${who}: ${String(denied['type'])} (check its ACLs)`,
+      `${kafkaWhere(cfg)} refused ${principal(cfg)}: ${String(denied['type'])} (check its ACLs)`,
     );
   }
+  // The token endpoint did not answer (or failed): the brokers were never asked.
+  const tokenFailure = links.find((e) => e instanceof OAuthTokenError);
+  if (tokenFailure) return new UnreachableError((tokenFailure as unknown as OAuthTokenError).message);
   if (links.some((e) => KAFKA_NO_ANSWER.has(String(e['name']))))
     return new UnreachableError(`${kafkaWhere(cfg)} is unreachable (${innermost(err)})`);
   return err;

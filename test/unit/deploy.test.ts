@@ -20,7 +20,13 @@ const K8S_DIR = 'deploy/k8s';
 const NAMESPACE = 'poimen';
 
 /** The credentials: only ever in the Secret. */
-const SECRET_ENV = ['RUNS_API_TOKEN', 'KAFKA_SASL_USERNAME', 'KAFKA_SASL_PASSWORD', 'TEMPORAL_API_KEY'];
+const SECRET_ENV = [
+  'RUNS_API_TOKEN',
+  'KAFKA_SASL_USERNAME',
+  'KAFKA_SASL_PASSWORD',
+  'KAFKA_SASL_OAUTHBEARER_CLIENT_SECRET',
+  'TEMPORAL_API_KEY',
+];
 
 /** contract §7 metric names. */
 const SPEC_METRICS = [

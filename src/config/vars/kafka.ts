@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { DEFAULT_DISPATCH_TOPIC_PATTERN } from '../../contract/names';
 import { KAFKA_USERS, parsed, perRole, rows } from '../envVar';
-import { bool, intIn, nonEmpty, regex } from '../schema';
+import { bool, httpUrl, intIn, nonEmpty, regex } from '../schema';
 import { caFile, certFile, keyFile } from '../tls';
 
 export const KAFKA = rows({
@@ -63,11 +63,12 @@ export const KAFKA = rows({
     schema: keyFile,
   }),
   KAFKA_SASL_MECHANISM: parsed({
-    description: 'plain, scram-sha-256 or scram-sha-512 (needs the username and password)',
+    description:
+      'plain, scram-sha-256, scram-sha-512 (user name, password) or oauthbearer (client credentials)',
     readBy: KAFKA_USERS,
     connection: true,
-    schema: z.enum(['plain', 'scram-sha-256', 'scram-sha-512'], {
-      message: 'must be plain, scram-sha-256 or scram-sha-512',
+    schema: z.enum(['plain', 'scram-sha-256', 'scram-sha-512', 'oauthbearer'], {
+      message: 'must be plain, scram-sha-256, scram-sha-512 or oauthbearer',
     }),
   }),
   KAFKA_SASL_USERNAME: parsed({
@@ -78,6 +79,51 @@ export const KAFKA = rows({
   }),
   KAFKA_SASL_PASSWORD: parsed({
     description: 'SASL password (never logged)',
+    readBy: KAFKA_USERS,
+    connection: true,
+    schema: nonEmpty,
+  }),
+  KAFKA_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL: parsed({
+    description: "OAuth 2.0 token endpoint the relay's client credentials grant is POSTed to",
+    readBy: KAFKA_USERS,
+    connection: true,
+    schema: httpUrl,
+  }),
+  KAFKA_SASL_OAUTHBEARER_CLIENT_ID: parsed({
+    description: 'OAuth client id of the client credentials grant',
+    readBy: KAFKA_USERS,
+    connection: true,
+    schema: nonEmpty,
+  }),
+  KAFKA_SASL_OAUTHBEARER_CLIENT_SECRET: parsed({
+    description: 'OAuth client secret of the client credentials grant (never logged)',
+    readBy: KAFKA_USERS,
+    connection: true,
+    schema: nonEmpty,
+  }),
+  KAFKA_SASL_OAUTHBEARER_CLIENT_AUTH: parsed({
+    description: 'client_secret_basic (HTTP Basic, the default) or client_secret_post (in the form)',
+    readBy: KAFKA_USERS,
+    connection: true,
+    schema: z.enum(['client_secret_basic', 'client_secret_post'], {
+      message: 'must be client_secret_basic or client_secret_post',
+    }),
+    default: 'client_secret_basic',
+  }),
+  KAFKA_SASL_OAUTHBEARER_SCOPE: parsed({
+    description: 'scopes asked for in the grant, space-separated (unset: not sent)',
+    readBy: KAFKA_USERS,
+    connection: true,
+    // Space-separated printable ASCII without `"` or `\` (RFC 6749 §3.3).
+    schema: z
+      .string()
+      .regex(
+        /^[\x21\x23-\x5b\x5d-\x7e]+( [\x21\x23-\x5b\x5d-\x7e]+)*$/,
+        'must be scopes separated by single spaces',
+      ),
+  }),
+  KAFKA_SASL_OAUTHBEARER_AUDIENCE: parsed({
+    description: 'audience form parameter of the grant, for providers that want one (unset: not sent)',
     readBy: KAFKA_USERS,
     connection: true,
     schema: nonEmpty,
