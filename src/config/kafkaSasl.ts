@@ -53,6 +53,8 @@ function required<T>(value: T | undefined, name: string, mechanism: string): T {
 /** The SASL settings of KAFKA_SASL_*, or undefined without a mechanism. */
 export function readKafkaSasl(v: VarReader): KafkaSasl | undefined {
   const mechanism = v(KAFKA_SASL_MECHANISM);
+  // Read (and checked) whatever the mechanism: it has a default, so setting it alone changes nothing.
+  const clientAuth = v(CLIENT_AUTH);
   if (mechanism !== 'oauthbearer') {
     // Setting the one with a default (CLIENT_AUTH) to its default changes nothing, so only these are refused.
     const stray = OAUTH_ONLY.find((row) => v(row) !== undefined);
@@ -69,7 +71,7 @@ export function readKafkaSasl(v: VarReader): KafkaSasl | undefined {
         tokenEndpointUrl: required(v(ENDPOINT), ENDPOINT.name, mechanism),
         clientId: required(v(CLIENT_ID), CLIENT_ID.name, mechanism),
         clientSecret: required(v(CLIENT_SECRET), CLIENT_SECRET.name, mechanism),
-        clientAuth: v(CLIENT_AUTH),
+        clientAuth,
         ...(scope ? { scope } : {}),
         ...(audience ? { audience } : {}),
       },
