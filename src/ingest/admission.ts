@@ -10,7 +10,8 @@
  *
  * The bound is a fair share, not a fixed number:
  * - a tenant alone (no other tenant had a record or an open dispatch here in the last seconds) may keep up to
- *   POIMEN_INGEST_MAX_OPEN open: the whole ingester is its own;
+ *   POIMEN_INGEST_MAX_OPEN open but for a few slots kept for a newcomer: the whole ingester is its own;
+ * - POIMEN_INGEST_MAX_OPEN also caps the ingester's open dispatches in all, whoever holds them;
  * - with others active, the ingester's budget (openBudget.ts: what keeps the pipeline downstream busy) is shared:
  *   each tenant may keep its equal part open, and more when the others leave theirs unused (what they have open
  *   plus a spare slot or two stays theirs), so nothing idles while one tenant has work and none waits behind
@@ -26,10 +27,13 @@
 import type { Gauge } from 'prom-client';
 import { setMaxListeners } from 'node:events';
 import type { Logger } from '../logger';
-import { OpenBudget } from './openBudget';
+import { BUDGET_FLOOR_PER_TENANT, OpenBudget, sharedBudget } from './openBudget';
 
-/** Waits until the execution closes, however it closes; rejects only when that could not be learned. */
-export type WatchClose = (workflowId: string, runId: string, signal: AbortSignal) => Promise<void>;
+/**
+ * Waits until the execution closes, however it closes; rejects only when that could not be learned. Resolves false
+ * when the execution was gone (past retention): closed, but at an unknown time.
+ */
+export type WatchClose = (workflowId: string, runId: string, signal: AbortSignal) => Promise<boolean | void>;
 
 export interface AdmissionOptions {
   /** POIMEN_INGEST_MAX_OPEN: a lone tenant's bound and the shared budget's ceiling; 0: no fair shares. */
@@ -53,6 +57,17 @@ export const ACTIVE_MS = 5000;
 export const SPARE_SLOTS = 2;
 /** How often waiting tenants are looked at again when nothing closes (a share grows when a tenant goes quiet). */
 const RECHECK_MS = 500;
+/** Slots a lone tenant leaves free of POIMEN_INGEST_MAX_OPEN, so that a tenant arriving finds room at once. */
+const KEPT_FOR_NEWCOMERS = 2 * BUDGET_FLOOR_PER_TENANT;
+
+/** Who is active now and what they hold: computed once per decision, shared by every tenant it looks at. */
+interface Shares {
+  active: Set<string>;
+  /** Σ over active tenants of (open + SPARE_SLOTS). */
+  held: number;
+  /** Σ over active tenants of what their paces need (openBudget.ts). */
+  needs: number;
+}
 
 export class TenantAdmission {
   private readonly open = new Map<string, number>();
@@ -62,14 +77,15 @@ export class TenantAdmission {
   /** Per tenant, per partition waiting for room: what resumes it. One entry per partition, however often it paused. */
   private readonly waiters = new Map<string, Map<string, () => void>>();
   private readonly abort = new AbortController();
-  private readonly budget: OpenBudget | undefined;
+  /** Each tenant's pace (openBudget.ts), while fair shares are on. */
+  private readonly paces = new Map<string, OpenBudget>();
+  private total = 0;
   private readonly now: () => number;
   private recheck: NodeJS.Timeout | undefined;
   private watchFailures = 0;
 
   constructor(private readonly o: AdmissionOptions) {
     this.now = o.now ?? (() => performance.now());
-    this.budget = o.maxOpen > 0 ? new OpenBudget(o.maxOpen, this.now) : undefined;
     // Every open watch listens on this one signal for the length of one call: many listeners are no leak here.
     setMaxListeners(0, this.abort.signal);
   }
@@ -81,9 +97,9 @@ export class TenantAdmission {
   /** Takes a slot for one record of the tenant; false when the tenant already has its share open. */
   take(tenant: string): boolean {
     if (!this.bounded) return true;
-    this.lastSeen.set(tenant, this.now());
+    if (this.fair) this.lastSeen.set(tenant, this.now());
     const n = this.openOf(tenant);
-    if (n >= this.limit(tenant)) return false;
+    if (n >= this.limit(tenant) || (this.fair && this.total >= this.o.maxOpen)) return false;
     this.set(tenant, n + 1);
     return true;
   }
@@ -109,10 +125,12 @@ export class TenantAdmission {
     this.watched.add(key);
     const since = this.now();
     void this.waitForClose(workflowId, runId)
-      .then(() => {
-        if (!this.budget || this.abort.signal.aborted) return;
-        this.budget.closed(this.now() - since);
-        this.o.budgetGauge?.set(this.budget.budget());
+      .then((seen) => {
+        // Only a close seen as it happened measures the pace (not an execution gone past retention).
+        if (!this.fair || !seen || this.abort.signal.aborted) return;
+        let pace = this.paces.get(tenant);
+        if (!pace) this.paces.set(tenant, (pace = new OpenBudget(this.now)));
+        pace.closed(this.now() - since);
       })
       .catch(() => undefined)
       .finally(() => {
@@ -127,7 +145,7 @@ export class TenantAdmission {
    */
   whenRoom(tenant: string, partition: string, resume: () => void): void {
     let waiting = this.waiters.get(tenant);
-    if (!waiting && this.freeToResume(tenant) > 0) {
+    if (!waiting && this.freeToResume(tenant, this.shares()) > 0) {
       resume();
       return;
     }
@@ -150,9 +168,13 @@ export class TenantAdmission {
   }
 
   /** How many dispatches the tenant may keep open now: its fair share, within the fixed cap. */
-  limit(tenant: string): number {
-    const share = this.budget ? this.fairShare(tenant, this.budget) : Number.POSITIVE_INFINITY;
+  limit(tenant: string, shares: Shares | undefined = this.shares()): number {
+    const share = shares ? this.fairShare(tenant, shares) : Number.POSITIVE_INFINITY;
     return this.o.tenantMaxOpen > 0 ? Math.min(share, this.o.tenantMaxOpen) : share;
+  }
+
+  private get fair(): boolean {
+    return this.o.maxOpen > 0;
   }
 
   /** Stops watching: the open executions run on in Temporal; only this process stops counting them. */
@@ -162,24 +184,37 @@ export class TenantAdmission {
     this.stopRecheck();
   }
 
-  private fairShare(tenant: string, budget: OpenBudget): number {
+  /**
+   * The active tenants, what they hold and the budget they share; undefined without fair shares. Tenants quiet
+   * past the window with nothing open are forgotten here (their pace with them).
+   */
+  private shares(): Shares | undefined {
+    if (!this.fair) return undefined;
     const cutoff = this.now() - ACTIVE_MS;
-    let others = 0;
-    let othersHold = 0;
+    const active = new Set<string>();
+    let held = 0;
+    let needs = 0;
     for (const t of new Set([...this.open.keys(), ...this.lastSeen.keys(), ...this.waiters.keys()])) {
-      if (t === tenant) continue;
       const seen = this.lastSeen.get(t);
-      const active = this.openOf(t) > 0 || this.waiters.has(t) || (seen !== undefined && seen >= cutoff);
-      if (!active) {
-        if (seen !== undefined && this.openOf(t) === 0) this.lastSeen.delete(t);
+      if (this.openOf(t) === 0 && !this.waiters.has(t) && (seen === undefined || seen < cutoff)) {
+        this.lastSeen.delete(t);
+        this.paces.delete(t);
         continue;
       }
-      others++;
-      othersHold += this.openOf(t) + SPARE_SLOTS;
+      active.add(t);
+      held += this.openOf(t) + SPARE_SLOTS;
+      needs += this.paces.get(t)?.needed() ?? 0;
     }
-    if (others === 0) return this.o.maxOpen;
-    const total = budget.budget();
-    return Math.max(1, Math.floor(total / (others + 1)), total - othersHold);
+    this.o.budgetGauge?.set(sharedBudget(needs, active.size, this.o.maxOpen));
+    return { active, held, needs };
+  }
+
+  private fairShare(tenant: string, s: Shares): number {
+    const others = s.active.size - (s.active.has(tenant) ? 1 : 0);
+    if (others === 0) return Math.max(1, this.o.maxOpen - KEPT_FOR_NEWCOMERS);
+    const othersHold = s.held - (s.active.has(tenant) ? this.openOf(tenant) + SPARE_SLOTS : 0);
+    const budget = sharedBudget(s.needs, others + 1, this.o.maxOpen);
+    return Math.max(1, Math.floor(budget / (others + 1)), budget - othersHold);
   }
 
   /**
@@ -190,23 +225,26 @@ export class TenantAdmission {
    * records back (their record → start p99 85 ms, not 17, in the bench), and resuming every waiting partition
    * for a few slots decoded a fetch per partition for a record or two each.
    */
-  private freeToResume(tenant: string): number {
-    const limit = this.limit(tenant);
+  private freeToResume(tenant: string, shares: Shares | undefined): number {
+    const limit = this.limit(tenant, shares);
     if (!Number.isFinite(limit)) return Number.POSITIVE_INFINITY;
     const run = Math.max(1, Math.ceil(limit / 2));
-    const free = limit - this.openOf(tenant);
+    let free = limit - this.openOf(tenant);
+    if (this.fair) free = Math.min(free, this.o.maxOpen - this.total);
     return free >= run ? Math.floor(free / run) : 0;
   }
 
   private wakeAll(): void {
-    for (const tenant of [...this.waiters.keys()]) this.wake(tenant);
+    if (this.waiters.size === 0) return this.stopRecheck();
+    const shares = this.shares();
+    for (const tenant of [...this.waiters.keys()]) this.wake(tenant, shares);
     if (this.waiters.size === 0) this.stopRecheck();
   }
 
-  private wake(tenant: string): void {
+  private wake(tenant: string, shares: Shares | undefined = this.shares()): void {
     const waiting = this.waiters.get(tenant);
     if (!waiting) return;
-    let free = this.freeToResume(tenant);
+    let free = this.freeToResume(tenant, shares);
     for (const [partition, resume] of waiting) {
       if (free-- <= 0) break;
       waiting.delete(partition);
@@ -223,14 +261,14 @@ export class TenantAdmission {
   }
 
   /** One execution's close, asked again with backoff while Temporal cannot say: an outage never frees a slot. */
-  private async waitForClose(workflowId: string, runId: string): Promise<void> {
+  /** True when the close was seen as it happened (not gone past retention, not aborted). */
+  private async waitForClose(workflowId: string, runId: string): Promise<boolean> {
     for (let delayMs = WATCH_RETRY_MIN_MS; ; delayMs = Math.min(delayMs * 2, WATCH_RETRY_MAX_MS)) {
-      if (this.abort.signal.aborted) return;
+      if (this.abort.signal.aborted) return false;
       try {
-        await this.o.watch(workflowId, runId, this.abort.signal);
-        return;
+        return (await this.o.watch(workflowId, runId, this.abort.signal)) !== false;
       } catch (err) {
-        if (this.abort.signal.aborted) return;
+        if (this.abort.signal.aborted) return false;
         // Process-wide count, so an outage logs its first failure and then every hundredth, not one per dispatch.
         this.watchFailures++;
         if (this.watchFailures === 1 || this.watchFailures % 100 === 0) {
@@ -252,6 +290,7 @@ export class TenantAdmission {
   }
 
   private set(tenant: string, n: number): void {
+    this.total += n - this.openOf(tenant);
     if (n === 0) this.open.delete(tenant);
     else this.open.set(tenant, n);
     this.o.gauge?.set({ tenant }, n);

@@ -1,13 +1,14 @@
 /**
  * How many dispatches this ingester keeps open while tenants share it: the budget that the fair shares of
- * admission.ts divide. Derived from what the relay downstream of this ingester (Temporal, the workers, the runs
+ * admission.ts divide, the sum of what each active tenant's pace needs. Derived from what the relay downstream of this ingester (Temporal, the workers, the runs
  * API) completes, so that the dispatches started and not yet closed are what keeps that pipeline busy and little
  * more: whatever is open beyond it waits in Temporal's queues, where another tenant's fresh dispatch would wait
  * behind it; whatever is held back waits in Kafka, counted as lag, where the ingester's fair turns apply.
  *
- * Little's law: to complete λ dispatches a second when each is open for D seconds unqueued takes λ·D open. The
- * budget is HEADROOM·λ·D (at least FLOOR), with λ the closes of the last seconds and D the shortest open time
- * seen lately (the pipeline's time without a queue). While nothing downstream is the limit, a dispatch is open
+ * Little's law: to complete λ dispatches a second when each is open for D seconds unqueued takes λ·D open. Each
+ * tenant needs HEADROOM·λ·D, with λ its closes of the last seconds and D its shortest open time seen lately (its
+ * pipeline's time without a queue: its own API's latency among it, so a tenant behind a slow API needs many and a
+ * fast one's trickle does not shrink that). While nothing downstream is the limit, a dispatch is open
  * about D, the closes follow the budget, and the budget grows by HEADROOM each rate window; once something is the
  * limit (a saturated server, busy workers), the open time grows instead of the closes, and the budget settles
  * where dispatches are open about HEADROOM·D: a queue of about one dispatch's time, whatever the pipeline's
@@ -15,8 +16,8 @@
  * server completes, so what another tenant's fresh dispatch finds queued ahead of it stays short.
  */
 
-/** The budget of a relay that has completed little lately: two tenants get four slots each. */
-export const BUDGET_FLOOR = 8;
+/** Slots per active tenant the shared budget never goes below: two tenants share at least 8. */
+export const BUDGET_FLOOR_PER_TENANT = 4;
 /** Open dispatches per dispatch completed in the unqueued open time: the queueing the budget allows. */
 export const BUDGET_HEADROOM = 2;
 /** Closes counted over this many one-second buckets. */
@@ -24,6 +25,16 @@ const RATE_SECONDS = 5;
 /** The shortest open time is the least of two windows of this length (the current and the previous). */
 const MIN_WINDOW_MS = 15_000;
 
+/**
+ * The budget shared among `active` tenants whose paces need `needs` open between them: their sum, at least the
+ * floor per tenant (so that no share falls to one slot, where every start would refetch a partition), at most
+ * `max` (POIMEN_INGEST_MAX_OPEN).
+ */
+export function sharedBudget(needs: number, active: number, max: number): number {
+  return Math.min(max, Math.max(BUDGET_FLOOR_PER_TENANT * active, needs));
+}
+
+/** One tenant's pace: its closes per second and shortest open time, and the open dispatches they need. */
 export class OpenBudget {
   private readonly buckets = new Array<number>(RATE_SECONDS).fill(0);
   private bucketSecond = 0;
@@ -31,11 +42,7 @@ export class OpenBudget {
   private minPrevious = Number.POSITIVE_INFINITY;
   private minWindowStart: number;
 
-  constructor(
-    /** The budget's ceiling (POIMEN_INGEST_MAX_OPEN). */
-    private readonly max: number,
-    private readonly now: () => number = () => performance.now(),
-  ) {
+  constructor(private readonly now: () => number = () => performance.now()) {
     this.minWindowStart = now();
     this.bucketSecond = Math.floor(this.minWindowStart / 1000);
   }
@@ -62,11 +69,10 @@ export class OpenBudget {
     return Number.isFinite(m) ? m : undefined;
   }
 
-  /** The open dispatches this ingester shares among its tenants now. */
-  budget(): number {
+  /** The open dispatches this pace needs: HEADROOM·λ·D (0 before any close). */
+  needed(): number {
     const d = this.shortestOpenMs();
-    const estimate = d === undefined ? 0 : Math.ceil((BUDGET_HEADROOM * this.rate() * d) / 1000);
-    return Math.min(this.max, Math.max(BUDGET_FLOOR, estimate));
+    return d === undefined ? 0 : Math.ceil((BUDGET_HEADROOM * this.rate() * d) / 1000);
   }
 
   private advance(): void {

@@ -19,7 +19,7 @@ export async function watchClose(
   workflowId: string,
   runId: string,
   signal: AbortSignal,
-): Promise<void> {
+): Promise<boolean> {
   let nextPageToken: Uint8Array | undefined;
   for (;;) {
     signal.throwIfAborted();
@@ -38,12 +38,12 @@ export async function watchClose(
         }),
       );
       // Only the close event passes the filter: any event means the execution is over.
-      if ((res.history?.events?.length ?? 0) > 0) return;
+      if ((res.history?.events?.length ?? 0) > 0) return true;
       // The long poll timed out with the execution still open: ask again from where it left off.
       nextPageToken = res.nextPageToken?.length ? res.nextPageToken : undefined;
     } catch (err) {
       // Deleted past retention: closed long ago as far as admission is concerned.
-      if (grpcStatus(err)?.code === GRPC.NOT_FOUND) return;
+      if (grpcStatus(err)?.code === GRPC.NOT_FOUND) return false;
       throw err;
     } finally {
       signal.removeEventListener('abort', cancel);

@@ -4,7 +4,12 @@
  * tenant's share goes back to the others, and the budget follows what the pipeline completes.
  */
 import { ACTIVE_MS, SPARE_SLOTS, TenantAdmission } from '../../src/ingest/admission';
-import { BUDGET_FLOOR, BUDGET_HEADROOM, OpenBudget } from '../../src/ingest/openBudget';
+import { BUDGET_FLOOR_PER_TENANT, BUDGET_HEADROOM, OpenBudget } from '../../src/ingest/openBudget';
+
+/** The budget two active tenants share before either has a pace. */
+const BUDGET_FLOOR = 2 * BUDGET_FLOOR_PER_TENANT;
+/** A lone tenant's bound: POIMEN_INGEST_MAX_OPEN less the slots kept for a newcomer. */
+const LONE = 256 - 2 * BUDGET_FLOOR_PER_TENANT;
 import { loadRelayConfig } from '../../src/config';
 
 function clock(startMs = 1_000_000) {
@@ -43,10 +48,14 @@ function admission(maxOpen: number, tenantMaxOpen = 0) {
 
 afterEach(() => jest.useRealTimers());
 
-test('a lone tenant may keep the whole ingester open (POIMEN_INGEST_MAX_OPEN), not a share of it', () => {
+test('a lone tenant may keep the whole ingester open (POIMEN_INGEST_MAX_OPEN) but for the slots kept for a newcomer, not a share of it', () => {
   const { a, start } = admission(256);
-  expect(start('a', 1000)).toBe(256);
-  expect(a.limit('a')).toBe(256);
+  expect(start('a', 1000)).toBe(LONE);
+  expect(a.limit('a')).toBe(LONE);
+  // A newcomer finds room at once; the ingester's total stays within POIMEN_INGEST_MAX_OPEN whoever arrives.
+  expect(start('b', 5)).toBe(BUDGET_FLOOR / 2);
+  for (const t of ['c', 'd', 'e', 'f']) start(t, 5);
+  expect(['a', 'b', 'c', 'd', 'e', 'f'].reduce((n, t) => n + a.openOf(t), 0)).toBe(256);
   a.close();
 });
 
@@ -69,7 +78,7 @@ test('a tenant quiet for longer than the active window gives its share back; one
   await close('b', 1);
   expect(a.limit('a')).toBe(Math.max(BUDGET_FLOOR / 2, BUDGET_FLOOR - SPARE_SLOTS)); // B recently seen, nothing open: its spare slots stay
   c.advance(ACTIVE_MS + 1);
-  expect(a.limit('a')).toBe(256);
+  expect(a.limit('a')).toBe(LONE);
   a.take('b');
   expect(a.limit('a')).toBeLessThan(BUDGET_FLOOR);
   a.close();
@@ -115,10 +124,10 @@ test('a waiting tenant is resumed when another goes quiet, without any close', a
   a.close();
 });
 
-test("the budget grows with what the pipeline completes (Little's law, with headroom) and stays within the ceiling", () => {
+test("a tenant's pace needs what Little's law says, with headroom: closes per second times its shortest open time", () => {
   const c = clock();
-  const b = new OpenBudget(1000, c.now);
-  expect(b.budget()).toBe(BUDGET_FLOOR);
+  const b = new OpenBudget(c.now);
+  expect(b.needed()).toBe(0);
   // 50 closes a second, each open 200 ms at the least: 10 open keep that pace.
   for (let s = 0; s < 5; s++) {
     for (let i = 0; i < 50; i++) b.closed(i === 0 ? 200 : 400);
@@ -127,22 +136,43 @@ test("the budget grows with what the pipeline completes (Little's law, with head
   c.advance(-1); // still within the last five seconds' buckets
   expect(b.rate()).toBe(50);
   expect(b.shortestOpenMs()).toBe(200);
-  expect(b.budget()).toBe(Math.max(BUDGET_FLOOR, Math.ceil(BUDGET_HEADROOM * 50 * 0.2)));
-  // A slow API (2 s) at 400 closes a second would need 800: the ceiling holds.
-  const slow = new OpenBudget(300, c.now);
-  for (let i = 0; i < 2000; i++) slow.closed(2000);
-  expect(slow.budget()).toBe(300);
+  expect(b.needed()).toBe(Math.ceil(BUDGET_HEADROOM * 50 * 0.2));
 });
 
-test('the budget forgets a pipeline that went quiet: no closes for the rate window, no open time after two windows', () => {
+test('a pace forgets a pipeline that went quiet: no closes for the rate window, no open time after two windows', () => {
   const c = clock();
-  const b = new OpenBudget(1000, c.now);
+  const b = new OpenBudget(c.now);
   for (let i = 0; i < 100; i++) b.closed(50);
   c.advance(6000);
   expect(b.rate()).toBe(0);
-  expect(b.budget()).toBe(BUDGET_FLOOR);
+  expect(b.needed()).toBe(0);
   c.advance(30_000);
   expect(b.shortestOpenMs()).toBeUndefined();
+});
+
+test("a tenant behind a slow API keeps the budget its pace needs beside a fast tenant's trickle, and the sum stays within POIMEN_INGEST_MAX_OPEN", async () => {
+  const { a, c, start, close } = admission(256);
+  // B's API answers in 2 s: 40 closes over 2 s, each open 2 s, need 2 × 20/s × 2 s = 80 open.
+  start('b', 40);
+  c.advance(2000);
+  await close('b', 40);
+  start('a', 1); // A trickles; its calls are fast
+  c.advance(50);
+  await close('a', 1);
+  a.take('a');
+  expect(a.limit('b')).toBeGreaterThanOrEqual(Math.ceil(BUDGET_HEADROOM * 8 * 2) - (1 + SPARE_SLOTS));
+  a.close();
+});
+
+test('an execution gone past retention when its close is asked for measures no pace', async () => {
+  const c = clock();
+  const a = new TenantAdmission({ maxOpen: 256, tenantMaxOpen: 0, now: c.now, watch: async () => false });
+  a.take('b');
+  a.holdUntilClosed('b', 'w', 'r');
+  await new Promise((r) => setImmediate(r));
+  a.take('a');
+  expect(a.limit('a')).toBe(Math.max(BUDGET_FLOOR / 2, BUDGET_FLOOR - SPARE_SLOTS)); // the floor: no pace of B's
+  a.close();
 });
 
 test('POIMEN_INGEST_MAX_OPEN: 256 by default, 0 turns fair shares off; a bad value fails the start naming it', () => {

@@ -24,7 +24,9 @@ interface RoundSpec {
   leavesBacklog?: boolean;
 }
 
+// Fair shares off, as before them: the tuned rounds measure the fixed bound alone, comparable with earlier runs.
 const tuned = (o: FairnessOptions) => ({
+  ...UNBOUNDED,
   POIMEN_INGEST_TENANT_MAX_OPEN: String(o.tenantMaxOpen),
   POIMEN_KAFKA_FETCH_MAX_BYTES_PER_PARTITION: String(o.fetchMaxBytesPerPartition),
 });
@@ -54,7 +56,7 @@ const ROUNDS: readonly RoundSpec[] = [
   {
     name: 'admission_fetch1mib',
     serverFairness: true,
-    settings: (o) => ({ POIMEN_INGEST_TENANT_MAX_OPEN: String(o.tenantMaxOpen) }),
+    settings: (o) => ({ ...UNBOUNDED, POIMEN_INGEST_TENANT_MAX_OPEN: String(o.tenantMaxOpen) }),
   },
   { name: 'on', serverFairness: true, settings: () => UNBOUNDED, leavesBacklog: true },
   { name: 'off', serverFairness: false, settings: () => UNBOUNDED, leavesBacklog: true },

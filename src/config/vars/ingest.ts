@@ -33,13 +33,14 @@ export const INGEST = rows({
   }),
   POIMEN_INGEST_MAX_OPEN: parsed({
     description:
-      "dispatches an ingester keeps started and open at most: all a lone tenant's, shared fairly among several (0: no bound)",
+      "dispatches an ingester keeps started and open at most, in all: nearly all a lone tenant's, shared fairly among several (0: no fair shares)",
     readBy: ['ingest'],
     schema: intIn(0, 1_000_000),
     default: 256,
   }),
   POIMEN_INGEST_TENANT_MAX_OPEN: parsed({
-    description: "a tenant's started, still-open dispatches per ingester at most (0: no bound)",
+    description:
+      "a fixed cap on a tenant's started, still-open dispatches per ingester, besides its fair share (0: none)",
     readBy: ['ingest'],
     schema: intIn(0, 1_000_000),
     default: 0,
