@@ -33,7 +33,7 @@ export const INGEST = rows({
   }),
   POIMEN_INGEST_MAX_OPEN: parsed({
     description:
-      "dispatches an ingester keeps started and open at most, in all: nearly all a lone tenant's, shared fairly among several (0: no fair shares)",
+      'open dispatches per ingester in all: a lone tenant nearly all, several share fairly (0: no fair shares)',
     readBy: ['ingest'],
     schema: intIn(0, 1_000_000),
     default: 256,
