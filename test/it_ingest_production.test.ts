@@ -268,7 +268,12 @@ describe('a rebalance while an ingester is deep in a batch', () => {
     // One start at a time: the fetched backlog takes the first ingester many heartbeats to work through.
     h = await createHarness({
       partitions: 2,
-      env: { POIMEN_INGEST_MAX_IN_FLIGHT: '1', POIMEN_KAFKA_SESSION_TIMEOUT_MS: '6000' },
+      // Admission off: no worker runs, so the whole backlog must be started into Temporal (none of it closes).
+      env: {
+        POIMEN_INGEST_MAX_IN_FLIGHT: '1',
+        POIMEN_KAFKA_SESSION_TIMEOUT_MS: '6000',
+        POIMEN_INGEST_MAX_OPEN: '0',
+      },
     });
     const total = 3000;
     const keys = Array.from({ length: total }, (_, i) => `deep-${i}`);

@@ -36,8 +36,11 @@ const RATE_SLACK_1S = MAX_RPS + 10;
  * This is what catches a limit applied per worker (2 × MAX_RPS a second with two workers) instead of per queue.
  */
 const RATE_LIMIT_5S = 6 * MAX_RPS + 20;
-/** Within POIMEN_INGEST_MAX_OPEN (256): the whole backlog waits in Temporal, where the rate limit must release it. */
-const BACKLOG = 250;
+/**
+ * Within a lone tenant's bound (POIMEN_INGEST_MAX_OPEN, 256, less the 8 kept for a newcomer): the whole backlog
+ * waits in Temporal, where the rate limit must release it.
+ */
+const BACKLOG = 240;
 const PACING_OUTAGE_MS = 20_000;
 const CREDENTIALS_OUTAGE_MS = 30_000;
 
