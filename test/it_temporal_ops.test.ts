@@ -216,14 +216,14 @@ describe('operating dispatches with Temporal tools', () => {
     // 3. Its pending activity: postRun, the attempt it is on out of the maximum, and the last failure (503).
     await pendingTab.click();
     await page.waitForURL(/\/pending-activities$/);
-    await page.getByRole('heading', { name: 'postRunAfterLocalTry', exact: true }).waitFor();
+    await page.getByRole('heading', { name: 'postRunWithInputBytes', exact: true }).waitFor();
     await page.getByText('Last Failure').waitFor();
     await shot('3-pending-activity');
     await page.getByText('Heartbeat Details', { exact: true }).waitFor();
     const text = await page.locator('main').innerText();
     const callsAfter = h.api.requestsFor(key).length;
     expect(text).toContain(id);
-    expect(text).toContain('postRunAfterLocalTry');
+    expect(text).toContain('postRunWithInputBytes');
     const attempt = /Attempt\s+(\d+) of (\d+)/.exec(text);
     expect(attempt).not.toBeNull();
     const attemptNo = Number(attempt![1]);
@@ -307,7 +307,7 @@ describe('operating dispatches with Temporal tools', () => {
     await h.api.waitFor((a) => a.requestsFor(key).length >= 2, 60_000, 'two failed attempts');
     const handle = h.client.workflow.getHandle(id);
 
-    await temporalCli(['activity', 'pause', '--workflow-id', id, '--activity-type', 'postRunAfterLocalTry']);
+    await temporalCli(['activity', 'pause', '--workflow-id', id, '--activity-type', 'postRunWithInputBytes']);
     const paused = await waitFor(
       async () => {
         const p = (await handle.describe()).raw.pendingActivities?.[0];
@@ -315,7 +315,7 @@ describe('operating dispatches with Temporal tools', () => {
       },
       { what: 'the postRun activity to be paused' },
     );
-    expect(paused.activityType?.name).toBe('postRunAfterLocalTry');
+    expect(paused.activityType?.name).toBe('postRunWithInputBytes');
     const callsWhenPaused = h.api.requestsFor(key).length;
     expect(callsWhenPaused).toBeGreaterThanOrEqual(2);
     expect(h.api.requestsFor(key).every((r) => r.answer === 503)).toBe(true);
@@ -347,7 +347,7 @@ describe('operating dispatches with Temporal tools', () => {
       '--workflow-id',
       id,
       '--activity-type',
-      'postRunAfterLocalTry',
+      'postRunWithInputBytes',
     ]);
     expect(await handle.result()).toEqual({ run_id: h.api.runs.get(key), admission: 'created' });
     const desc = await handle.describe();

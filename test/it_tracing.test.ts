@@ -87,9 +87,9 @@ describe('tracing over OTLP', () => {
       `process poimen.${h.tenant}.dispatch`,
       'StartWorkflow:dispatch',
       'RunWorkflow:dispatch',
-      // The call's activity (for an input of this size, its local try).
-      'StartActivity:postRunLocalTry',
-      'RunActivity:postRunLocalTry',
+      // The call's activity (postRunWithInputBytes for an input of this size).
+      'StartActivity:postRunWithInputBytes',
+      'RunActivity:postRunWithInputBytes',
       'POST /v1/runs',
     ];
     const ofTrace = () => receiver.spans.filter((s) => s.traceId === traceId);
@@ -108,11 +108,13 @@ describe('tracing over OTLP', () => {
     expect(span(names[0]!).service).toBe('poimen-relay-ingester');
     expect(span('StartWorkflow:dispatch').parentSpanId).toBe(span(names[0]!).spanId);
     expect(span('RunWorkflow:dispatch').parentSpanId).toBe(span('StartWorkflow:dispatch').spanId);
-    expect(span('StartActivity:postRunLocalTry').parentSpanId).toBe(span('RunWorkflow:dispatch').spanId);
-    expect(span('RunActivity:postRunLocalTry').parentSpanId).toBe(
-      span('StartActivity:postRunLocalTry').spanId,
+    expect(span('StartActivity:postRunWithInputBytes').parentSpanId).toBe(
+      span('RunWorkflow:dispatch').spanId,
     );
-    expect(span('POST /v1/runs').parentSpanId).toBe(span('RunActivity:postRunLocalTry').spanId);
+    expect(span('RunActivity:postRunWithInputBytes').parentSpanId).toBe(
+      span('StartActivity:postRunWithInputBytes').spanId,
+    );
+    expect(span('POST /v1/runs').parentSpanId).toBe(span('RunActivity:postRunWithInputBytes').spanId);
     expect(span('POST /v1/runs').service).toBe('poimen-relay-worker');
     // What the API received is the call's own span.
     expect(apiParent).toBe(span('POST /v1/runs').spanId);

@@ -43,11 +43,6 @@ export interface BreakerGate {
   ): void;
   /** The worker is shutting down: waiting attempts end now (retryable) rather than at the grace time. */
   releaseWaiters(): void;
-  /**
-   * Whether a local try may call now: both breakers closed, and calls not paced by RUNS_API_MAX_RPS (a local
-   * activity never passes the task queue's rate limit).
-   */
-  allowsLocalTry(tenant: string): boolean;
 }
 
 export interface BreakerGateOptions {
@@ -206,8 +201,5 @@ export function createBreakerGate(
       global.releaseWaiters();
       for (const b of tenants.values()) b.releaseWaiters();
     },
-
-    allowsLocalTry: (tenant) =>
-      !opts.paced && global.state === 'closed' && (tenants.get(tenant)?.state ?? 'closed') === 'closed',
   };
 }

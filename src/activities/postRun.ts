@@ -1,14 +1,12 @@
 /**
- * `postRun` and its successors by shape (recorded histories name each; test/unit/signatures.test.ts): each is one
- * attempt of the runs API call (./runsApiCall) inside its entry in the attempt history (./recordedAttempt); the
- * local-first pair (./localTry) is built on the same call.
+ * `postRun` and its two successors by shape (recorded histories name each; test/unit/signatures.test.ts): each is
+ * one attempt of the runs API call (./runsApiCall) inside its entry in the attempt history (./recordedAttempt).
  */
 import { Context } from '@temporalio/activity';
 import type { DispatchResult, PostRunHeadInput, PostRunInput } from '../contract/workflow';
 import type { ActivityDeps } from './deps';
 import { recordedAttempt } from './recordedAttempt';
 import { createRunsApiCall } from './runsApiCall';
-import { createLocalTry } from './localTry';
 
 export function createPostRun(deps: ActivityDeps) {
   const callOnce = createRunsApiCall(deps);
@@ -54,10 +52,5 @@ export function createPostRun(deps: ActivityDeps) {
     });
   }
 
-  return {
-    postRun,
-    postRunWithInputBytes,
-    postRunReadingInput,
-    ...createLocalTry(deps, callOnce, postRun),
-  };
+  return { postRun, postRunWithInputBytes, postRunReadingInput };
 }

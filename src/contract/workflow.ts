@@ -5,7 +5,7 @@
  * never changes under the same workflow or activity name (test/unit/signatures.test.ts).
  */
 import type { Dispatch, DispatchHead, LegacyDispatch } from './dispatch';
-import type { AttemptEntry, AttemptHistory } from './attempts';
+import type { AttemptHistory } from './attempts';
 import type { DlqSource } from './dlqRecord';
 
 /** Retry and timeout settings for the `postRun` activity (contract §5 defaults). */
@@ -128,46 +128,6 @@ export const largeInputTaskQueue = (taskQueue: string): string => `${taskQueue}-
  * limits that queue; neither may hold a dead letter back.
  */
 export const DEAD_LETTER_QUEUE_PATCH = 'deadLetter-own-queue';
-
-/**
- * Executions that record this patch try the call first as a local activity (`postRunLocalTry`) inside their first
- * workflow task: one attempt, the attempt's own HTTP timeout, no local retries. A success completes the dispatch
- * in that task; anything else continues on the durable call, `postRunAfterLocalTry`, whose first attempt stands
- * for the local try (src/workflows/localFirst.ts). Inputs over LARGE_INPUT_BYTES are not tried locally.
- */
-export const LOCAL_FIRST_PATCH = 'postRun-local-first-try';
-/** The local try's start-to-close timeout beyond its HTTP timeout, which fires first. */
-export const LOCAL_TRY_MARGIN_MS = 5_000;
-
-/** How the local try's call failed: what the durable call's first attempt reports as its own outcome. */
-export interface FirstTryFailure {
-  /** The failure type the attempt would have thrown (RUNS_API_UNAVAILABLE, RUNS_API_REJECTED, a timeout, …). */
-  type: string;
-  message: string;
-  httpStatus: number | null;
-  nonRetryable: boolean;
-  /** The delay a `Retry-After` asked for (before the durable call's own cap). */
-  retryAfterMs?: number;
-  /** The attempt's entry as the local try recorded it; absent when the local try itself timed out. */
-  attempts?: AttemptEntry[];
-  /** When the local try began, for an entry the local try could not record (ISO-8601). */
-  startedAt?: string;
-}
-
-/**
- * What `postRunLocalTry` returns (a call failure is returned, not thrown, so the workflow decides what follows):
- * the result, or how the call failed, or neither when the try made no call (a breaker not closed, or calls paced
- * by RUNS_API_MAX_RPS): the durable call then runs exactly as it does without a local try.
- */
-export interface LocalTryOutcome {
-  result?: DispatchResult;
-  failure?: FirstTryFailure;
-}
-
-/** The third argument of `postRunAfterLocalTry`: the local try's failure, absent when it made no call. */
-export interface FirstTry {
-  failure?: FirstTryFailure;
-}
 
 /** Executions that record this patch wait for the retry budget's end before dead-lettering (src/workflows/index.ts). */
 export const BUDGET_END_WAIT_PATCH = 'budget-wait-for-end';

@@ -50,12 +50,7 @@ export interface DispatchStatus {
 }
 
 /** The activities that make the runs API call (workflows/index.ts schedules one of them per execution). */
-const CALL_ACTIVITIES = new Set([
-  'postRun',
-  'postRunWithInputBytes',
-  'postRunReadingInput',
-  'postRunAfterLocalTry',
-]);
+const CALL_ACTIVITIES = new Set(['postRun', 'postRunWithInputBytes', 'postRunReadingInput']);
 
 function iso(ts: { seconds?: unknown; nanos?: number | null } | null | undefined): string | null {
   if (!ts || ts.seconds === undefined || ts.seconds === null) return null;

@@ -98,15 +98,12 @@ export async function lastCallHistory(
   return failed ? historyOfFailure(failureOf(failed)) : undefined;
 }
 
-/** The marker a local activity's outcome is recorded by (the SDK core's name): the local-first call's try. */
-const LOCAL_TRY = 'core_local_activity';
-
 /**
  * For a completed dispatch: the attempt its call succeeded on and the failure of the attempt before it. Temporal
  * writes an activity's `ActivityTaskStarted` when the activity ends, with the attempt that ended it and the last
  * failure before it; the earlier attempts' entries lived in heartbeats, which a completed activity does not keep.
  * A completed execution's only activity is its call (a dead letter fails the execution), so the newest such event is
- * the call's; a call that succeeded on its local try has no activity event but the try's marker.
+ * the call's.
  */
 export async function completedCall(
   getHistoryReverse: ReadReverse,
@@ -114,16 +111,14 @@ export async function completedCall(
   workflowId: string,
   runId: string,
 ): Promise<{ attempt: number; lastFailure: Failure | null } | undefined> {
-  const event = await newestEvent(
-    getHistoryReverse,
-    namespace,
-    workflowId,
-    runId,
-    (e) =>
-      !!e.activityTaskStartedEventAttributes || e.markerRecordedEventAttributes?.markerName === LOCAL_TRY,
-  );
-  // A call that succeeded on its local try (the local-first call): one attempt, no failure before it.
-  if (event?.markerRecordedEventAttributes) return { attempt: 1, lastFailure: null };
-  const started = event?.activityTaskStartedEventAttributes;
+  const started = (
+    await newestEvent(
+      getHistoryReverse,
+      namespace,
+      workflowId,
+      runId,
+      (e) => !!e.activityTaskStartedEventAttributes,
+    )
+  )?.activityTaskStartedEventAttributes;
   return started ? { attempt: started.attempt ?? 1, lastFailure: started.lastFailure ?? null } : undefined;
 }

@@ -168,8 +168,6 @@ async function assemble(
         ...workflowSinks,
         activities,
         maxConcurrentActivityTaskExecutions: cfg.worker.maxConcurrentActivities,
-        // Local tries (src/workflows/localFirst.ts) hold calls as the activity slots do, and as many.
-        maxConcurrentLocalActivityExecutions: cfg.worker.maxConcurrentActivities,
         maxConcurrentWorkflowTaskExecutions: cfg.worker.maxConcurrentWorkflowTasks,
         // Set, not derived: the SDK sizes the default from the heap limit, and under the worker's heap cap that
         // default is 10, which evicts most dispatches between their two workflow tasks (docs/performance.md).

@@ -15,7 +15,6 @@ import {
 } from '@temporalio/workflow';
 import type { RelayActivities } from '../activities';
 import { endingOf } from './ending';
-import { localFirstCall } from './localFirst';
 import {
   BREAKER_HEARTBEAT_MARGIN_MS,
   BUDGET_END_WAIT_PATCH,
@@ -27,7 +26,6 @@ import {
   type DispatchInput,
   LARGE_INPUT_BYTES,
   LARGE_INPUT_QUEUE_PATCH,
-  LOCAL_FIRST_PATCH,
   POST_RUN_BY_SHAPE_PATCH,
   largeInputTaskQueue,
   type DispatchResult,
@@ -95,7 +93,7 @@ export async function dispatch(input: DispatchInput): Promise<DispatchResult> {
   // Scheduling encodes the activity's arguments at once; after that the execution, cached between its
   // workflow tasks for as long as the call is retried, needs none of the input (a dead letter reads it back
   // from the start event). Dropped from the argument object itself, which the SDK also references.
-  const call = scheduleCall(activities, callOptions, input, policy, firstAttemptAt);
+  const call = scheduleCall(activities, callOptions, input, policy.attemptTimeoutMs);
   (input as { dispatch?: unknown }).dispatch = undefined;
   try {
     return await call;
@@ -133,21 +131,20 @@ export async function dispatch(input: DispatchInput): Promise<DispatchResult> {
 
 /**
  * Schedules `postRun` with the input's text as bytes (a binary payload: off the JavaScript heap in the activity,
- * where up to POIMEN_WORKER_MAX_ACTIVITIES calls hold theirs at once), trying it first as a local activity
- * (./localFirst). Executions started before `input_json` pass their parsed input as they always did.
+ * where up to POIMEN_WORKER_MAX_ACTIVITIES calls hold theirs at once). Executions started before `input_json`
+ * pass their parsed input as they always did.
  */
 function scheduleCall(
   { postRun, postRunWithInputBytes }: Pick<RelayActivities, 'postRun' | 'postRunWithInputBytes'>,
   callOptions: ActivityOptions,
   input: DispatchInput,
-  policy: DispatchPolicy,
-  firstAttemptAt: number,
+  attemptTimeoutMs: number,
 ): Promise<DispatchResult> {
   const { dispatch } = input;
   const common = {
     tenant: input.tenant,
     ...(input.traceparent ? { traceparent: input.traceparent } : {}),
-    attemptTimeoutMs: policy.attemptTimeoutMs,
+    attemptTimeoutMs,
     recordTimestampMs: Number(input.source.timestamp),
   };
   if (!('input_json' in dispatch)) return postRun({ ...common, dispatch });
@@ -156,11 +153,6 @@ function scheduleCall(
   // The sandbox's own Uint8Array: the payload converter recognises binary data by `instanceof`.
   const bytes = new Uint8Array(encoded.buffer, encoded.byteOffset, encoded.byteLength);
   const head = { ...common, dispatch: { workflow_ref, goal_id, dispatch_key } };
-  // The local-first call implies the call by shape, so a happy path records one patch marker, not two. Asked first:
-  // executions recorded before it have no such marker and go on below as they ran.
-  if (bytes.byteLength <= LARGE_INPUT_BYTES && patched(LOCAL_FIRST_PATCH)) {
-    return localFirstCall({ head, bytes, callOptions, policy, firstAttemptAt });
-  }
   // Executions recorded before the patch scheduled `postRun(head, bytes)` and must replay as they ran.
   if (!patched(POST_RUN_BY_SHAPE_PATCH)) return postRun(head, bytes);
   // A large input is not scheduled at all (the SDK core would keep it while the execution is cached): the call

@@ -21,8 +21,6 @@ import {
   deadLetterTaskQueue,
   largeInputTaskQueue,
 } from '../../src/contract/workflow';
-import { createLocalTry } from '../../src/activities/localTry';
-import type { ActivityDeps } from '../../src/activities/deps';
 import { historyToJson } from '../support/histories';
 import { recordingHistories, writeHistoryFixture } from '../support/recordHistories';
 
@@ -52,8 +50,6 @@ afterAll(async () => {
 });
 
 interface Calls {
-  /** Every runs API call made: the local try's, then the durable call's (postRunWithInputBytes or after the try). */
-  call: [PostRunHeadInput, Uint8Array][];
   postRun: unknown[][];
   postRunWithInputBytes: [PostRunHeadInput, Uint8Array][];
   postRunReadingInput: PostRunHeadInput[];
@@ -65,7 +61,6 @@ type PostRunImpl = (attempt: number) => Promise<{ run_id: string; admission: 'cr
 
 async function runDispatch(input: DispatchInput, post: PostRunImpl) {
   const calls: Calls = {
-    call: [],
     postRun: [],
     postRunWithInputBytes: [],
     postRunReadingInput: [],
@@ -74,19 +69,6 @@ async function runDispatch(input: DispatchInput, post: PostRunImpl) {
   };
   let attempts = 0;
   const taskQueue = `unit-${uuid()}`;
-  const callApi = async (head: PostRunHeadInput, bytes: Uint8Array) => {
-    calls.call.push([head, bytes]);
-    return post(++attempts);
-  };
-  // The local-first pair as the worker builds it, around a mocked call: the local try and the durable call after it.
-  const localFirst = createLocalTry(
-    { gate: { allowsLocalTry: () => true } } as unknown as ActivityDeps,
-    async (head, bytes, _ctx, onCall) => {
-      onCall();
-      return callApi(head, bytes);
-    },
-    callApi,
-  );
   const worker = await Worker.create({
     connection: env.nativeConnection,
     taskQueue,
@@ -98,9 +80,8 @@ async function runDispatch(input: DispatchInput, post: PostRunImpl) {
       },
       postRunWithInputBytes: async (head: PostRunHeadInput, bytes: Uint8Array) => {
         calls.postRunWithInputBytes.push([head, bytes]);
-        return callApi(head, bytes);
+        return post(++attempts);
       },
-      ...localFirst,
       deadLetter: async () => {
         throw new Error('deadLetter belongs on its own queue');
       },
@@ -166,7 +147,7 @@ function scheduled(events: temporal.api.history.v1.IHistoryEvent[]) {
 }
 
 describe('the dispatch workflow', () => {
-  test('tries the call first as a local activity (head, input bytes) and, when it succeeds, completes in one workflow task', async () => {
+  test('schedules postRunWithInputBytes(head, input bytes) behind the patch, with the policy as retry policy, and returns its answer', async () => {
     const { result, error, calls, events } = await runDispatch(input(), async () => ({
       run_id: 'r-1',
       admission: 'created',
@@ -174,10 +155,9 @@ describe('the dispatch workflow', () => {
     expect(error).toBeUndefined();
     expect(result).toEqual({ run_id: 'r-1', admission: 'created' });
     expect(calls.postRun).toEqual([]);
-    expect(calls.postRunWithInputBytes).toEqual([]);
     expect(calls.deadLetter).toEqual([]);
-    expect(calls.call).toHaveLength(1);
-    const [head, bytes] = calls.call[0]!;
+    expect(calls.postRunWithInputBytes).toHaveLength(1);
+    const [head, bytes] = calls.postRunWithInputBytes[0]!;
     expect(head).toEqual({
       tenant: 'acme',
       traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
@@ -186,32 +166,11 @@ describe('the dispatch workflow', () => {
       dispatch: { workflow_ref: 'onboarding@v3', goal_id: 'g-1', dispatch_key: 'd-1' },
     });
     expect(Buffer.from(bytes).toString('utf8')).toBe(INPUT_TEXT);
-    // One patch marker (the local-first one implies the call by shape), so this execution replays into the same
-    // branch; the try's outcome is its own marker; no activity is scheduled and one workflow task does it all.
-    const markers = events.map((e) => e.markerRecordedEventAttributes?.markerName).filter(Boolean);
-    expect(markers).toEqual(['core_patch', 'core_local_activity']);
-    expect(scheduled(events)).toEqual([]);
-    expect(events.filter((e) => e.workflowTaskCompletedEventAttributes)).toHaveLength(1);
-    expect(events.length).toBeLessThanOrEqual(8);
-  });
-
-  test('a local try that fails continues on postRunAfterLocalTry, with the policy as retry policy, attempt 1 being the try', async () => {
-    const { result, calls, events } = await runDispatch(input(), async (attempt) => {
-      if (attempt === 1) {
-        throw ApplicationFailure.create({
-          type: 'RunsApiUnavailable',
-          message: 'runs API answered 503',
-          details: [{ httpStatus: 503, attempt }],
-        });
-      }
-      return { run_id: 'r-2', admission: 'created' };
-    });
-    expect(result).toEqual({ run_id: 'r-2', admission: 'created' });
-    // The try, then the durable call's second attempt: its first reports the try's outcome without calling.
-    expect(calls.call).toHaveLength(2);
-    expect(calls.postRunWithInputBytes).toEqual([]);
+    // The patch is recorded, so this execution replays into the same branch.
+    const markers = events.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch');
+    expect(markers).toHaveLength(1);
     const [call] = scheduled(events);
-    expect(call!.activityType?.name).toBe('postRunAfterLocalTry');
+    expect(call!.activityType?.name).toBe('postRunWithInputBytes');
     const rp = call!.retryPolicy!;
     expect(rp.maximumAttempts).toBe(3);
     expect(rp.backoffCoefficient).toBe(1.5);
@@ -224,12 +183,6 @@ describe('the dispatch workflow', () => {
     expect(rp.nonRetryableErrorTypes).toEqual(['RunsApiRejected']);
     // The HTTP timeout fires first; the start-to-close bound only catches a worker that died mid-call.
     expect(Number(call!.startToCloseTimeout?.seconds)).toBe(7);
-    const started = events.find(
-      (e) => e.activityTaskStartedEventAttributes,
-    )!.activityTaskStartedEventAttributes!;
-    expect(started.attempt).toBe(2);
-    expect(started.lastFailure?.message).toBe('runs API answered 503');
-    expect(started.lastFailure?.applicationFailureInfo?.type).toBe('RunsApiUnavailable');
   });
 
   test('a retryable failure is retried by Temporal until it succeeds', async () => {
@@ -238,7 +191,7 @@ describe('the dispatch workflow', () => {
       return { run_id: 'r-3', admission: 'existing' };
     });
     expect(result).toEqual({ run_id: 'r-3', admission: 'existing' });
-    expect(calls.call).toHaveLength(3);
+    expect(calls.postRunWithInputBytes).toHaveLength(3);
     expect(calls.deadLetter).toEqual([]);
   });
 
@@ -251,7 +204,7 @@ describe('the dispatch workflow', () => {
         details: [{ httpStatus: 422, attempt }],
       });
     });
-    expect(calls.call).toHaveLength(1);
+    expect(calls.postRunWithInputBytes).toHaveLength(1);
     expect(calls.deadLetter).toHaveLength(1);
     const dl = calls.deadLetter[0]!;
     expect(dl).toMatchObject({
@@ -279,7 +232,7 @@ describe('the dispatch workflow', () => {
         details: [{ httpStatus: 503, attempt }],
       });
     });
-    expect(calls.call).toHaveLength(3);
+    expect(calls.postRunWithInputBytes).toHaveLength(3);
     expect(calls.deadLetter).toHaveLength(1);
     expect(calls.deadLetter[0]).toMatchObject({ httpStatus: 503, retryCount: 3, maxRetries: 3 });
     expect(((error as WorkflowFailedError).cause as ApplicationFailure).type).toBe('DispatchFailed');
@@ -298,15 +251,13 @@ describe('the dispatch workflow', () => {
 
     test('the call is bounded by the budget (schedule-to-close), has no count limit, and heartbeats', async () => {
       const policy = { ...BUDGET, maxDurationMs: 60_000 };
-      const { result, events } = await runDispatch(input({ policy }), async (attempt) => {
-        if (attempt === 1) throw unavailable(attempt);
-        return { run_id: 'r-1', admission: 'created' };
-      });
+      const { result, events } = await runDispatch(input({ policy }), async () => ({
+        run_id: 'r-1',
+        admission: 'created',
+      }));
       expect(result).toEqual({ run_id: 'r-1', admission: 'created' });
       const [call] = scheduled(events);
-      // The budget counts from the first attempt, the local try: the durable call has what the try left.
-      expect(ms(call!.scheduleToCloseTimeout)).toBeLessThanOrEqual(60_000);
-      expect(ms(call!.scheduleToCloseTimeout)).toBeGreaterThan(55_000);
+      expect(ms(call!.scheduleToCloseTimeout)).toBe(60_000);
       expect(ms(call!.heartbeatTimeout)).toBe(2_000 + 20_000);
       expect(call!.retryPolicy!.maximumAttempts ?? 0).toBe(0);
     });
@@ -318,7 +269,7 @@ describe('the dispatch workflow', () => {
       });
       expect(calls.deadLetter).toHaveLength(1);
       expect(calls.deadLetterAt[0]! - started).toBeGreaterThanOrEqual(3_000);
-      const attempts = calls.call.length;
+      const attempts = calls.postRunWithInputBytes.length;
       // The dev server's retry timers fire about once a second, whatever the shorter policy intervals say.
       expect(attempts).toBeGreaterThanOrEqual(2);
       expect(calls.deadLetter[0]).toMatchObject({ httpStatus: 503, retryCount: attempts, maxRetries: 0 });
@@ -339,7 +290,7 @@ describe('the dispatch workflow', () => {
           throw unavailable(attempt);
         },
       );
-      expect(calls.call).toHaveLength(2);
+      expect(calls.postRunWithInputBytes).toHaveLength(2);
       expect(calls.deadLetter[0]).toMatchObject({ retryCount: 2, maxRetries: 2 });
       expect(calls.deadLetter[0]!.error).toBe('RETRY_MAX_ATTEMPTS (2) spent; last: runs API answered 503');
     });
@@ -355,7 +306,7 @@ describe('the dispatch workflow', () => {
           nextRetryDelay: '1 minute',
         });
       });
-      expect(calls.call).toHaveLength(1);
+      expect(calls.postRunWithInputBytes).toHaveLength(1);
       expect(calls.deadLetter).toHaveLength(1);
       const byId = new Map(events.map((e) => [Number(e.eventId), e]));
       // The workflow's clock is the start of the workflow task it runs in, in whole milliseconds (event times
@@ -409,15 +360,14 @@ describe('the dispatch workflow', () => {
       if (recordingHistories()) writeHistoryFixture('completed-large-input', historyToJson({ events }));
     });
 
-    test('of exactly 32 KiB, or smaller, is tried locally with its bytes', async () => {
+    test('of exactly 32 KiB, or smaller, keeps the main queue and carries its bytes', async () => {
       for (const bytes of [32 * 1024, 1_024]) {
         const { calls, events } = await runDispatch(sized(bytes), async () => ({
           run_id: 'r-s',
           admission: 'created',
         }));
-        // Tried locally, so nothing is scheduled at all.
-        expect(queues(events)).toEqual([]);
-        expect(calls.call[0]![1].byteLength).toBe(bytes);
+        expect(queues(events)).toEqual([['postRunWithInputBytes', 'tq']]);
+        expect(calls.postRunWithInputBytes[0]![1].byteLength).toBe(bytes);
       }
     });
   });

@@ -11,10 +11,7 @@ import { REPO_ROOT } from './cli';
 
 export function earlierBuild(commit: string): string {
   const dir = path.join(loadStackConfig().cacheDir, 'earlier-builds', commit);
-  if (fs.existsSync(path.join(dir, 'dist', 'workflow-bundle.js'))) {
-    relinkModules(dir);
-    return dir;
-  }
+  if (fs.existsSync(path.join(dir, 'dist', 'workflow-bundle.js'))) return dir;
   const tmp = `${dir}.tmp-${process.pid}`;
   fs.rmSync(tmp, { recursive: true, force: true });
   fs.mkdirSync(tmp, { recursive: true });
@@ -29,21 +26,4 @@ export function earlierBuild(commit: string): string {
   fs.rmSync(dir, { recursive: true, force: true });
   fs.renameSync(tmp, dir);
   return dir;
-}
-
-/**
- * The cache is shared by every clone on the machine, and a build links the node_modules of the clone that made it,
- * which may since be gone (a CI clone in /tmp): then it links this checkout's.
- */
-function relinkModules(dir: string): void {
-  const link = path.join(dir, 'node_modules');
-  // existsSync follows the link: false when its target is gone.
-  if (fs.existsSync(link)) return;
-  fs.rmSync(link, { force: true });
-  try {
-    fs.symlinkSync(path.join(REPO_ROOT, 'node_modules'), link);
-  } catch (err) {
-    // Another run repaired it at the same moment.
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-  }
 }

@@ -63,8 +63,7 @@ export function dispatchWorkflowId(history: unknown): string {
 /**
  * The fixtures in `dir` and its subdirectories, named `<name>` or `<subdirectory>/<name>`. A subdirectory keeps
  * histories made by an earlier version of the relay (`input-parsed/`: before the input travelled as text;
- * `attempt-count/`: before the retry budget; `before-local-first/`: before the call's first attempt was a local
- * activity),
+ * `attempt-count/`: before the retry budget),
  * which executions still running at a deploy have, so they must go on replaying.
  */
 export function loadHistoryFixtures(dir: string = HISTORIES_DIR): HistoryFixture[] {

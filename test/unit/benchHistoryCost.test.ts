@@ -33,27 +33,8 @@ const upsert = (...names: string[]) =>
   });
 
 describe('a recorded dispatch history', () => {
-  test('the local-first happy path: 8 events, 2 actions (start, the one task with the patch and the try markers)', () => {
+  test('the happy path: 13 events, 3 actions (start, the patch marker task, the activity)', () => {
     const cost = historyCost(fixture('completed-created'));
-    expect(cost.events).toBe(8);
-    expect(cost.events_by_type).toMatchObject({ WORKFLOW_TASK_COMPLETED: 1, MARKER_RECORDED: 2 });
-    expect(cost.events_by_type.ACTIVITY_TASK_SCHEDULED).toBeUndefined();
-    expect(cost.actions_by_type).toEqual({ start_workflow: 1, record_activity_markers: 1 });
-  });
-
-  test('a failed local try: the durable call with one retry (its attempt 1 is the try), the markers one action', () => {
-    const cost = historyCost(fixture('completed-after-503-retries'));
-    expect(cost.events).toBe(14);
-    expect(cost.actions_by_type).toEqual({
-      start_workflow: 1,
-      record_activity_markers: 1,
-      schedule_activity: 1,
-      retry_activity: 2,
-    });
-  });
-
-  test('before the local try, the happy path: 13 events, 3 actions (start, the patch marker task, the activity)', () => {
-    const cost = historyCost(fixture('before-local-first/completed-created'));
     expect(cost.events).toBe(13);
     expect(cost.events_by_type).toMatchObject({
       WORKFLOW_EXECUTION_STARTED: 1,
@@ -72,7 +53,7 @@ describe('a recorded dispatch history', () => {
   });
 
   test('two retried attempts add two actions and no event (the attempt number is on ActivityTaskStarted)', () => {
-    const cost = historyCost(fixture('before-local-first/completed-after-503-retries'));
+    const cost = historyCost(fixture('completed-after-503-retries'));
     expect(cost.events).toBe(13);
     expect(cost.actions_by_type.retry_activity).toBe(2);
     expect(cost.actions).toBe(5);
@@ -80,7 +61,7 @@ describe('a recorded dispatch history', () => {
   });
 
   test('a reset run: the copied start is billed on the original run; the reset is one action', () => {
-    const cost = historyCost(fixture('before-local-first/completed-after-reset'));
+    const cost = historyCost(fixture('completed-after-reset'));
     expect(cost.events).toBe(16);
     expect(cost.actions_by_type).toEqual({
       reset_workflow: 1,
@@ -90,7 +71,7 @@ describe('a recorded dispatch history', () => {
   });
 
   test('a spent budget: three retries, the waiting timer, two calls and a marker task each', () => {
-    const cost = historyCost(fixture('before-local-first/failed-budget-spent'));
+    const cost = historyCost(fixture('failed-budget-spent'));
     expect(cost.events).toBe(28);
     expect(cost.actions_by_type).toEqual({
       start_workflow: 1,
@@ -103,19 +84,13 @@ describe('a recorded dispatch history', () => {
   });
 
   test('every recorded history counts without error, and events add up to the history length', () => {
-    const files = ['', 'before-local-first/'].flatMap((dir) =>
-      fs
-        .readdirSync(path.join(HISTORIES_DIR, dir))
-        .filter((f) => f.endsWith('.json'))
-        .map((f) => `${dir}${f}`),
-    );
-    expect(files.length).toBeGreaterThan(10);
+    const files = fs.readdirSync(HISTORIES_DIR).filter((f) => f.endsWith('.json'));
+    expect(files.length).toBeGreaterThan(5);
     for (const f of files) {
       const json = fixture(f.replace(/\.json$/, '')) as { events: unknown[] };
       const cost = historyCost(json);
       expect(Object.values(cost.events_by_type).reduce((a, b) => a + b, 0)).toBe(json.events.length);
-      // A start, and a task with markers (the local try's at least), or a scheduled call.
-      expect(cost.actions).toBeGreaterThanOrEqual(2);
+      expect(cost.actions).toBeGreaterThanOrEqual(3);
     }
   });
 });
@@ -166,8 +141,8 @@ describe('the rules the dispatch does not exercise', () => {
 
 describe('over a sample', () => {
   test('means per dispatch, and the extra cost of a retried attempt against the happy path', () => {
-    const happy = historyCost(fixture('before-local-first/completed-created'));
-    const retried = historyCost(fixture('before-local-first/completed-after-503-retries'));
+    const happy = historyCost(fixture('completed-created'));
+    const retried = historyCost(fixture('completed-after-503-retries'));
     const s = summarize([happy, happy, retried]);
     expect(s.executions).toBe(3);
     expect(s.events_per_dispatch).toBe(13);

@@ -78,38 +78,8 @@ test('the fixtures cover every dispatch outcome, as this version records them an
       // Before the retry budget (attempt counts only), and before that, before the input travelled as text.
       ...OUTCOMES.map((o) => `attempt-count/${o}`),
       ...OUTCOMES.map((o) => `input-parsed/${o}`),
-      // Before the local-first call: the call was a scheduled activity from its first attempt.
-      ...[...OUTCOMES, 'failed-budget-spent'].map((o) => `before-local-first/${o}`),
     ]),
   );
-});
-
-const eventTypes = (name: string): string[] =>
-  (fixtures.find((f) => f.name === name)!.json as { events: { eventType: string }[] }).events.map((e) =>
-    e.eventType.replace('EVENT_TYPE_', ''),
-  );
-
-test('this version records the local-first shape: a happy path in one workflow task, a failed try on the durable call', () => {
-  // The first call succeeded as the local try: no activity, one workflow task, the try's marker.
-  expect(eventTypes('completed-created')).toEqual([
-    'WORKFLOW_EXECUTION_STARTED',
-    'WORKFLOW_TASK_SCHEDULED',
-    'WORKFLOW_TASK_STARTED',
-    'WORKFLOW_TASK_COMPLETED',
-    'MARKER_RECORDED',
-    'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES',
-    'MARKER_RECORDED',
-    'WORKFLOW_EXECUTION_COMPLETED',
-  ]);
-  // The first call failed: the try's marker, then the durable call in the same workflow task.
-  const fallback = eventTypes('completed-after-503-retries');
-  expect(fallback.slice(4, 8)).toEqual([
-    'MARKER_RECORDED',
-    'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES',
-    'MARKER_RECORDED',
-    'ACTIVITY_TASK_SCHEDULED',
-  ]);
-  expect(eventTypes('before-local-first/completed-created')).toHaveLength(13);
 });
 
 test.each(fixtures.map((f): [string, HistoryFixture] => [f.name, f]))(
