@@ -116,10 +116,7 @@ test('worker and ingester connect through a TOML profile and pick up a rotated A
   expect(keysOf(proxy.calls, INGESTER_CALLS)).toEqual(['Bearer key-one', 'Bearer key-two']);
   const workerKeys = keysOf(proxy.calls, WORKER_CALLS);
   expect(runs(workerKeys)).toEqual(['Bearer key-one', 'Bearer key-two']);
-  // The dispatch completes by its activity, or in its first workflow task when the local first try succeeds.
-  const completions = proxy.calls.filter(
-    (c) => c.method === 'RespondActivityTaskCompleted' || c.method === 'RespondWorkflowTaskCompleted',
-  );
+  const completions = proxy.calls.filter((c) => c.method === 'RespondActivityTaskCompleted');
   expect(completions.at(-1)?.headers.authorization).toBe('Bearer key-two');
   expect(processes.every((p) => p.child.exitCode === null)).toBe(true);
 });
