@@ -4,7 +4,8 @@
  * through the replay path, with the redrive count in the `poimen-redrive-count` header: the one the API now
  * takes reaches it with exactly one 201, the one it still refuses is dead-lettered again carrying the count, and
  * with --max used up that dead letter stays put (pending in the backlog, never re-published). Another tenant's
- * dead letters, which nothing redrives, stay as they were.
+ * dead letters, which nothing redrives, stay as they were. A redriven dispatch whose record retention has deleted
+ * before it fails again keeps its count all the same (the start memo carries it), so --max still ends its redrives.
  */
 import type { Admin } from 'kafkajs';
 import { type DlqRecord, REDRIVE_COUNT_HEADER, topics } from '../src/contract';
@@ -132,4 +133,43 @@ test('redrive after recovery: one 201 for the recovered dispatch; the one still 
   expect(otherDispatched.filter((s) => s.headers['poimen-replay-of'] !== undefined)).toEqual([]);
   expect(hh.api.requestsFor('untouched').some((r) => r.answer === 201)).toBe(false);
   await hh.expectCommittedAtLogEnd();
+});
+
+test('a redriven record that retention deletes before the dispatch fails again still counts toward --max', async () => {
+  // Two attempts 5 s apart: the window in which the redriven record is deleted, before its dead letter is written.
+  h = await createHarness({
+    env: { RETRY_MAX_ATTEMPTS: '2', RETRY_INITIAL_INTERVAL_MS: '5000', POIMEN_DLQ_REFRESH_MS: '500' },
+  });
+  const hh = h;
+  const [tenant] = hh.tenants as [string];
+  hh.api.faultPolicy(() => ({ kind: 'status', status: 503 }));
+  await hh.startWorker();
+  await hh.startIngester();
+  admin = hh.kafka.admin();
+  await admin.connect();
+  const a = admin;
+
+  await hh.publish(hh.dispatchValue('gone'));
+  await dlqOf(hh, a, tenant, 1);
+  expect(await redrive(tenant, '--after', '0s', '--max', '1')).toMatchObject({ replayed: 1 });
+  // The redriven run's first attempt has been made: delete every record of the topic, as retention would.
+  await waitFor(async () => hh.api.requestsFor('gone').length >= 3, {
+    what: "the redriven run's first attempt",
+  });
+  const topic = topics.dispatch(tenant);
+  const ends = await a.fetchTopicOffsets(topic);
+  await a.deleteTopicRecords({
+    topic,
+    partitions: ends.map((p) => ({ partition: p.partition, offset: p.high })),
+  });
+
+  const second = await dlqOf(hh, a, tenant, 2);
+  expect(second[1]!.error).toContain('is no longer in Kafka');
+  expect(second[1]!.source.headers[REDRIVE_COUNT_HEADER]).toBe('1');
+  // --max 1 is used up although the dead letter could not carry the record's own headers.
+  expect(await redrive(tenant, '--after', '0s', '--max', '1')).toMatchObject({
+    replayed: 0,
+    redrivesSpent: 1,
+  });
+  expect(hh.api.requestsFor('gone')).toHaveLength(4);
 });

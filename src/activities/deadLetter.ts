@@ -6,6 +6,7 @@ import { Context } from '@temporalio/activity';
 import {
   type Dispatch,
   type LegacyDispatch,
+  REDRIVE_COUNT_HEADER,
   type RecordHeaders,
   buildDlqRecord,
   dispatchRecordKey,
@@ -63,11 +64,17 @@ export function createDeadLetter(deps: ActivityDeps) {
     } catch (err) {
       why = `could not be read (${err instanceof Error ? err.message : String(err)})`;
     }
-    const dispatch: Dispatch | LegacyDispatch =
-      input.dispatch ?? (await deps.startInput(input.workflowId, input.workflowRunId)).dispatch;
+    // Executions that carry the dispatch itself started before redrives existed: no count to keep.
+    const started = input.dispatch
+      ? undefined
+      : await deps.startedWith(input.workflowId, input.workflowRunId);
+    const dispatch: Dispatch | LegacyDispatch = input.dispatch ?? started!.input.dispatch;
+    const redrives = started?.redriveCount ?? 0;
     const s = input.source;
     return {
       value: runsApiBody(dispatch),
+      // The source record's redrive count, kept by the start memo: the next redrive reads it from these headers.
+      ...(redrives > 0 ? { headers: { [REDRIVE_COUNT_HEADER]: String(redrives) } } : {}),
       note: ` [payload rebuilt from the workflow input: ${s.topic} partition ${s.partition} offset ${s.offset} ${why}]`,
     };
   }
@@ -93,7 +100,7 @@ export function createDeadLetter(deps: ActivityDeps) {
     const dispatchKey =
       input.dispatchKey ??
       input.dispatch?.dispatch_key ??
-      (await deps.startInput(input.workflowId, input.workflowRunId)).dispatch.dispatch_key;
+      (await deps.startedWith(input.workflowId, input.workflowRunId)).input.dispatch.dispatch_key;
     const { value, key, headers, note } = await original(input, dispatchKey, signal);
     // Every attempt the call made, as the execution's history holds them: numbers without a record as NO_OUTCOME.
     // A history that cannot be read is retried with the attempt; from the third attempt on, it no longer holds the

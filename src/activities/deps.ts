@@ -6,11 +6,11 @@
 import type { Dispatcher } from 'undici';
 import type { DlqSource } from '../contract';
 import type { AttemptHistory } from '../contract/attempts';
-import type { DispatchInput } from '../contract/workflow';
 import type { DlqPublisher } from '../kafka/dlqPublisher';
 import type { SourceRecord } from '../kafka/sourceRecord';
 import type { Logger } from '../logger';
 import type { RelayMetrics } from '../metrics';
+import type { StartedWith } from '../temporal/history';
 import type { BreakerGate } from './breakerGate';
 
 export interface ActivityDeps {
@@ -22,8 +22,8 @@ export interface ActivityDeps {
   gate: BreakerGate;
   metrics: RelayMetrics;
   logger: Logger;
-  /** The argument an execution was started with (read from its history), for a dead letter's payload. */
-  startInput(workflowId: string, runId: string): Promise<DispatchInput>;
+  /** What an execution was started with (read from its history), for a dead letter's payload and redrive count. */
+  startedWith(workflowId: string, runId: string): Promise<StartedWith>;
   /** The attempt history the execution's call ended with (read from its history), for a dead letter. */
   callHistory(workflowId: string, runId: string): Promise<AttemptHistory | undefined>;
   /** The dispatch's source record read back from Kafka; undefined when it is no longer there. */

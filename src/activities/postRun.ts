@@ -41,7 +41,7 @@ export function createPostRun(deps: ActivityDeps) {
     return recordedAttempt(async (attemptCtx, onCall) => {
       const { workflowExecution: wf } = Context.current().info;
       if (!wf) throw new Error('postRunReadingInput runs only in a workflow execution');
-      const { dispatch } = await deps.startInput(wf.workflowId, wf.runId);
+      const { dispatch } = (await deps.startedWith(wf.workflowId, wf.runId)).input;
       // Reading the history may have taken a while: the call that follows gets the whole heartbeat timeout. A
       // retry heartbeats as it calls anyway (with the attempt history, which an empty heartbeat here would erase,
       // and which must be that attempt's first heartbeat to be sent at once); a first attempt has none to keep.

@@ -14,11 +14,30 @@ import { type JsonObject, decodeUtf8, isJsonObject } from './json';
  */
 export const REDRIVE_COUNT_HEADER = 'poimen-redrive-count';
 
+/**
+ * The start memo field that carries a redriven dispatch's count (the ingester copies the header into it), so the
+ * dead letter of a dispatch whose source record can no longer be read back keeps its count: without it, a redrive
+ * would read 0 and take that dispatch again and again.
+ */
+export const REDRIVE_COUNT_MEMO = 'redrive_count';
+
 /** The redrive count a dead letter's source headers carry: 0 when absent or not a count. */
 export function redriveCountOf(source: Pick<SourceHeaders, 'headers'>): number {
   const value = source.headers[REDRIVE_COUNT_HEADER];
-  const text = Array.isArray(value) ? value[value.length - 1] : value;
-  return text !== undefined && /^\d{1,6}$/.test(text) ? Number(text) : 0;
+  return countOf(Array.isArray(value) ? value[value.length - 1] : value);
+}
+
+/** The redrive count a consumed record's headers carry (its last `poimen-redrive-count`): 0 when absent or not a count. */
+export function recordRedriveCount(headers: RecordHeaders | undefined): number {
+  const value = headers?.[REDRIVE_COUNT_HEADER];
+  const last = Array.isArray(value) ? value[value.length - 1] : value;
+  return countOf(last === undefined || typeof last === 'string' ? last : decodeUtf8(last));
+}
+
+/** The value of a count header or memo field: a whole number of up to six digits, else 0. */
+export function countOf(value: unknown): number {
+  if (typeof value === 'number') return Number.isInteger(value) && value >= 0 && value < 1e6 ? value : 0;
+  return typeof value === 'string' && /^\d{1,6}$/.test(value) ? Number(value) : 0;
 }
 
 /** Kafka headers as kafkajs gives them (Buffer or string values, arrays for repeated headers). */

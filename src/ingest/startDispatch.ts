@@ -17,7 +17,7 @@ import {
   workflowId,
   type DlqSource,
 } from '../contract';
-import { sourceRecordDlqId } from '../contract';
+import { REDRIVE_COUNT_MEMO, recordRedriveCount, sourceRecordDlqId } from '../contract';
 import type { DlqPublisher } from '../kafka/dlqPublisher';
 import { type Logger, recordFields } from '../logger';
 import { SEARCH_ATTRIBUTE_KEYS } from '../temporal/searchAttributes';
@@ -44,11 +44,8 @@ function fitsKeyword(value: string): boolean {
  * How a dispatch is started: id, id policies, search attributes and memo. Shared with the benchmark's ceiling
  * phase, so the bare-Temporal figure starts exactly what the ingester starts.
  */
-export function dispatchStartOptions(
-  taskQueue: string,
-  input: DispatchInput,
-  tenantWeights: Readonly<Record<string, number>> = {},
-) {
+export function dispatchStartOptions(taskQueue: string, input: DispatchInput, extra: StartExtras = {}) {
+  const { tenantWeights = {}, redriveCount = 0 } = extra;
   const { tenant, dispatch, source } = input;
   const searchAttributes: SearchAttributePair[] = [
     { key: SA.TenantId, value: tenant },
@@ -85,8 +82,17 @@ export function dispatchStartOptions(
       partition: source.partition,
       offset: source.offset,
       record_timestamp: source.timestamp,
+      ...(redriveCount > 0 ? { [REDRIVE_COUNT_MEMO]: redriveCount } : {}),
     },
   };
+}
+
+/** What a start carries beside the workflow input. */
+export interface StartExtras {
+  /** Fairness weight per tenant (POIMEN_TENANT_WEIGHTS); a tenant not named has Temporal's default, 1. */
+  tenantWeights?: Readonly<Record<string, number>>;
+  /** The record's redrive count (its `poimen-redrive-count` header), kept in the memo for its dead letter. */
+  redriveCount?: number;
 }
 
 /** The start that runs a failed dispatch anew, for a record newer than the one that started its run. */
@@ -239,7 +245,10 @@ async function handleRecordInSpan(
       dispatch.dispatch_key,
     );
   }
-  const options = dispatchStartOptions(ctx.taskQueue, input, ctx.tenantWeights);
+  const options = dispatchStartOptions(ctx.taskQueue, input, {
+    ...(ctx.tenantWeights ? { tenantWeights: ctx.tenantWeights } : {}),
+    redriveCount: recordRedriveCount(message.headers),
+  });
   const facts = { tenant, dispatchKey: dispatch.dispatch_key, workflowId: options.workflowId, traceparent };
   try {
     const start = (o: typeof options) =>

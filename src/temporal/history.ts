@@ -1,24 +1,37 @@
 /**
  * Reads back what a `dispatch` execution was started with. The execution drops its input once its call is
  * scheduled (workflows/index.ts), so the rare dead letter takes it from the start event instead: the first event
- * of every run's history, resets included (a reset run's history begins with the original start).
+ * of every run's history, resets included (a reset run's history begins with the original start), with the start
+ * memo's redrive count.
  */
 import { type Payload, defaultPayloadConverter } from '@temporalio/common';
 import type { NativeConnection } from '@temporalio/worker';
+import { REDRIVE_COUNT_MEMO, countOf } from '../contract/dlqHeaders';
 import type { DispatchInput } from '../contract/workflow';
 
-export function startInputReader(
+/** What an execution was started with: its argument, and the redrive count its start memo carries (0 if none). */
+export interface StartedWith {
+  input: DispatchInput;
+  redriveCount: number;
+}
+
+export function startReader(
   connection: NativeConnection,
   namespace: string,
-): (workflowId: string, runId: string) => Promise<DispatchInput> {
+): (workflowId: string, runId: string) => Promise<StartedWith> {
   return async (workflowId, runId) => {
     const res = await connection.workflowService.getWorkflowExecutionHistory({
       namespace,
       execution: { workflowId, runId },
       maximumPageSize: 1,
     });
-    const payload = res.history?.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
+    const started = res.history?.events?.[0]?.workflowExecutionStartedEventAttributes;
+    const payload = started?.input?.payloads?.[0];
     if (!payload) throw new Error(`the history of ${workflowId} (run ${runId}) has no start input`);
-    return defaultPayloadConverter.fromPayload<DispatchInput>(payload as Payload);
+    const count = started?.memo?.fields?.[REDRIVE_COUNT_MEMO];
+    return {
+      input: defaultPayloadConverter.fromPayload<DispatchInput>(payload as Payload),
+      redriveCount: count ? countOf(defaultPayloadConverter.fromPayload<unknown>(count as Payload)) : 0,
+    };
   };
 }

@@ -22,7 +22,7 @@ import type { Logger } from '../logger';
 import { type Closeable, type RelayService, type RelayServiceDeps, closeOnce } from '../lifecycle';
 import { checkTemporalTls, createNativeConnection } from '../temporal/connection';
 import { lastCallHistory } from '../temporal/callAttempts';
-import { startInputReader } from '../temporal/history';
+import { startReader } from '../temporal/history';
 import { startTracing } from '../tracing/tracing';
 import { VERSION } from '../version';
 import { deadLetterTaskQueue, largeInputTaskQueue } from '../contract/workflow';
@@ -137,7 +137,7 @@ async function assemble(
     dlq,
     metrics,
     logger: logger.child({ component: 'activities' }),
-    startInput: startInputReader(connection, cfg.temporal.namespace),
+    startedWith: startReader(connection, cfg.temporal.namespace),
     callHistory: (workflowId, runId) =>
       lastCallHistory(
         (req) => connection.workflowService.getWorkflowExecutionHistoryReverse(req),

@@ -6,19 +6,20 @@
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import { Agent } from 'undici';
-import type { DlqRecord } from '../../src/contract';
+import { type DlqRecord, redriveCountOf } from '../../src/contract';
 import { createActivities } from '../../src/activities';
 import { createBreakerGate } from '../../src/activities/breakerGate';
 import type { DlqPublisher } from '../../src/kafka/dlqPublisher';
 import type { SourceRecord } from '../../src/kafka/sourceRecord';
 import { createLogger } from '../../src/logger';
 import { createMetrics } from '../../src/metrics';
-import type { DeadLetterInput } from '../../src/contract/workflow';
+import type { DeadLetterInput, DispatchInput } from '../../src/contract/workflow';
+import type { StartedWith } from '../../src/temporal/history';
 
 const dispatcher = new Agent();
 afterAll(() => dispatcher.close());
 
-function deadLetterWith(found: SourceRecord) {
+function deadLetterWith(found: SourceRecord | undefined, startedWith?: StartedWith) {
   const published: DlqRecord[] = [];
   const metrics = createMetrics();
   const logger = createLogger('unit', 'silent');
@@ -34,7 +35,7 @@ function deadLetterWith(found: SourceRecord) {
     } as unknown as DlqPublisher,
     metrics,
     logger,
-    startInput: () => Promise.reject(new Error('not used')),
+    startedWith: async () => startedWith ?? Promise.reject(new Error('not used')),
     sourceRecord: async () => found,
     callHistory: async () => undefined,
   });
@@ -91,5 +92,26 @@ describe('deadLetter: the source record is carried only when it is this dispatch
     expect(JSON.parse(dl.payload!)).toEqual(INPUT.dispatch);
     expect(dl.source.key).toBeNull();
     expect(dl.error).toContain('poimen.acme.dispatch partition 0 offset 7 holds another record');
+  });
+
+  test('a redriven dispatch whose record is gone keeps its redrive count, from the start memo', async () => {
+    // Without it a redrive reads 0 from the rebuilt dead letter and takes this dispatch again, without end.
+    const { dispatch: _carriedByOldExecutionsOnly, ...current } = INPUT;
+    const started = { tenant: 'acme', dispatch: INPUT.dispatch!, source: INPUT.source } as DispatchInput;
+    const { acts, published } = deadLetterWith(undefined, { input: started, redriveCount: 2 });
+    await env().run(acts.deadLetter, current);
+    const [dl] = published as [DlqRecord];
+    expect(JSON.parse(dl.payload!)).toEqual(INPUT.dispatch);
+    expect(dl.error).toContain('is no longer in Kafka');
+    expect(dl.source.headers).toEqual({ 'poimen-redrive-count': '2' });
+    expect(redriveCountOf(dl.source)).toBe(2);
+  });
+
+  test('a dispatch never redriven whose record is gone gets no count header', async () => {
+    const { dispatch: _carriedByOldExecutionsOnly, ...current } = INPUT;
+    const started = { tenant: 'acme', dispatch: INPUT.dispatch!, source: INPUT.source } as DispatchInput;
+    const { acts, published } = deadLetterWith(undefined, { input: started, redriveCount: 0 });
+    await env().run(acts.deadLetter, current);
+    expect(published[0]!.source.headers).toEqual({});
   });
 });

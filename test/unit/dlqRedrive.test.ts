@@ -3,7 +3,15 @@
  * ran out of retries, once old enough, while their dispatch has redrives left, with the count raised by one in
  * the `poimen-redrive-count` header; everything else stays pending. Pure: no broker.
  */
-import { type DlqRecord, REDRIVE_COUNT_HEADER, buildDlqRecord, redriveCountOf } from '../../src/contract';
+import {
+  type DlqRecord,
+  REDRIVE_COUNT_HEADER,
+  REDRIVE_COUNT_MEMO,
+  buildDlqRecord,
+  recordRedriveCount,
+  redriveCountOf,
+} from '../../src/contract';
+import { dispatchStartOptions } from '../../src/ingest/startDispatch';
 import { decide, republishedMessage } from '../../src/ops/dlqVerdict';
 
 const NOW = Date.parse('2026-12-04T10:00:00Z');
@@ -78,4 +86,27 @@ test('the re-published message is the source record, its redrive count raised by
   expect(
     republishedMessage('acme', failure({ count: '2' }), undefined).headers[REDRIVE_COUNT_HEADER]?.toString(),
   ).toBe('2');
+});
+
+describe('the count travels from the redriven record into its start memo', () => {
+  test("a consumed record's count: its last header, as bytes or text; anything else is 0", () => {
+    expect(recordRedriveCount({ [REDRIVE_COUNT_HEADER]: Buffer.from('2') })).toBe(2);
+    expect(recordRedriveCount({ [REDRIVE_COUNT_HEADER]: [Buffer.from('1'), '3'] })).toBe(3);
+    expect(recordRedriveCount({ [REDRIVE_COUNT_HEADER]: Buffer.from('-1') })).toBe(0);
+    expect(recordRedriveCount({ [REDRIVE_COUNT_HEADER]: Buffer.from([0xff]) })).toBe(0);
+    expect(recordRedriveCount({ other: '4' })).toBe(0);
+    expect(recordRedriveCount(undefined)).toBe(0);
+  });
+
+  test('the start memo carries a count above 0, and nothing otherwise', () => {
+    const input = {
+      tenant: 'acme',
+      dispatch: { workflow_ref: 'w@1', input: {}, goal_id: null, dispatch_key: 'd-1' },
+      source: { topic: 'poimen.acme.dispatch', partition: 0, offset: '7', timestamp: String(NOW) },
+      policy: { retry: { maxAttempts: 0 } },
+    } as unknown as Parameters<typeof dispatchStartOptions>[1];
+    expect(dispatchStartOptions('q', input, { redriveCount: 2 }).memo[REDRIVE_COUNT_MEMO]).toBe(2);
+    expect(REDRIVE_COUNT_MEMO in dispatchStartOptions('q', input, { redriveCount: 0 }).memo).toBe(false);
+    expect(REDRIVE_COUNT_MEMO in dispatchStartOptions('q', input).memo).toBe(false);
+  });
 });

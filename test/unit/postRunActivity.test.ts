@@ -65,7 +65,7 @@ function activities(token?: string, logger = createLogger('unit', 'silent')) {
     dlq: {} as DlqPublisher,
     metrics,
     logger,
-    startInput: () => Promise.reject(new Error('not used')),
+    startedWith: () => Promise.reject(new Error('not used')),
     sourceRecord: () => Promise.reject(new Error('not used')),
     callHistory: () => Promise.reject(new Error('not used')),
   });
@@ -216,7 +216,7 @@ describe('postRun activity I/O', () => {
       dlq: {} as DlqPublisher,
       metrics,
       logger: createLogger('unit', 'silent'),
-      startInput: () => Promise.reject(new Error('not used')),
+      startedWith: () => Promise.reject(new Error('not used')),
       sourceRecord: () => Promise.reject(new Error('not used')),
       callHistory: () => Promise.reject(new Error('not used')),
     });
@@ -405,7 +405,7 @@ describe("a Retry-After holds the worker's breaker no longer than the attempt's 
       dlq: {} as DlqPublisher,
       metrics,
       logger,
-      startInput: () => Promise.reject(new Error('not used')),
+      startedWith: () => Promise.reject(new Error('not used')),
       sourceRecord: () => Promise.reject(new Error('not used')),
       callHistory: () => Promise.reject(new Error('not used')),
     });
