@@ -28,10 +28,19 @@ export function startReader(
     const started = res.history?.events?.[0]?.workflowExecutionStartedEventAttributes;
     const payload = started?.input?.payloads?.[0];
     if (!payload) throw new Error(`the history of ${workflowId} (run ${runId}) has no start input`);
-    const count = started?.memo?.fields?.[REDRIVE_COUNT_MEMO];
     return {
       input: defaultPayloadConverter.fromPayload<DispatchInput>(payload as Payload),
-      redriveCount: count ? countOf(defaultPayloadConverter.fromPayload<unknown>(count as Payload)) : 0,
+      redriveCount: memoCount(started?.memo?.fields?.[REDRIVE_COUNT_MEMO]),
     };
   };
+}
+
+/** The memo's redrive count; 0 when absent or unreadable, so a bad memo never fails the call that reads the input. */
+function memoCount(field: unknown): number {
+  if (!field) return 0;
+  try {
+    return countOf(defaultPayloadConverter.fromPayload<unknown>(field as Payload));
+  } catch {
+    return 0;
+  }
 }

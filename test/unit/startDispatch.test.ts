@@ -139,6 +139,12 @@ describe('startDispatch: one Kafka record to one workflow start', () => {
     ]);
   });
 
+  test("a redriven record's count goes into the start memo, so its dead letter keeps it", async () => {
+    const { ctx, starts } = stubs();
+    await handleRecord(ctx, 'acme', TOPIC, 0, message(VALUE, { 'poimen-redrive-count': Buffer.from('2') }));
+    expect(starts[0]!.options.memo).toMatchObject({ redrive_count: 2 });
+  });
+
   test('a null goal_id is not indexed', async () => {
     const { ctx, starts } = stubs();
     await handleRecord(ctx, 'acme', TOPIC, 0, message(VALUE.replace('"g-17"', 'null')));
