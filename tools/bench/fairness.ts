@@ -35,6 +35,11 @@ export interface FairnessOptions {
   fetchMaxBytesPerPartition: number;
   /** Records tenant A publishes in the lone rounds (its throughput with no other tenant). */
   loneN: number;
+  /**
+   * How often each lone round runs, interleaved (A B B A …): one run of each differs by as much as admission
+   * could cost on a shared 2-core machine, so the figure is each round's median.
+   */
+  loneRepeats: number;
   /** The rounds to run (fairnessPhase.ts names them); all when absent. */
   rounds?: readonly string[];
 }

@@ -34,7 +34,7 @@ export function fairnessRows(f: Figures, o: FairnessOptions): [string, string][]
   for (const [name, l] of Object.entries(f.fairness_lone_rounds)) {
     rows.push([
       `fairness: tenant A alone, ${o.loneN} records, ${name === 'lone_default' ? 'shipped defaults' : 'admission off'}`,
-      `${l.runs_per_s} runs/s`,
+      `${l.runs_per_s} runs/s${l.runs_per_s_each && l.runs_per_s_each.length > 1 ? ` (median of ${l.runs_per_s_each.join(', ')})` : ''}`,
     ]);
   }
   return rows;

@@ -48,6 +48,7 @@ export const SIZES = {
       tenantMaxOpenSweep: [],
       fetchMaxBytesPerPartition: 64 * 1024,
       loneN: 1000,
+      loneRepeats: 1,
     },
   },
   full: {
@@ -70,6 +71,7 @@ export const SIZES = {
       tenantMaxOpenSweep: [2, 16],
       fetchMaxBytesPerPartition: 64 * 1024,
       loneN: 3000,
+      loneRepeats: 3,
     },
   },
 };
