@@ -49,6 +49,7 @@ export const EXIT = {
   unreachable: 4,
   accessRefused: 5,
   busy: 6,
+  incomplete: 7,
   internal: 70,
 } as const;
 

@@ -8,7 +8,7 @@
  * before it fails again keeps its count all the same (the start memo carries it), so --max still ends its redrives.
  */
 import type { Admin } from 'kafkajs';
-import { type DlqRecord, REDRIVE_COUNT_HEADER, topics } from '../src/contract';
+import { type DlqRecord, REDRIVE_COUNT_HEADER, buildDlqRecord, topics } from '../src/contract';
 import { dlqBacklog } from '../src/ops/dlq';
 import { type CliResult, cliEnv, runCli } from './support/cli';
 import { readAll, republished } from './support/dlqScenario';
@@ -172,4 +172,54 @@ test('a redriven record that retention deletes before the dispatch fails again s
     redrivesSpent: 1,
   });
   expect(hh.api.requestsFor('gone')).toHaveLength(4);
+});
+
+test('a redrive whose progress is full exits 7 every time, not 0: records passed over must not pile up silently', async () => {
+  h = await createHarness({});
+  const hh = h;
+  const [tenant] = hh.tenants as [string];
+  admin = hh.kafka.admin();
+  await admin.connect();
+  // Dead letters alternating: one the API refused for good (400: never redriven, stays pending) and one that ran
+  // out of retries (503: redriven). Each pending one between redriven ones costs the progress metadata a gap.
+  const pairs = 1100;
+  const producer = hh.kafka.producer();
+  await producer.connect();
+  try {
+    for (let i = 0; i < 2 * pairs; i += 500) {
+      const messages = Array.from({ length: Math.min(500, 2 * pairs - i) }, (_, j) => {
+        const n = i + j;
+        const record = buildDlqRecord({
+          id: `full-${n}`,
+          timestamp: Date.now() - 3_600_000,
+          type: 'dispatch_failure',
+          tenant,
+          dispatchKey: `full-${n}`,
+          error: 'runs API answered',
+          httpStatus: n % 2 === 0 ? 400 : 503,
+          source: { topic: topics.dispatch(tenant), partition: 0, offset: String(n), timestamp: '0' },
+          key: null,
+          headers: {},
+          value: hh.dispatchValue(`full-${n}`),
+        });
+        return { value: JSON.stringify(record) };
+      });
+      await producer.send({ topic: topics.dlq(tenant), acks: -1, messages });
+    }
+  } finally {
+    await producer.disconnect();
+  }
+
+  const args = ['dlq', 'redrive', '--tenant', tenant, '--after', '0s', '--max', '1', '--json'];
+  const first = await runCli(args, cliEnv(), 240_000);
+  expect(first.code).toBe(7);
+  expect(first.stderr).toContain('left for a later run');
+  const summary = JSON.parse(first.stdout) as Summary & { deferred: number };
+  expect(summary.replayed).toBeGreaterThan(500);
+  expect(summary.deferred).toBeGreaterThan(0);
+  expect(summary.replayed + summary.deferred).toBe(pairs);
+  // The next scheduled run finds the same state: it fails again, visibly, until an operator clears the backlog.
+  const second = await runCli(args, cliEnv(), 240_000);
+  expect(second.code).toBe(7);
+  expect((JSON.parse(second.stdout) as Summary).replayed).toBe(0);
 });

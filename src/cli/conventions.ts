@@ -17,6 +17,8 @@ const EXIT_MEANINGS: Record<keyof typeof EXIT, string> = {
   unreachable: 'unreachable: Kafka or Temporal did not answer in time (worth retrying)',
   accessRefused: 'refused: credentials, certificates or ACLs',
   busy: 'busy: another run is working on the same thing (a DLQ command on the same tenant); retry later',
+  incomplete:
+    'incomplete: a DLQ command left records for a later run (its progress is full); replay or discard older ones',
   internal: 'internal error, a bug: printed with its stack trace',
 };
 
