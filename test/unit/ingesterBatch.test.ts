@@ -569,3 +569,55 @@ test('a record whose wait for room outlasted its batch (a failure meanwhile) giv
   // Every slot came back: the tenant can take its whole bound again.
   expect([1, 2, 3, 4].map(() => admission.take('acme'))).toEqual([true, true, true, false]);
 });
+
+test('shipped defaults: a lone tenant keeps 248 open and waits in Kafka; a newcomer starts at once', async () => {
+  // Each started record's execution stays open until the test closes it.
+  const closes = new Map<string, () => void>();
+  handle.mockImplementation(async (_ctx, _tenant, _topic, _p, m, _log, onStarted) => {
+    onStarted?.(`wf-${_tenant}-${m.offset}`, 'run');
+    return 'started';
+  });
+  const cfg = loadRelayConfig('ingester', {});
+  const admission = new TenantAdmission({
+    maxOpen: cfg.ingest.maxOpen,
+    tenantMaxOpen: cfg.ingest.tenantMaxOpen,
+    watch: (workflowId) => new Promise<void>((resolve) => closes.set(workflowId, resolve)),
+  });
+  const ing = new Ingester(
+    cfg,
+    { admin: () => ({}) } as never,
+    {} as never,
+    createMetrics({ defaultMetrics: false }),
+    createLogger('test', 'silent'),
+    cfg.ingest,
+    { admission },
+  );
+  const consumer = stubConsumer();
+  consumer.hold = false;
+  (ing as unknown as { consumer: unknown }).consumer = consumer;
+  const eachBatch = (topic: string, offsets: number[]) =>
+    (ing as unknown as { eachBatch(c: unknown, p: EachBatchPayload): Promise<void> }).eachBatch(
+      consumer,
+      batchPayload(topic, 0, offsets, consumer).payload,
+    );
+
+  expect(cfg.ingest.maxOpen).toBe(256);
+  await eachBatch(
+    'poimen.acme.dispatch',
+    Array.from({ length: 300 }, (_, i) => i),
+  );
+  // The whole ingester but the 8 slots kept for a newcomer; the rest waits in Kafka, uncommitted.
+  expect(handle).toHaveBeenCalledTimes(248);
+  expect(consumer.calls).toContain('pause poimen.acme.dispatch/0');
+  expect(consumer.commits.at(-1)!.offset).toBe('248');
+
+  await eachBatch('poimen.beta.dispatch', [0, 1, 2]);
+  expect(handle).toHaveBeenCalledTimes(251);
+
+  // A's executions close: its partition is resumed, with no other wait than the closes.
+  for (const [id, close] of closes) if (id.startsWith('wf-acme-')) close();
+  await waitFor(() => consumer.calls.includes('resume poimen.acme.dispatch/0'), {
+    what: "acme's partition resumed",
+  });
+  admission.close();
+});
