@@ -42,7 +42,11 @@ const SPEC_METRICS = [
 ];
 
 /** Worker metrics beyond contract §7 that the dashboard also shows (docs/contract.md §7 names them). */
-const BEYOND_CONTRACT_METRICS = ['poimen_runs_api_breaker_waiting'];
+const BEYOND_CONTRACT_METRICS = [
+  'poimen_runs_api_breaker_waiting',
+  'poimen_ingest_tenant_open_dispatches',
+  'poimen_ingest_open_budget',
+];
 
 /** The POIMEN_ tuning knobs documented in the "Tuning knobs" table of docs/configuration.md. */
 function tuningVariables(): string[] {
