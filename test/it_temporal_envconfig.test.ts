@@ -271,4 +271,20 @@ describe('credentials Temporal refuses in part or in full (a server that checks 
       ),
     ]);
   });
+  test('a credential that may start workflows but not read history: with admission on, one line at start, not slots held for good', async () => {
+    const front = await gate({ GetWorkflowExecutionHistory: PERMISSION_DENIED });
+    const env = {
+      TEMPORAL_ADDRESS: front.address,
+      METRICS_PORT: '0',
+      DISPATCH_TOPIC_PATTERN: '^poimen\\.nothing-here\\.dispatch$',
+    };
+    const refused = await runCli(['ingest'], cliEnv(env), 60_000);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr.trim().split('\n')).toEqual([
+      expect.stringMatching(
+        /^poimen-relay: invalid configuration: POIMEN_INGEST_MAX_OPEN needs the ingester's Temporal credentials to read workflow history on namespace \S+ to see dispatches close, and Temporal refused it \(PERMISSION_DENIED: Request unauthorized \(GetWorkflowExecutionHistory refused by the test\)\); .*POIMEN_INGEST_MAX_OPEN=0/,
+      ),
+    ]);
+    expect(front.calls.map((c) => c.method)).not.toContain('StartWorkflowExecution');
+  });
 });

@@ -12,6 +12,7 @@ import { requireSearchAttributes } from '../temporal/searchAttributes';
 import { startTracing } from '../tracing/tracing';
 import { TenantAdmission } from './admission';
 import { Ingester } from './ingester';
+import { requireHistoryAccess } from '../temporal/historyAccess';
 import { watchClose } from '../temporal/watchClose';
 import { dispatchPolicyOf } from './policy';
 
@@ -29,6 +30,10 @@ export async function createIngester(
     const connection = createClientConnection(cfg.temporal, logger);
     parts.push({ name: 'temporal connection', close: () => connection.close() });
     await requireSearchAttributes(connection, cfg.temporal.namespace, logger);
+    // Admission learns closes from history: credentials that may not read it would hold its slots for good.
+    if (cfg.ingest.maxOpen > 0 || cfg.ingest.tenantMaxOpen > 0) {
+      await requireHistoryAccess(connection, cfg.temporal.namespace);
+    }
 
     const kafka = createKafka(cfg.kafka, logger);
     const dlq = new DlqPublisher(kafka, metrics, logger.child({ component: 'dlq' }));
