@@ -77,28 +77,50 @@ async function trickle(
 }
 
 /** One round: `settings` are the relay's only variables beyond the addresses (none: the shipped defaults). */
+/** One round's relay: a runs API double, one worker and one ingester for `tenants`, on the round's own queue. */
+async function startRoundRelay(
+  t: BenchTarget,
+  round: { kind: 'fair' | 'lone'; label: string; tenants: string[] },
+  settings: Record<string, string>,
+) {
+  const api = await RunsApiDouble.start({ record: true });
+  const [first] = round.tenants as [string];
+  const env = relayEnv(t, api, {
+    TEMPORAL_TASK_QUEUE: `bench-${round.kind}-${first}`,
+    KAFKA_GROUP_ID: `bench-${round.kind}-${first}`,
+    DISPATCH_TOPIC_PATTERN: `^poimen\\.(${round.tenants.join('|')})\\.dispatch$`,
+    ...settings,
+  });
+  const name = `${round.kind === 'fair' ? 'fairness' : 'lone'}-${round.label}`;
+  const workers = await startWorkers(t, env, 1, name);
+  const ingester = await startRelayProcess({
+    role: 'ingest',
+    env,
+    metricsPort: await freePort(),
+    logFile: path.join(t.logsDir, `bench-${name}-ingest.log`),
+  });
+  return {
+    api,
+    ingester,
+    workers,
+    async stop() {
+      await ingester.stop();
+      await Promise.all(workers.map((w) => w.stop()));
+      await api.close();
+    },
+  };
+}
+
 export async function fairnessRound(
   t: BenchTarget,
   o: FairnessOptions,
   label: string,
   settings: Record<string, string>,
 ) {
-  const api = await RunsApiDouble.start({ record: true });
   const a = await newTenant(t, o.partitions);
   const b = await newTenant(t, o.partitions);
-  const env = relayEnv(t, api, {
-    TEMPORAL_TASK_QUEUE: `bench-fair-${a}`,
-    KAFKA_GROUP_ID: `bench-fair-${a}`,
-    DISPATCH_TOPIC_PATTERN: `^poimen\\.(${a}|${b})\\.dispatch$`,
-    ...settings,
-  });
-  const workers = await startWorkers(t, env, 1, `fairness-${label}`);
-  const ingester = await startRelayProcess({
-    role: 'ingest',
-    env,
-    metricsPort: await freePort(),
-    logFile: path.join(t.logsDir, `bench-fairness-${label}-ingest.log`),
-  });
+  const relay = await startRoundRelay(t, { kind: 'fair', label, tenants: [a, b] }, settings);
+  const { api, ingester, workers } = relay;
   // B's producer is its own, so its sends never queue behind A's 1000-record sends.
   const producer = t.kafka.producer();
   const floodProducer = t.kafka.producer();
@@ -158,9 +180,7 @@ export async function fairnessRound(
   } finally {
     await producer.disconnect();
     await floodProducer.disconnect();
-    await ingester.stop();
-    await Promise.all(workers.map((w) => w.stop()));
-    await api.close();
+    await relay.stop();
   }
 }
 
@@ -174,21 +194,9 @@ export async function loneRound(
   label: string,
   settings: Record<string, string>,
 ) {
-  const api = await RunsApiDouble.start({ record: true });
   const a = await newTenant(t, o.partitions);
-  const env = relayEnv(t, api, {
-    TEMPORAL_TASK_QUEUE: `bench-lone-${a}`,
-    KAFKA_GROUP_ID: `bench-lone-${a}`,
-    DISPATCH_TOPIC_PATTERN: `^poimen\\.${a}\\.dispatch$`,
-    ...settings,
-  });
-  const workers = await startWorkers(t, env, 1, `lone-${label}`);
-  const ingester = await startRelayProcess({
-    role: 'ingest',
-    env,
-    metricsPort: await freePort(),
-    logFile: path.join(t.logsDir, `bench-lone-${label}-ingest.log`),
-  });
+  const relay = await startRoundRelay(t, { kind: 'lone', label, tenants: [a] }, settings);
+  const { api } = relay;
   const producer = t.kafka.producer();
   await producer.connect();
   try {
@@ -212,8 +220,6 @@ export async function loneRound(
     };
   } finally {
     await producer.disconnect();
-    await ingester.stop();
-    await Promise.all(workers.map((w) => w.stop()));
-    await api.close();
+    await relay.stop();
   }
 }
