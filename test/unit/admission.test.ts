@@ -8,12 +8,12 @@ import type { EachBatchPayload } from 'kafkajs';
 import { loadRelayConfig } from '../../src/config';
 import { TenantAdmission } from '../../src/ingest/admission';
 import { Ingester } from '../../src/ingest/ingester';
-import type { PausedPartitions } from '../../src/ingest/pausedPartitions';
 import { handleRecord } from '../../src/ingest/startDispatch';
 import { createLogger } from '../../src/logger';
 import { createMetrics } from '../../src/metrics';
 import { waitFor } from '../support/wait';
 import { batchPayload as batchStub } from '../support/batchPayload';
+import { ingesterInternals } from '../support/ingesterInternals';
 
 jest.mock('../../src/ingest/startDispatch', () => ({ handleRecord: jest.fn() }));
 const handle = handleRecord as jest.MockedFunction<typeof handleRecord>;
@@ -189,9 +189,8 @@ function boundIngester(maxOpen: number, w: ReturnType<typeof watches>) {
     { admission },
   );
   const consumer = stubConsumer();
-  (ing as unknown as { consumer: unknown }).consumer = consumer;
-  const each = (b: EachBatchPayload) =>
-    (ing as unknown as { eachBatch(c: unknown, p: EachBatchPayload): Promise<void> }).eachBatch(consumer, b);
+  ingesterInternals(ing).group.consumer = consumer;
+  const each = (b: EachBatchPayload) => ingesterInternals(ing).turns.run(consumer, b);
   return { ing, admission, consumer, each, metrics };
 }
 
@@ -256,13 +255,13 @@ test('a partition an outage resumed that then finds its tenant full is waiting f
   });
   const w = watches();
   const { ing, admission, consumer, each } = boundIngester(1, w);
-  const paused = (ing as unknown as { paused: PausedPartitions }).paused;
+  const paused = ingesterInternals(ing).paused;
   // An earlier record of partition 0 failed, and the outage's backoff has resumed the partition since.
   jest.useFakeTimers();
   paused.failed(consumer, 'poimen.a.dispatch', 0, 'start timed out');
   jest.runOnlyPendingTimers();
   jest.useRealTimers();
-  (ing as unknown as { joined: boolean }).joined = true;
+  ingesterInternals(ing).group.joined = true;
   expect(ing.ready()).toBe(false);
 
   // Another partition of the tenant takes its only slot; partition 0's refetched record finds no room.
