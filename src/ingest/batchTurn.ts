@@ -13,7 +13,7 @@
  *   which rejoins; "rebalancing" does the same once the batch has committed what finished (generation.ts).
  * - A long batch gives up its turn after batchSliceMs, so other tenants' fresh records are fetched too.
  */
-import type { ConsumedBatch, KafkaConsumer, KafkaRecord } from '../kafka/port';
+import type { ConsumedBatch, KafkaConsumer } from '../kafka/port';
 import { tenantFromTopic } from '../contract';
 import { groupGenerationOver, groupRebalancing } from '../kafka/errors';
 import type { Logger } from '../logger';
@@ -24,7 +24,7 @@ import type { MarkerBatches } from './markerBatches';
 import type { GroupMembership } from './membership';
 import type { PausedPartitions } from './pausedPartitions';
 import type { Semaphore } from './semaphore';
-import { type StartContext, handleRecord } from './startDispatch';
+import { type DispatchRecord, type StartContext, handleRecord } from './startDispatch';
 
 /**
  * How long a batch's last offset commit keeps trying (a coordinator moving after a broker's death takes tens of
@@ -149,7 +149,7 @@ export class BatchTurns {
         }
         if (i === 0) sliceEnd = performance.now() + opts.batchSliceMs;
         tasks.push(
-          this.process(consumer, tenant, batch.topic, batch.partition, message, log)
+          this.process(consumer, { tenant, topic: batch.topic, partition: batch.partition, message }, log)
             .then((ok) => (ok ? commits.finished(i) : void (failed = true)))
             .finally(() => semaphore.release(weight)),
         );
@@ -188,14 +188,8 @@ export class BatchTurns {
    * True when the record's outcome is durable. False when it failed (its partition is then paused and resumed
    * after a backoff, and the record fetched again: pausedPartitions.ts) or the ingester is stopping.
    */
-  private async process(
-    consumer: KafkaConsumer,
-    tenant: string,
-    topic: string,
-    partition: number,
-    message: KafkaRecord,
-    log: Logger,
-  ): Promise<boolean> {
+  private async process(consumer: KafkaConsumer, record: DispatchRecord, log: Logger): Promise<boolean> {
+    const { tenant, topic, partition, message } = record;
     const { membership, admission, paused } = this.parts;
     // The record's admission slot: held while the execution it started is open, else given back here.
     let held = false;
@@ -204,15 +198,7 @@ export class BatchTurns {
       admission.holdUntilClosed(tenant, workflowId, runId);
     };
     try {
-      const outcome = await handleRecord(
-        this.parts.startCtx,
-        tenant,
-        topic,
-        partition,
-        message,
-        log,
-        onStarted,
-      );
+      const outcome = await handleRecord(this.parts.startCtx, record, { log, onStarted });
       this.parts.metrics.dispatchRecords.inc({ tenant, outcome });
       if (consumer === membership.consumer && paused.succeeded(consumer, topic, partition)) {
         log.info('infrastructure back; the partition flows again');

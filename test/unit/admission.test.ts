@@ -196,7 +196,7 @@ function boundIngester(maxOpen: number, w: ReturnType<typeof watches>) {
 
 test('a tenant at its bound: its partition is paused, its batch ends committed after what it started, the other tenant flows, and room resumes it', async () => {
   // Every record starts an execution named after its topic and offset.
-  handle.mockImplementation(async (_ctx, _tenant, topic, _p, m, _log, onStarted) => {
+  handle.mockImplementation(async (_ctx, { topic, message: m }, { onStarted } = {}) => {
     onStarted?.(`${topic}@${m.offset}`, 'run');
     return 'started';
   });
@@ -208,7 +208,7 @@ test('a tenant at its bound: its partition is paused, its batch ends committed a
   await Promise.all([each(flood.payload), each(trickle.payload)]);
 
   // A took its bound of 2 and stopped: committed through offset 1, the rest left for the refetch.
-  expect(handle.mock.calls.filter((c) => c[2] === 'poimen.a.dispatch')).toHaveLength(2);
+  expect(handle.mock.calls.filter((c) => c[1].topic === 'poimen.a.dispatch')).toHaveLength(2);
   expect(flood.resolved).toEqual(['0', '1']);
   expect(flood.commits.at(-1)).toBe('2');
   expect(consumer.calls).toEqual(['pause poimen.a.dispatch/0']);
@@ -234,7 +234,7 @@ test('POIMEN_INGEST_TENANT_MAX_OPEN: 0 (no bound) by default; a bad value fails 
 });
 
 test('records that start nothing open give their slots back: a duplicate, a dead letter, a start that failed', async () => {
-  handle.mockImplementation(async (_ctx, _tenant, _topic, _p, m) => {
+  handle.mockImplementation(async (_ctx, { message: m }) => {
     if (m.offset === '0') return 'duplicate';
     if (m.offset === '1') return 'dead_lettered';
     throw new Error('Temporal unreachable');
@@ -249,7 +249,7 @@ test('records that start nothing open give their slots back: a duplicate, a dead
 });
 
 test('a partition an outage resumed that then finds its tenant full is waiting for room, not in an outage: the ingester stays ready', async () => {
-  handle.mockImplementation(async (_ctx, _tenant, topic, _p, m, _log, onStarted) => {
+  handle.mockImplementation(async (_ctx, { topic, message: m }, { onStarted } = {}) => {
     onStarted?.(`${topic}@${m.offset}`, 'run');
     return 'started';
   });

@@ -99,7 +99,7 @@ beforeEach(() => handle.mockReset());
 
 test('records that complete while a commit is in flight are committed by the batch’s last commit', async () => {
   const starts = [deferred<'started'>(), deferred<'started'>(), deferred<'started'>()];
-  handle.mockImplementation((_ctx, _t, _topic, _p, m) => starts[Number(m.offset) - 10]!.promise);
+  handle.mockImplementation((_ctx, { message: m }) => starts[Number(m.offset) - 10]!.promise);
   const { ing } = ingester();
   const consumer = stubConsumer();
   ingesterInternals(ing).group.consumer = consumer;
@@ -123,7 +123,7 @@ test('records that complete while a commit is in flight are committed by the bat
 
 test('a batch whose last records were filtered out (a transaction marker, an aborted transaction) commits past them once every record finished, and not before', async () => {
   const starts = [deferred<'started'>(), deferred<'started'>()];
-  handle.mockImplementation((_ctx, _t, _topic, _p, m) => starts[Number(m.offset) - 20]!.promise);
+  handle.mockImplementation((_ctx, { message: m }) => starts[Number(m.offset) - 20]!.promise);
   const { ing } = ingester();
   const consumer = stubConsumer();
   consumer.hold = false;
@@ -143,7 +143,7 @@ test('a batch whose last records were filtered out (a transaction marker, an abo
 });
 
 test('a batch ended by a failure before its last record does not commit past the filtered records after it', async () => {
-  handle.mockImplementation(async (_ctx, _t, _topic, _p, m) => {
+  handle.mockImplementation(async (_ctx, { message: m }) => {
     if (m.offset === '31') throw new Error('Temporal unreachable');
     return 'started';
   });
@@ -158,7 +158,7 @@ test('a batch ended by a failure before its last record does not commit past the
 
 test('a failure pauses only its own partition, ends its batch at once, and its record’s success on the refetch ends the outage', async () => {
   let failA = true;
-  handle.mockImplementation(async (_ctx, _t, topic) => {
+  handle.mockImplementation(async (_ctx, { topic }) => {
     if (topic === 'poimen.a.dispatch' && failA) throw new Error('Temporal unreachable');
     return 'started';
   });
@@ -445,7 +445,7 @@ test('a last commit that keeps failing past its budget hands the uncommitted rec
 
 test('a long batch takes its turn: after the slice it takes no further record, commits and resolves what finished, and returns, so kafkajs fetches its rest with the other partitions again', async () => {
   const starts = [deferred<'started'>(), deferred<'started'>(), deferred<'started'>(), deferred<'started'>()];
-  handle.mockImplementation((_ctx, _t, _topic, _p, m) => starts[Number(m.offset) - 20]!.promise);
+  handle.mockImplementation((_ctx, { message: m }) => starts[Number(m.offset) - 20]!.promise);
   const { ing } = ingester({ batchSliceMs: 300, maxInFlight: 1 });
   const consumer = stubConsumer();
   consumer.hold = false;
@@ -493,7 +493,7 @@ test('a turn never ends before the batch has taken a full in-flight bound of rec
 
 test('a record whose wait for room outlasted its batch (a failure meanwhile) gives its tenant slot back', async () => {
   const starts = [deferred<'started' | 'duplicate'>(), deferred<'started' | 'duplicate'>()];
-  handle.mockImplementation((_ctx, _t, _topic, _p, m) => starts[Number(m.offset) - 10]!.promise);
+  handle.mockImplementation((_ctx, { message: m }) => starts[Number(m.offset) - 10]!.promise);
   const cfg = loadRelayConfig('ingester', {});
   // Three open per tenant; nothing started here stays open (no execution is watched).
   const admission = new TenantAdmission({
@@ -530,8 +530,8 @@ test('a record whose wait for room outlasted its batch (a failure meanwhile) giv
 test('shipped defaults: a lone tenant keeps 248 open and waits in Kafka; a newcomer starts at once', async () => {
   // Each started record's execution stays open until the test closes it.
   const closes = new Map<string, () => void>();
-  handle.mockImplementation(async (_ctx, _tenant, _topic, _p, m, _log, onStarted) => {
-    onStarted?.(`wf-${_tenant}-${m.offset}`, 'run');
+  handle.mockImplementation(async (_ctx, { tenant, message: m }, { onStarted } = {}) => {
+    onStarted?.(`wf-${tenant}-${m.offset}`, 'run');
     return 'started';
   });
   const cfg = loadRelayConfig('ingester', {});
