@@ -127,185 +127,183 @@ function header(message: KafkaRecord, name: string): string | undefined {
   return raw === undefined ? undefined : raw.toString();
 }
 
+/** One record as the ingester hands it over: its tenant, where it was read, and the record itself. */
+export interface DispatchRecord {
+  tenant: string;
+  topic: string;
+  partition: number;
+  message: KafkaRecord;
+}
+
+/** What a caller hears of a record's handling beside its outcome. */
+export interface RecordHooks {
+  /** Each record's outcome is logged here at debug, with the fields of recordFields (logger.ts). */
+  log?: Logger;
+  /** Called with the execution a record started or joined (the ingester's admission watches it close). */
+  onStarted?: (workflowId: string, runId: string) => void;
+}
+
 export async function handleRecord(
   ctx: StartContext,
-  tenant: string,
-  topic: string,
-  partition: number,
-  message: KafkaRecord,
-  /** Each record's outcome is logged here at debug, with the fields of recordFields (logger.ts). */
-  log?: Logger,
-  /** Called with the execution a record started or joined (the ingester's admission watches it close). */
-  onStarted?: (workflowId: string, runId: string) => void,
+  record: DispatchRecord,
+  hooks: RecordHooks = {},
 ): Promise<DispatchOutcome> {
+  const { tenant, topic, partition, message } = record;
+  const { log, onStarted } = hooks;
   const traceparent = validTraceparent(header(message, 'traceparent'));
   // The relay's hop as a span (consume → start), a child of the record's trace or a new root; the workflow start
   // inside it carries it on to the workflow (tracing/tracing.ts).
-  return inSpan(
-    `process ${topic}`,
-    {
-      kind: SpanKind.CONSUMER,
-      parent: recordContext(traceparent),
-      attributes: {
-        'messaging.system': 'kafka',
-        'messaging.destination.name': topic,
-        'messaging.destination.partition.id': String(partition),
-        'messaging.kafka.offset': message.offset,
-        'poimen.tenant': tenant,
-      },
+  const spanOptions = {
+    kind: SpanKind.CONSUMER,
+    parent: recordContext(traceparent),
+    attributes: {
+      'messaging.system': 'kafka',
+      'messaging.destination.name': topic,
+      'messaging.destination.partition.id': String(partition),
+      'messaging.kafka.offset': message.offset,
+      'poimen.tenant': tenant,
     },
-    () => handleRecordInSpan(ctx, tenant, topic, partition, message, traceparent, log, onStarted),
-  );
-}
-
-async function handleRecordInSpan(
-  ctx: StartContext,
-  tenant: string,
-  topic: string,
-  partition: number,
-  message: KafkaRecord,
-  traceparent: string | undefined,
-  log?: Logger,
-  onStarted?: (workflowId: string, runId: string) => void,
-): Promise<DispatchOutcome> {
-  const source: DlqSource = { topic, partition, offset: message.offset, timestamp: message.timestamp };
-  const deadLetter = async (
-    type: 'malformed_dispatch' | 'tenant_mismatch',
-    reason: string,
-    dispatchKey: string | null,
-  ): Promise<DispatchOutcome> => {
-    const record = buildDlqRecord({
-      // Same source record, same id: a redelivery after a crash repeats the record, recognisably; another
-      // record at the same offset (its topic made anew) has its own.
-      id: sourceRecordDlqId(source, message.key, message.value),
-      timestamp: Date.now(),
-      type,
-      tenant,
-      dispatchKey,
-      error: reason,
-      source,
-      key: message.key,
-      headers: message.headers ?? {},
-      value: message.value,
-    });
-    await ctx.dlq.publish(
-      record,
-      dispatchKey !== null ? dispatchRecordKey(tenant, dispatchKey) : (message.key ?? null),
-    );
-    // No workflow_id: none was started for this record.
-    log?.debug(
-      {
-        ...recordFields({ tenant, dispatchKey, traceparent }),
-        offset: message.offset,
-        outcome: 'dead_lettered',
+  };
+  return inSpan(`process ${topic}`, spanOptions, async (): Promise<DispatchOutcome> => {
+    const source: DlqSource = { topic, partition, offset: message.offset, timestamp: message.timestamp };
+    const deadLetter = async (
+      type: 'malformed_dispatch' | 'tenant_mismatch',
+      reason: string,
+      dispatchKey: string | null,
+    ): Promise<DispatchOutcome> => {
+      const letter = buildDlqRecord({
+        // Same source record, same id: a redelivery after a crash repeats the record, recognisably; another
+        // record at the same offset (its topic made anew) has its own.
+        id: sourceRecordDlqId(source, message.key, message.value),
+        timestamp: Date.now(),
         type,
-        reason,
-      },
-      'record dead-lettered',
-    );
-    return 'dead_lettered';
-  };
-  const verdict = validateDispatch(message.value, { tenant, maxBytes: ctx.maxBytes });
-  if (!verdict.ok) return deadLetter(verdict.type, verdict.reason, verdict.dispatchKey ?? null);
-
-  const { dispatch } = verdict;
-  const input: DispatchInput = {
-    tenant,
-    dispatch,
-    source,
-    policy: ctx.policy,
-    ...(traceparent ? { traceparent } : {}),
-  };
-  // Temporal refuses a payload over its blob size limit (2 MiB by default) with INVALID_ARGUMENT, every time;
-  // retried as an outage that would stall the partition. A record within DISPATCH_MAX_BYTES can still encode
-  // larger (its input's text is escaped once more as a JSON string: `\"` becomes `\\\"`), so the encoded size
-  // is what is checked. Encoding grows a record at most 2×, so only records that could pass the limit pay for
-  // the extra encoding.
-  let encodedBytes = 0;
-  try {
-    const raw = message.value?.length ?? 0;
-    if (raw * MAX_REENCODE_GROWTH + INPUT_OVERHEAD_BYTES > ctx.maxInputBytes) {
-      encodedBytes = Buffer.byteLength(JSON.stringify(input));
-    }
-  } catch (err) {
-    // Only this record's shape can make this stringify fail (validation bounds depth, so this is a backstop).
-    if (err instanceof RangeError) {
-      return deadLetter(
-        'malformed_dispatch',
-        `the dispatch cannot be encoded: ${err.message}`,
-        dispatch.dispatch_key,
-      );
-    }
-    throw err;
-  }
-  if (encodedBytes > ctx.maxInputBytes) {
-    return deadLetter(
-      'malformed_dispatch',
-      `workflow input encodes to ${encodedBytes} bytes, over the ${ctx.maxInputBytes} Temporal accepts (POIMEN_TEMPORAL_MAX_INPUT_BYTES)`,
-      dispatch.dispatch_key,
-    );
-  }
-  const options = dispatchStartOptions(ctx.taskQueue, input, {
-    ...(ctx.tenantWeights ? { tenantWeights: ctx.tenantWeights } : {}),
-    redriveCount: recordRedriveCount(message.headers),
-  });
-  const facts = { tenant, dispatchKey: dispatch.dispatch_key, workflowId: options.workflowId, traceparent };
-  try {
-    const start = (o: typeof options) =>
-      ctx.client.connection.withDeadline(Date.now() + ctx.startTimeoutMs, () =>
-        ctx.client.workflow.start(WORKFLOW_TYPE, o),
-      );
-    const handle = await start(options).catch(async (err: unknown) => {
-      // The dispatch's newest run is closed: refused again (a duplicate) unless this record runs it anew.
-      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-      if (!(await runsAgain(ctx.client, options.workflowId, source, Date.now() + ctx.startTimeoutMs)))
-        throw err;
-      return start({ ...options, workflowIdReusePolicy: FAILED_RUN_REUSE_POLICY });
-    });
-    onStarted?.(options.workflowId, handle.firstExecutionRunId);
-    // Also when the start joined a running execution (USE_EXISTING): the run id says which one.
-    log?.debug(
-      {
-        ...recordFields({ ...facts, temporalRunId: handle.firstExecutionRunId }),
-        offset: message.offset,
-        outcome: 'started',
-      },
-      'record started its workflow',
-    );
-    return 'started';
-  } catch (err) {
-    if (err instanceof WorkflowExecutionAlreadyStartedError) {
-      log?.debug(
-        { ...recordFields(facts), offset: message.offset, outcome: 'duplicate' },
-        'record already handled: its dispatch completed, or failed for this record or an earlier one',
-      );
-      return 'duplicate';
-    }
-    const refusal = startRefusal(err);
-    if (refusal) {
-      return deadLetter(
-        'malformed_dispatch',
-        `Temporal refused the start (${refusal.code}): ${refusal.details}`,
-        dispatch.dispatch_key,
-      );
-    }
-    // Refused for the namespace, not this record (an attribute removed, a limit lowered): an outage, whose reason
-    // names the server's answer (on /readyz and the paused partition's log line).
-    const nsReason = namespaceRefusal(err);
-    if (nsReason !== undefined) {
-      throw new Error(`Temporal refuses starts on this namespace (INVALID_ARGUMENT): ${nsReason}`, {
-        cause: err,
+        tenant,
+        dispatchKey,
+        error: reason,
+        source,
+        key: message.key,
+        headers: message.headers ?? {},
+        value: message.value,
       });
+      await ctx.dlq.publish(
+        letter,
+        dispatchKey !== null ? dispatchRecordKey(tenant, dispatchKey) : (message.key ?? null),
+      );
+      // No workflow_id: none was started for this record.
+      log?.debug(
+        {
+          ...recordFields({ tenant, dispatchKey, traceparent }),
+          offset: message.offset,
+          outcome: 'dead_lettered',
+          type,
+          reason,
+        },
+        'record dead-lettered',
+      );
+      return 'dead_lettered';
+    };
+    const verdict = validateDispatch(message.value, { tenant, maxBytes: ctx.maxBytes });
+    if (!verdict.ok) return deadLetter(verdict.type, verdict.reason, verdict.dispatchKey ?? null);
+
+    const { dispatch } = verdict;
+    const input: DispatchInput = {
+      tenant,
+      dispatch,
+      source,
+      policy: ctx.policy,
+      ...(traceparent ? { traceparent } : {}),
+    };
+    // Temporal refuses a payload over its blob size limit (2 MiB by default) with INVALID_ARGUMENT, every time;
+    // retried as an outage that would stall the partition. A record within DISPATCH_MAX_BYTES can still encode
+    // larger (its input's text is escaped once more as a JSON string: `\"` becomes `\\\"`), so the encoded size
+    // is what is checked. Encoding grows a record at most 2×, so only records that could pass the limit pay for
+    // the extra encoding.
+    let encodedBytes = 0;
+    try {
+      const raw = message.value?.length ?? 0;
+      if (raw * MAX_REENCODE_GROWTH + INPUT_OVERHEAD_BYTES > ctx.maxInputBytes) {
+        encodedBytes = Buffer.byteLength(JSON.stringify(input));
+      }
+    } catch (err) {
+      // Only this record's shape can make this stringify fail (validation bounds depth, so this is a backstop).
+      if (err instanceof RangeError) {
+        return deadLetter(
+          'malformed_dispatch',
+          `the dispatch cannot be encoded: ${err.message}`,
+          dispatch.dispatch_key,
+        );
+      }
+      throw err;
     }
-    // The SDK could not encode the input: deterministic for this record, so retrying would stall the
-    // partition. (A RangeError here could also be memory pressure, which must not dead-letter a valid record.)
-    if (err instanceof ValueError) {
+    if (encodedBytes > ctx.maxInputBytes) {
       return deadLetter(
         'malformed_dispatch',
-        `Temporal cannot encode the dispatch: ${err.message}`,
+        `workflow input encodes to ${encodedBytes} bytes, over the ${ctx.maxInputBytes} Temporal accepts (POIMEN_TEMPORAL_MAX_INPUT_BYTES)`,
         dispatch.dispatch_key,
       );
     }
-    throw err;
-  }
+    const options = dispatchStartOptions(ctx.taskQueue, input, {
+      ...(ctx.tenantWeights ? { tenantWeights: ctx.tenantWeights } : {}),
+      redriveCount: recordRedriveCount(message.headers),
+    });
+    const facts = { tenant, dispatchKey: dispatch.dispatch_key, workflowId: options.workflowId, traceparent };
+    try {
+      const start = (o: typeof options) =>
+        ctx.client.connection.withDeadline(Date.now() + ctx.startTimeoutMs, () =>
+          ctx.client.workflow.start(WORKFLOW_TYPE, o),
+        );
+      const handle = await start(options).catch(async (err: unknown) => {
+        // The dispatch's newest run is closed: refused again (a duplicate) unless this record runs it anew.
+        if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+        if (!(await runsAgain(ctx.client, options.workflowId, source, Date.now() + ctx.startTimeoutMs)))
+          throw err;
+        return start({ ...options, workflowIdReusePolicy: FAILED_RUN_REUSE_POLICY });
+      });
+      onStarted?.(options.workflowId, handle.firstExecutionRunId);
+      // Also when the start joined a running execution (USE_EXISTING): the run id says which one.
+      log?.debug(
+        {
+          ...recordFields({ ...facts, temporalRunId: handle.firstExecutionRunId }),
+          offset: message.offset,
+          outcome: 'started',
+        },
+        'record started its workflow',
+      );
+      return 'started';
+    } catch (err) {
+      if (err instanceof WorkflowExecutionAlreadyStartedError) {
+        log?.debug(
+          { ...recordFields(facts), offset: message.offset, outcome: 'duplicate' },
+          'record already handled: its dispatch completed, or failed for this record or an earlier one',
+        );
+        return 'duplicate';
+      }
+      const refusal = startRefusal(err);
+      if (refusal) {
+        return deadLetter(
+          'malformed_dispatch',
+          `Temporal refused the start (${refusal.code}): ${refusal.details}`,
+          dispatch.dispatch_key,
+        );
+      }
+      // Refused for the namespace, not this record (an attribute removed, a limit lowered): an outage, whose reason
+      // names the server's answer (on /readyz and the paused partition's log line).
+      const nsReason = namespaceRefusal(err);
+      if (nsReason !== undefined) {
+        throw new Error(`Temporal refuses starts on this namespace (INVALID_ARGUMENT): ${nsReason}`, {
+          cause: err,
+        });
+      }
+      // The SDK could not encode the input: deterministic for this record, so retrying would stall the
+      // partition. (A RangeError here could also be memory pressure, which must not dead-letter a valid record.)
+      if (err instanceof ValueError) {
+        return deadLetter(
+          'malformed_dispatch',
+          `Temporal cannot encode the dispatch: ${err.message}`,
+          dispatch.dispatch_key,
+        );
+      }
+      throw err;
+    }
+  });
 }

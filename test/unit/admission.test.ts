@@ -8,12 +8,12 @@ import type { EachBatchPayload } from 'kafkajs';
 import { loadRelayConfig } from '../../src/config';
 import { TenantAdmission } from '../../src/ingest/admission';
 import { Ingester } from '../../src/ingest/ingester';
-import type { PausedPartitions } from '../../src/ingest/pausedPartitions';
 import { handleRecord } from '../../src/ingest/startDispatch';
 import { createLogger } from '../../src/logger';
 import { createMetrics } from '../../src/metrics';
 import { waitFor } from '../support/wait';
 import { batchPayload as batchStub } from '../support/batchPayload';
+import { ingesterInternals } from '../support/ingesterInternals';
 
 jest.mock('../../src/ingest/startDispatch', () => ({ handleRecord: jest.fn() }));
 const handle = handleRecord as jest.MockedFunction<typeof handleRecord>;
@@ -189,15 +189,14 @@ function boundIngester(maxOpen: number, w: ReturnType<typeof watches>) {
     { admission },
   );
   const consumer = stubConsumer();
-  (ing as unknown as { consumer: unknown }).consumer = consumer;
-  const each = (b: EachBatchPayload) =>
-    (ing as unknown as { eachBatch(c: unknown, p: EachBatchPayload): Promise<void> }).eachBatch(consumer, b);
+  ingesterInternals(ing).group.consumer = consumer;
+  const each = (b: EachBatchPayload) => ingesterInternals(ing).turns.run(consumer, b);
   return { ing, admission, consumer, each, metrics };
 }
 
 test('a tenant at its bound: its partition is paused, its batch ends committed after what it started, the other tenant flows, and room resumes it', async () => {
   // Every record starts an execution named after its topic and offset.
-  handle.mockImplementation(async (_ctx, _tenant, topic, _p, m, _log, onStarted) => {
+  handle.mockImplementation(async (_ctx, { topic, message: m }, { onStarted } = {}) => {
     onStarted?.(`${topic}@${m.offset}`, 'run');
     return 'started';
   });
@@ -209,7 +208,7 @@ test('a tenant at its bound: its partition is paused, its batch ends committed a
   await Promise.all([each(flood.payload), each(trickle.payload)]);
 
   // A took its bound of 2 and stopped: committed through offset 1, the rest left for the refetch.
-  expect(handle.mock.calls.filter((c) => c[2] === 'poimen.a.dispatch')).toHaveLength(2);
+  expect(handle.mock.calls.filter((c) => c[1].topic === 'poimen.a.dispatch')).toHaveLength(2);
   expect(flood.resolved).toEqual(['0', '1']);
   expect(flood.commits.at(-1)).toBe('2');
   expect(consumer.calls).toEqual(['pause poimen.a.dispatch/0']);
@@ -235,7 +234,7 @@ test('POIMEN_INGEST_TENANT_MAX_OPEN: 0 (no bound) by default; a bad value fails 
 });
 
 test('records that start nothing open give their slots back: a duplicate, a dead letter, a start that failed', async () => {
-  handle.mockImplementation(async (_ctx, _tenant, _topic, _p, m) => {
+  handle.mockImplementation(async (_ctx, { message: m }) => {
     if (m.offset === '0') return 'duplicate';
     if (m.offset === '1') return 'dead_lettered';
     throw new Error('Temporal unreachable');
@@ -250,19 +249,19 @@ test('records that start nothing open give their slots back: a duplicate, a dead
 });
 
 test('a partition an outage resumed that then finds its tenant full is waiting for room, not in an outage: the ingester stays ready', async () => {
-  handle.mockImplementation(async (_ctx, _tenant, topic, _p, m, _log, onStarted) => {
+  handle.mockImplementation(async (_ctx, { topic, message: m }, { onStarted } = {}) => {
     onStarted?.(`${topic}@${m.offset}`, 'run');
     return 'started';
   });
   const w = watches();
   const { ing, admission, consumer, each } = boundIngester(1, w);
-  const paused = (ing as unknown as { paused: PausedPartitions }).paused;
+  const paused = ingesterInternals(ing).paused;
   // An earlier record of partition 0 failed, and the outage's backoff has resumed the partition since.
   jest.useFakeTimers();
   paused.failed(consumer, 'poimen.a.dispatch', 0, 'start timed out');
   jest.runOnlyPendingTimers();
   jest.useRealTimers();
-  (ing as unknown as { joined: boolean }).joined = true;
+  ingesterInternals(ing).group.joined = true;
   expect(ing.ready()).toBe(false);
 
   // Another partition of the tenant takes its only slot; partition 0's refetched record finds no room.

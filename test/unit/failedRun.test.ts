@@ -12,6 +12,11 @@ import { handleRecord, type StartContext } from '../../src/ingest/startDispatch'
 import { DEFAULT_DISPATCH_POLICY } from '../../src/contract/workflow';
 
 const TOPIC = 'poimen.acme.dispatch';
+
+/** A record of tenant acme on TOPIC, as the ingester hands it to handleRecord. */
+function acme(message: KafkaMessage, partition = 0) {
+  return { tenant: 'acme', topic: TOPIC, partition, message };
+}
 const VALUE = JSON.stringify({ workflow_ref: 'w@1', input: {}, goal_id: null, dispatch_key: 'd-1' });
 const ran = (offset: string, timestamp = '1700000000000', partition = 0) => ({
   source_topic: TOPIC,
@@ -57,25 +62,25 @@ const record = (offset: string, timestamp = '1700000000000') =>
 describe('a record of a dispatch whose newest run is closed', () => {
   test('the redelivered record that started the failed run is absorbed: no second run', async () => {
     const { ctx, policies } = temporal('FAILED', ran('7'));
-    await expect(handleRecord(ctx, 'acme', TOPIC, 0, record('7'))).resolves.toBe('duplicate');
+    await expect(handleRecord(ctx, acme(record('7')))).resolves.toBe('duplicate');
     expect(policies).toEqual(['REJECT_DUPLICATE']);
   });
 
   test('a record before it on the same partition is absorbed too (both redelivered after a replay)', async () => {
     const { ctx, policies } = temporal('FAILED', ran('9'));
-    await expect(handleRecord(ctx, 'acme', TOPIC, 0, record('7'))).resolves.toBe('duplicate');
+    await expect(handleRecord(ctx, acme(record('7')))).resolves.toBe('duplicate');
     expect(policies).toEqual(['REJECT_DUPLICATE']);
   });
 
   test('a newer record (a replay) runs the failed dispatch anew', async () => {
     const { ctx, policies } = temporal('FAILED', ran('7'));
-    await expect(handleRecord(ctx, 'acme', TOPIC, 0, record('12', '1700000005000'))).resolves.toBe('started');
+    await expect(handleRecord(ctx, acme(record('12', '1700000005000')))).resolves.toBe('started');
     expect(policies).toEqual(['REJECT_DUPLICATE', 'ALLOW_DUPLICATE_FAILED_ONLY']);
   });
 
   test('a completed dispatch is a duplicate for any record', async () => {
     const { ctx } = temporal('COMPLETED', ran('7'));
-    await expect(handleRecord(ctx, 'acme', TOPIC, 0, record('12'))).resolves.toBe('duplicate');
+    await expect(handleRecord(ctx, acme(record('12')))).resolves.toBe('duplicate');
   });
 
   test('what tells the record that ran, or an earlier one, from any other', () => {

@@ -6,7 +6,6 @@
  * resolves one by one. Real Kafka and Temporal are exercised by it_ingest_production.
  */
 import { KafkaJSNumberOfRetriesExceeded, KafkaJSProtocolError } from 'kafkajs';
-import type { EachBatchPayload } from 'kafkajs';
 import { loadRelayConfig } from '../../src/config';
 import { TenantAdmission } from '../../src/ingest/admission';
 import { Ingester } from '../../src/ingest/ingester';
@@ -15,6 +14,7 @@ import { createLogger } from '../../src/logger';
 import { createMetrics } from '../../src/metrics';
 import { waitFor } from '../support/wait';
 import { batchPayload as batchStub } from '../support/batchPayload';
+import { ingesterInternals } from '../support/ingesterInternals';
 
 jest.mock('../../src/ingest/startDispatch', () => ({ handleRecord: jest.fn() }));
 const handle = handleRecord as jest.MockedFunction<typeof handleRecord>;
@@ -99,15 +99,12 @@ beforeEach(() => handle.mockReset());
 
 test('records that complete while a commit is in flight are committed by the batch’s last commit', async () => {
   const starts = [deferred<'started'>(), deferred<'started'>(), deferred<'started'>()];
-  handle.mockImplementation((_ctx, _t, _topic, _p, m) => starts[Number(m.offset) - 10]!.promise);
+  handle.mockImplementation((_ctx, { message: m }) => starts[Number(m.offset) - 10]!.promise);
   const { ing } = ingester();
   const consumer = stubConsumer();
-  (ing as unknown as { consumer: unknown }).consumer = consumer;
+  ingesterInternals(ing).group.consumer = consumer;
   const { payload } = batchPayload('poimen.acme.dispatch', 0, [10, 11, 12], consumer);
-  const run = (ing as unknown as { eachBatch(c: unknown, p: EachBatchPayload): Promise<void> }).eachBatch(
-    consumer,
-    payload,
-  );
+  const run = ingesterInternals(ing).turns.run(consumer, payload);
 
   await tick();
   starts[0]!.resolve('started'); // frees a slot: record 12 is taken and a commit of offset 11 goes out
@@ -126,17 +123,14 @@ test('records that complete while a commit is in flight are committed by the bat
 
 test('a batch whose last records were filtered out (a transaction marker, an aborted transaction) commits past them once every record finished, and not before', async () => {
   const starts = [deferred<'started'>(), deferred<'started'>()];
-  handle.mockImplementation((_ctx, _t, _topic, _p, m) => starts[Number(m.offset) - 20]!.promise);
+  handle.mockImplementation((_ctx, { message: m }) => starts[Number(m.offset) - 20]!.promise);
   const { ing } = ingester();
   const consumer = stubConsumer();
   consumer.hold = false;
-  (ing as unknown as { consumer: unknown }).consumer = consumer;
+  ingesterInternals(ing).group.consumer = consumer;
   // Records 20 and 21, then 22 (the transaction's commit marker) and 23-25 (an aborted transaction with its marker).
   const { payload } = batchPayload('poimen.acme.dispatch', 0, [20, 21], consumer, 25);
-  const run = (ing as unknown as { eachBatch(c: unknown, p: EachBatchPayload): Promise<void> }).eachBatch(
-    consumer,
-    payload,
-  );
+  const run = ingesterInternals(ing).turns.run(consumer, payload);
   await tick();
   starts[0]!.resolve('started');
   await tick();
@@ -149,35 +143,31 @@ test('a batch whose last records were filtered out (a transaction marker, an abo
 });
 
 test('a batch ended by a failure before its last record does not commit past the filtered records after it', async () => {
-  handle.mockImplementation(async (_ctx, _t, _topic, _p, m) => {
+  handle.mockImplementation(async (_ctx, { message: m }) => {
     if (m.offset === '31') throw new Error('Temporal unreachable');
     return 'started';
   });
   const { ing } = ingester({ maxInFlight: 1 });
   const consumer = stubConsumer();
   consumer.hold = false;
-  (ing as unknown as { consumer: unknown }).consumer = consumer;
+  ingesterInternals(ing).group.consumer = consumer;
   const { payload } = batchPayload('poimen.acme.dispatch', 0, [30, 31], consumer, 33);
-  await (ing as unknown as { eachBatch(c: unknown, p: EachBatchPayload): Promise<void> }).eachBatch(
-    consumer,
-    payload,
-  );
+  await ingesterInternals(ing).turns.run(consumer, payload);
   expect(consumer.commits.map((c) => c.offset)).toEqual(['31']);
 });
 
 test('a failure pauses only its own partition, ends its batch at once, and its record’s success on the refetch ends the outage', async () => {
   let failA = true;
-  handle.mockImplementation(async (_ctx, _t, topic) => {
+  handle.mockImplementation(async (_ctx, { topic }) => {
     if (topic === 'poimen.a.dispatch' && failA) throw new Error('Temporal unreachable');
     return 'started';
   });
   const { ing, metrics } = ingester({ maxInFlight: 8 });
   const consumer = stubConsumer();
   consumer.hold = false;
-  (ing as unknown as { consumer: unknown }).consumer = consumer;
-  const each = (
-    ing as unknown as { eachBatch(c: unknown, p: EachBatchPayload): Promise<void> }
-  ).eachBatch.bind(ing);
+  ingesterInternals(ing).group.consumer = consumer;
+  const turns = ingesterInternals(ing).turns;
+  const each = turns.run.bind(turns);
   const gauge = async () =>
     (await metrics.pausedPartitions.get()).values.find((v) => v.labels.topic === 'poimen.a.dispatch')?.value;
 
@@ -220,19 +210,12 @@ test('stopping the consumer lets the batch in progress commit what it started be
   consumer.commitOffsets.mockImplementation(async (o: { offset: string }[]) => {
     events.push(`commit ${o[0]!.offset}`);
   });
-  const internals = ing as unknown as {
-    consumer: unknown;
-    batches: Set<Promise<void>>;
-    eachBatch(c: unknown, p: EachBatchPayload): Promise<void>;
-    stopConsumer(): Promise<void>;
-  };
-  internals.consumer = Object.assign(consumer, {
+  const internals = ingesterInternals(ing);
+  internals.group.consumer = Object.assign(consumer, {
     disconnect: async () => void events.push('disconnect'),
   });
   const batch = batchPayload('poimen.acme.dispatch', 0, [0, 1, 2], consumer);
-  const running = internals.eachBatch(consumer, batch.payload);
-  // As the consumer's eachBatch wrapper does.
-  internals.batches?.add(running);
+  const running = internals.turns.run(consumer, batch.payload);
   await tick();
   const stopping = internals.stopConsumer();
   start.resolve('started');
@@ -259,17 +242,13 @@ test('a commit answered "not the coordinator" ends the generation: no further re
   consumer.commitOffsets.mockImplementation(async () => {
     throw new KafkaJSNumberOfRetriesExceeded(notCoordinator, { retryCount: 10, retryTime: 30_000 });
   });
-  const internals = ing as unknown as {
-    consumer: unknown;
-    joined: boolean;
-    eachBatch(c: unknown, p: EachBatchPayload): Promise<void>;
-  };
-  internals.consumer = consumer;
-  internals.joined = true;
+  const internals = ingesterInternals(ing);
+  internals.group.consumer = consumer;
+  internals.group.joined = true;
   const offsets = Array.from({ length: 50 }, (_, i) => i);
   const { payload } = batchPayload('poimen.acme.dispatch', 0, offsets, consumer);
 
-  const thrown = await internals.eachBatch(consumer, payload).then(
+  const thrown = await internals.turns.run(consumer, payload).then(
     () => undefined,
     (e: unknown) => e as { type?: string },
   );
@@ -299,13 +278,13 @@ test('a heartbeat answered "rebalancing" stops the batch taking records and hand
     const { ing } = ingester({ maxInFlight: 1, commitEveryRecords: 1000 });
     const consumer = stubConsumer();
     consumer.hold = false;
-    (ing as unknown as { consumer: unknown }).consumer = consumer;
+    ingesterInternals(ing).group.consumer = consumer;
     const { payload } = batchPayload('poimen.acme.dispatch', 0, [0, 1, 2, 3, 4, 5], consumer);
     (payload as { heartbeat: () => Promise<void> }).heartbeat = async () => {
       throw rebalancing;
     };
-    const run = (ing as unknown as { eachBatch(c: unknown, p: EachBatchPayload): Promise<void> })
-      .eachBatch(consumer, payload)
+    const run = ingesterInternals(ing)
+      .turns.run(consumer, payload)
       .then(
         () => undefined,
         (e: unknown) => e,
@@ -342,10 +321,10 @@ test('a commit answered "rebalancing" ends the generation: the group has complet
   consumer.commitOffsets.mockImplementation(async () => {
     throw rebalancing;
   });
-  (ing as unknown as { consumer: unknown }).consumer = consumer;
+  ingesterInternals(ing).group.consumer = consumer;
   const { payload } = batchPayload('poimen.acme.dispatch', 0, [0, 1, 2, 3, 4, 5], consumer);
-  const thrown = await (ing as unknown as { eachBatch(c: unknown, p: EachBatchPayload): Promise<void> })
-    .eachBatch(consumer, payload)
+  const thrown = await ingesterInternals(ing)
+    .turns.run(consumer, payload)
     .then(
       () => undefined,
       (e: unknown) => e,
@@ -366,13 +345,10 @@ test('a failed commit is not repeated at every record: the next one goes some re
     if (++calls <= 3)
       throw Object.assign(new Error('Connection error: connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
   });
-  (ing as unknown as { consumer: unknown }).consumer = consumer;
+  ingesterInternals(ing).group.consumer = consumer;
   const offsets = Array.from({ length: 12 }, (_, i) => i);
   const { payload } = batchPayload('poimen.acme.dispatch', 0, offsets, consumer);
-  await (ing as unknown as { eachBatch(c: unknown, p: EachBatchPayload): Promise<void> }).eachBatch(
-    consumer,
-    payload,
-  );
+  await ingesterInternals(ing).turns.run(consumer, payload);
   expect(consumer.commits.map((c) => c.offset)).toEqual(['3', '6', '9', '12']);
 });
 
@@ -393,15 +369,15 @@ test('the batch’s last commit is retried while its generation lasts, and no mo
       sentAt.push(Date.now());
       throw Object.assign(new Error('Connection error: connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
     });
-    (ing as unknown as { consumer: unknown }).consumer = consumer;
+    ingesterInternals(ing).group.consumer = consumer;
     const { payload } = batchPayload('poimen.acme.dispatch', 0, [0, 1], consumer);
     // The in-batch heartbeat (every 3 s) learns that the group is rebalancing.
     (payload as { heartbeat: () => Promise<void> }).heartbeat = async () => {
       throw rebalancing;
     };
     const t0 = Date.now();
-    const run = (ing as unknown as { eachBatch(c: unknown, p: EachBatchPayload): Promise<void> })
-      .eachBatch(consumer, payload)
+    const run = ingesterInternals(ing)
+      .turns.run(consumer, payload)
       .then(
         () => undefined,
         (e: unknown) => e,
@@ -425,14 +401,10 @@ test('kafkajs joins a newer generation by itself mid-batch (a stale-metadata fet
   const { ing } = ingester({ maxInFlight: 1, commitEveryRecords: 1 });
   const consumer = stubConsumer();
   consumer.hold = false;
-  const internals = ing as unknown as {
-    consumer: unknown;
-    eachBatch(c: unknown, p: EachBatchPayload): Promise<void>;
-    onGroupJoin(c: unknown, assignment: Record<string, number[]>): void;
-  };
-  internals.consumer = consumer;
+  const internals = ingesterInternals(ing);
+  internals.group.consumer = consumer;
   const { payload, resolved } = batchPayload('poimen.acme.dispatch', 0, [0, 1, 2, 3], consumer);
-  const run = internals.eachBatch(consumer, payload);
+  const run = internals.turns.run(consumer, payload);
   await tick();
   starts[0]!.resolve('started');
   await tick();
@@ -457,12 +429,9 @@ test('a last commit that keeps failing past its budget hands the uncommitted rec
     consumer.commitOffsets.mockImplementation(async () => {
       throw Object.assign(new Error('The coordinator is loading'), { type: 'COORDINATOR_LOAD_IN_PROGRESS' });
     });
-    (ing as unknown as { consumer: unknown }).consumer = consumer;
+    ingesterInternals(ing).group.consumer = consumer;
     const { payload, resolved } = batchPayload('poimen.acme.dispatch', 0, [5, 6, 7], consumer);
-    const run = (ing as unknown as { eachBatch(c: unknown, p: EachBatchPayload): Promise<void> }).eachBatch(
-      consumer,
-      payload,
-    );
+    const run = ingesterInternals(ing).turns.run(consumer, payload);
     await jest.advanceTimersByTimeAsync(120_000);
     await expect(run).resolves.toBeUndefined();
     // Resolved as the records finished, then back to before the first: the next fetch starts at offset 5.
@@ -476,16 +445,13 @@ test('a last commit that keeps failing past its budget hands the uncommitted rec
 
 test('a long batch takes its turn: after the slice it takes no further record, commits and resolves what finished, and returns, so kafkajs fetches its rest with the other partitions again', async () => {
   const starts = [deferred<'started'>(), deferred<'started'>(), deferred<'started'>(), deferred<'started'>()];
-  handle.mockImplementation((_ctx, _t, _topic, _p, m) => starts[Number(m.offset) - 20]!.promise);
+  handle.mockImplementation((_ctx, { message: m }) => starts[Number(m.offset) - 20]!.promise);
   const { ing } = ingester({ batchSliceMs: 300, maxInFlight: 1 });
   const consumer = stubConsumer();
   consumer.hold = false;
-  (ing as unknown as { consumer: unknown }).consumer = consumer;
+  ingesterInternals(ing).group.consumer = consumer;
   const { payload, resolved } = batchPayload('poimen.acme.dispatch', 0, [20, 21, 22, 23], consumer);
-  const run = (ing as unknown as { eachBatch(c: unknown, p: EachBatchPayload): Promise<void> }).eachBatch(
-    consumer,
-    payload,
-  );
+  const run = ingesterInternals(ing).turns.run(consumer, payload);
   await tick();
   starts[0]!.resolve('started'); // record 21 is taken at once: the slice has not ended
   await waitFor(() => handle.mock.calls.length === 2, { timeoutMs: 1000, what: 'record 21 to be taken' });
@@ -503,13 +469,10 @@ test('with the default slice of 500 ms a batch whose records start at once runs 
   const { ing } = ingester();
   const consumer = stubConsumer();
   consumer.hold = false;
-  (ing as unknown as { consumer: unknown }).consumer = consumer;
+  ingesterInternals(ing).group.consumer = consumer;
   const offsets = Array.from({ length: 50 }, (_, i) => 100 + i);
   const { payload, resolved } = batchPayload('poimen.acme.dispatch', 0, offsets, consumer);
-  await (ing as unknown as { eachBatch(c: unknown, p: EachBatchPayload): Promise<void> }).eachBatch(
-    consumer,
-    payload,
-  );
+  await ingesterInternals(ing).turns.run(consumer, payload);
   expect(handle).toHaveBeenCalledTimes(50);
   expect(resolved.at(-1)).toBe('149');
 });
@@ -519,13 +482,10 @@ test('a turn never ends before the batch has taken a full in-flight bound of rec
   const { ing } = ingester({ batchSliceMs: 10, maxInFlight: 3 });
   const consumer = stubConsumer();
   consumer.hold = false;
-  (ing as unknown as { consumer: unknown }).consumer = consumer;
+  ingesterInternals(ing).group.consumer = consumer;
   const offsets = Array.from({ length: 10 }, (_, i) => 200 + i);
   const { payload, resolved } = batchPayload('poimen.acme.dispatch', 0, offsets, consumer);
-  await (ing as unknown as { eachBatch(c: unknown, p: EachBatchPayload): Promise<void> }).eachBatch(
-    consumer,
-    payload,
-  );
+  await ingesterInternals(ing).turns.run(consumer, payload);
   // Three taken at once (the bound), all slower than the slice: the turn ends at the fourth.
   expect(handle).toHaveBeenCalledTimes(3);
   expect(resolved.at(-1)).toBe('202');
@@ -533,7 +493,7 @@ test('a turn never ends before the batch has taken a full in-flight bound of rec
 
 test('a record whose wait for room outlasted its batch (a failure meanwhile) gives its tenant slot back', async () => {
   const starts = [deferred<'started' | 'duplicate'>(), deferred<'started' | 'duplicate'>()];
-  handle.mockImplementation((_ctx, _t, _topic, _p, m) => starts[Number(m.offset) - 10]!.promise);
+  handle.mockImplementation((_ctx, { message: m }) => starts[Number(m.offset) - 10]!.promise);
   const cfg = loadRelayConfig('ingester', {});
   // Three open per tenant; nothing started here stays open (no execution is watched).
   const admission = new TenantAdmission({
@@ -552,12 +512,9 @@ test('a record whose wait for room outlasted its batch (a failure meanwhile) giv
   );
   const consumer = stubConsumer();
   consumer.hold = false;
-  (ing as unknown as { consumer: unknown }).consumer = consumer;
+  ingesterInternals(ing).group.consumer = consumer;
   const { payload } = batchPayload('poimen.acme.dispatch', 0, [10, 11, 12], consumer);
-  const run = (ing as unknown as { eachBatch(c: unknown, p: EachBatchPayload): Promise<void> }).eachBatch(
-    consumer,
-    payload,
-  );
+  const run = ingesterInternals(ing).turns.run(consumer, payload);
   await tick();
   // Record 12 took its slot and waits for room in flight; record 10 fails meanwhile, which ends the batch.
   expect(handle).toHaveBeenCalledTimes(2);
@@ -573,8 +530,8 @@ test('a record whose wait for room outlasted its batch (a failure meanwhile) giv
 test('shipped defaults: a lone tenant keeps 248 open and waits in Kafka; a newcomer starts at once', async () => {
   // Each started record's execution stays open until the test closes it.
   const closes = new Map<string, () => void>();
-  handle.mockImplementation(async (_ctx, _tenant, _topic, _p, m, _log, onStarted) => {
-    onStarted?.(`wf-${_tenant}-${m.offset}`, 'run');
+  handle.mockImplementation(async (_ctx, { tenant, message: m }, { onStarted } = {}) => {
+    onStarted?.(`wf-${tenant}-${m.offset}`, 'run');
     return 'started';
   });
   const cfg = loadRelayConfig('ingester', {});
@@ -594,12 +551,9 @@ test('shipped defaults: a lone tenant keeps 248 open and waits in Kafka; a newco
   );
   const consumer = stubConsumer();
   consumer.hold = false;
-  (ing as unknown as { consumer: unknown }).consumer = consumer;
+  ingesterInternals(ing).group.consumer = consumer;
   const eachBatch = (topic: string, offsets: number[]) =>
-    (ing as unknown as { eachBatch(c: unknown, p: EachBatchPayload): Promise<void> }).eachBatch(
-      consumer,
-      batchPayload(topic, 0, offsets, consumer).payload,
-    );
+    ingesterInternals(ing).turns.run(consumer, batchPayload(topic, 0, offsets, consumer).payload);
 
   expect(cfg.ingest.maxOpen).toBe(256);
   await eachBatch(

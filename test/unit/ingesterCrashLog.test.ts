@@ -9,6 +9,7 @@ import { loadRelayConfig } from '../../src/config';
 import { Ingester } from '../../src/ingest/ingester';
 import { createLogger } from '../../src/logger';
 import { createMetrics } from '../../src/metrics';
+import { ingesterInternals } from '../support/ingesterInternals';
 
 type Listener = (e: { payload: { error: Error; restart: boolean } }) => void;
 
@@ -39,11 +40,9 @@ async function crashLine(restart: boolean): Promise<Record<string, unknown>> {
     logger,
     cfg.ingest,
   );
-  await (ing as unknown as { startConsumer(t: string[]): Promise<void> }).startConsumer([
-    'poimen.acme.dispatch',
-  ]);
+  await ingesterInternals(ing).startConsumer(['poimen.acme.dispatch']);
   // Handed over to nobody: the ingester's own restart of a stopped consumer is not what this test is about.
-  (ing as unknown as { consumer: unknown }).consumer = undefined;
+  ingesterInternals(ing).group.consumer = undefined;
   listeners.get('crash')!({ payload: { error: new Error('KafkaJSNumberOfRetriesExceeded'), restart } });
   return lines.find((l) => l.msg === 'consumer crashed')!;
 }

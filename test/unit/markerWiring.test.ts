@@ -12,6 +12,7 @@ import { handleRecord } from '../../src/ingest/startDispatch';
 import { createLogger } from '../../src/logger';
 import { createMetrics } from '../../src/metrics';
 import { batchPayload } from '../support/batchPayload';
+import { ingesterInternals } from '../support/ingesterInternals';
 
 jest.mock('../../src/ingest/startDispatch', () => ({ handleRecord: jest.fn() }));
 const handle = handleRecord as jest.MockedFunction<typeof handleRecord>;
@@ -59,13 +60,7 @@ function ingester(s: ReturnType<typeof stubConsumer>) {
     createLogger('test', 'silent'),
     cfg.ingest,
   );
-  return ing as unknown as {
-    consumer: unknown;
-    startConsumer(topics: string[]): Promise<void>;
-    stopConsumer(): Promise<void>;
-    onGroupJoin(c: unknown, assignment: Record<string, number[]>): void;
-    eachBatch(c: unknown, p: EachBatchPayload): Promise<void>;
-  };
+  return ingesterInternals(ing);
 }
 
 function batch(s: ReturnType<typeof stubConsumer>, offsets: number[]): EachBatchPayload {
@@ -99,7 +94,7 @@ test('commits nothing for a consumer that was replaced or has not joined', async
   s.markersFetched(0, '7'); // no assignment yet
   await tick();
   ing.onGroupJoin(s.consumer, { [TOPIC]: [0] });
-  ing.consumer = {}; // replaced (a topic change, a restart after a crash)
+  ing.group.consumer = {}; // replaced (a topic change, a restart after a crash)
   s.markersFetched(0, '9');
   await tick();
   expect(s.consumer.commitOffsets).not.toHaveBeenCalled();
@@ -113,7 +108,7 @@ test("the partition's next batch waits for a marker commit in flight, and stoppi
   s.consumer.hold = true;
   s.markersFetched(0, '7');
   await tick();
-  const next = ing.eachBatch(s.consumer, batch(s, [8]));
+  const next = ing.turns.run(s.consumer, batch(s, [8]));
   await tick();
   expect(handle).not.toHaveBeenCalled();
   s.release();

@@ -12,6 +12,7 @@ import { handleRecord } from '../../src/ingest/startDispatch';
 import { createLogger } from '../../src/logger';
 import { createMetrics } from '../../src/metrics';
 import { batchPayload } from '../support/batchPayload';
+import { ingesterInternals } from '../support/ingesterInternals';
 
 jest.mock('../../src/ingest/startDispatch', () => ({ handleRecord: jest.fn() }));
 const handle = handleRecord as jest.MockedFunction<typeof handleRecord>;
@@ -64,12 +65,7 @@ function ingester() {
     ...cfg.ingest,
     maxInFlight: 4,
   });
-  const internals = ing as unknown as {
-    consumer: unknown;
-    joined: boolean;
-    eachBatch(c: unknown, p: EachBatchPayload): Promise<void>;
-    onGroupJoin(c: unknown, assignment: Record<string, number[]>): void;
-  };
+  const internals = ingesterInternals(ing);
   return { ing, metrics, internals };
 }
 
@@ -106,10 +102,10 @@ describe('a rebalance during an outage', () => {
     });
     const { ing, metrics, internals } = ingester();
     const consumer = crashedConsumer();
-    internals.consumer = consumer;
+    internals.group.consumer = consumer;
     internals.onGroupJoin(consumer, { 'poimen.a.dispatch': [0, 1] });
-    await internals.eachBatch(consumer, batch('poimen.a.dispatch', 0, [5], consumer));
-    await internals.eachBatch(consumer, batch('poimen.a.dispatch', 1, [9], consumer));
+    await internals.turns.run(consumer, batch('poimen.a.dispatch', 0, [5], consumer));
+    await internals.turns.run(consumer, batch('poimen.a.dispatch', 1, [9], consumer));
     expect(ing.ready()).toBe(false);
 
     // Another member joins and takes both partitions; this one keeps none of the topic.
@@ -131,9 +127,9 @@ describe('a rebalance during an outage', () => {
     handle.mockImplementation(() => new Promise((_resolve, reject) => (fail = reject)));
     const { ing, internals } = ingester();
     const consumer = crashedConsumer();
-    internals.consumer = consumer;
+    internals.group.consumer = consumer;
     internals.onGroupJoin(consumer, { 'poimen.a.dispatch': [0] });
-    const running = internals.eachBatch(consumer, batch('poimen.a.dispatch', 0, [5], consumer));
+    const running = internals.turns.run(consumer, batch('poimen.a.dispatch', 0, [5], consumer));
     await new Promise((r) => setImmediate(r));
     // kafkajs rejoins from another broker's fetch while this start waits on Temporal; the partition goes elsewhere.
     internals.onGroupJoin(consumer, { 'poimen.b.dispatch': [0] });
@@ -149,13 +145,13 @@ describe('a rebalance during an outage', () => {
     });
     const { ing, internals } = ingester();
     const consumer = crashedConsumer();
-    internals.consumer = consumer;
+    internals.group.consumer = consumer;
     internals.onGroupJoin(consumer, { 'poimen.a.dispatch': [0, 1] });
-    await internals.eachBatch(consumer, batch('poimen.a.dispatch', 0, [5], consumer));
-    await internals.eachBatch(consumer, batch('poimen.a.dispatch', 1, [9], consumer));
+    await internals.turns.run(consumer, batch('poimen.a.dispatch', 0, [5], consumer));
+    await internals.turns.run(consumer, batch('poimen.a.dispatch', 1, [9], consumer));
     internals.onGroupJoin(consumer, { 'poimen.a.dispatch': [1] });
     expect(ing.ready()).toBe(false);
     expect(ing.readinessDetail()).toMatch(/paused: 1 partition\(s\); oldest poimen\.a\.dispatch\/1 /);
-    await (ing as unknown as { stopConsumer(): Promise<void> }).stopConsumer().catch(() => undefined);
+    await internals.stopConsumer().catch(() => undefined);
   });
 });

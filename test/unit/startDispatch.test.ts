@@ -75,6 +75,11 @@ const VALUE = JSON.stringify({
 });
 const TOPIC = 'poimen.acme.dispatch';
 
+/** A record of tenant acme on TOPIC, as the ingester hands it to handleRecord. */
+function acme(message: KafkaMessage, partition = 0) {
+  return { tenant: 'acme', topic: TOPIC, partition, message };
+}
+
 function grpcError(code: number, details: string): Error {
   return Object.assign(new Error(`${code} ${details}`), { code, details, metadata: {} });
 }
@@ -84,7 +89,7 @@ describe('startDispatch: one Kafka record to one workflow start', () => {
     const { ctx, starts, published, deadlines } = stubs();
     const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
     const before = Date.now();
-    const outcome = await handleRecord(ctx, 'acme', TOPIC, 3, message(VALUE, { traceparent }));
+    const outcome = await handleRecord(ctx, acme(message(VALUE, { traceparent }), 3));
     expect(outcome).toBe('started');
     expect(published).toEqual([]);
     expect(starts).toHaveLength(1);
@@ -125,13 +130,10 @@ describe('startDispatch: one Kafka record to one workflow start', () => {
 
   test("the tenant is the start's fairness key; a weight only for a tenant POIMEN_TENANT_WEIGHTS names", async () => {
     const { ctx, starts } = stubs();
-    await handleRecord({ ...ctx, tenantWeights: { beta: 0.5 } }, 'acme', TOPIC, 0, message(VALUE));
+    await handleRecord({ ...ctx, tenantWeights: { beta: 0.5 } }, acme(message(VALUE)));
     await handleRecord(
       { ...ctx, tenantWeights: { beta: 0.5 } },
-      'beta',
-      'poimen.beta.dispatch',
-      0,
-      message(VALUE),
+      { tenant: 'beta', topic: 'poimen.beta.dispatch', partition: 0, message: message(VALUE) },
     );
     expect((starts as StartCall[]).map((s) => s.options.priority)).toEqual([
       { fairnessKey: 'acme' },
@@ -141,13 +143,13 @@ describe('startDispatch: one Kafka record to one workflow start', () => {
 
   test("a redriven record's count goes into the start memo, so its dead letter keeps it", async () => {
     const { ctx, starts } = stubs();
-    await handleRecord(ctx, 'acme', TOPIC, 0, message(VALUE, { 'poimen-redrive-count': Buffer.from('2') }));
+    await handleRecord(ctx, acme(message(VALUE, { 'poimen-redrive-count': Buffer.from('2') })));
     expect(starts[0]!.options.memo).toMatchObject({ redrive_count: 2 });
   });
 
   test('a null goal_id is not indexed', async () => {
     const { ctx, starts } = stubs();
-    await handleRecord(ctx, 'acme', TOPIC, 0, message(VALUE.replace('"g-17"', 'null')));
+    await handleRecord(ctx, acme(message(VALUE.replace('"g-17"', 'null'))));
     const names = (starts[0]!.options.typedSearchAttributes as { key: { name: string } }[]).map(
       (p) => p.key.name,
     );
@@ -158,7 +160,7 @@ describe('startDispatch: one Kafka record to one workflow start', () => {
     const { ctx, published } = stubs(
       new WorkflowExecutionAlreadyStartedError('already', 'dispatch:acme:d-1', WORKFLOW_TYPE),
     );
-    await expect(handleRecord(ctx, 'acme', TOPIC, 0, message(VALUE))).resolves.toBe('duplicate');
+    await expect(handleRecord(ctx, acme(message(VALUE)))).resolves.toBe('duplicate');
     expect(published).toEqual([]);
   });
 
@@ -166,7 +168,7 @@ describe('startDispatch: one Kafka record to one workflow start', () => {
     const { ctx, published } = stubs(
       new ServiceError('Failed to start Workflow', { cause: grpcError(3, 'Blob data size exceeds limit.') }),
     );
-    await expect(handleRecord(ctx, 'acme', TOPIC, 2, message(VALUE))).resolves.toBe('dead_lettered');
+    await expect(handleRecord(ctx, acme(message(VALUE), 2))).resolves.toBe('dead_lettered');
     expect(published).toHaveLength(1);
     const [{ record, key }] = published as [(typeof published)[number]];
     expect(key).toBe('acme:d-1');
@@ -193,15 +195,15 @@ describe('startDispatch: one Kafka record to one workflow start', () => {
   ])('%s is thrown for the ingester to retry, nothing dead-lettered', async (_name, code) => {
     const err = new ServiceError('Failed to start Workflow', { cause: grpcError(code, 'x') });
     const { ctx, published } = stubs(err);
-    await expect(handleRecord(ctx, 'acme', TOPIC, 0, message(VALUE))).rejects.toBe(err);
+    await expect(handleRecord(ctx, acme(message(VALUE)))).rejects.toBe(err);
     expect(published).toEqual([]);
   });
 
   test('a malformed record is dead-lettered before any start; one with a dispatch_key is keyed by it', async () => {
     const { ctx, starts, published } = stubs();
     const bad = JSON.stringify({ workflow_ref: 'w', input: {}, dispatch_key: 'd-2', goal_id: 7 });
-    await expect(handleRecord(ctx, 'acme', TOPIC, 0, message(bad))).resolves.toBe('dead_lettered');
-    await expect(handleRecord(ctx, 'acme', TOPIC, 0, message('not json'))).resolves.toBe('dead_lettered');
+    await expect(handleRecord(ctx, acme(message(bad)))).resolves.toBe('dead_lettered');
+    await expect(handleRecord(ctx, acme(message('not json')))).resolves.toBe('dead_lettered');
     expect(starts).toEqual([]);
     expect(published.map((p) => [p.record.type, p.key?.toString()])).toEqual([
       ['malformed_dispatch', 'acme:d-2'],
@@ -209,14 +211,14 @@ describe('startDispatch: one Kafka record to one workflow start', () => {
     ]);
     // The same source record gives the same id (a redelivery repeats it recognisably).
     const again = stubs();
-    await handleRecord(again.ctx, 'acme', TOPIC, 0, message('not json'));
+    await handleRecord(again.ctx, acme(message('not json')));
     expect(again.published[0]!.record.id).toBe(published[1]!.record.id);
   });
 
   test('a dead letter written at ingest leaves the record’s credential headers out', async () => {
     const { ctx, published } = stubs();
     const headers = { authorization: Buffer.from('Bearer s3cret'), 'x-origin': Buffer.from('billing') };
-    await handleRecord(ctx, 'acme', TOPIC, 0, message('not json', headers));
+    await handleRecord(ctx, acme(message('not json', headers)));
     expect(published[0]!.record.source.headers).toEqual({ 'x-origin': 'billing' });
     expect(JSON.stringify(published[0]!.record)).not.toContain('s3cret');
   });
@@ -224,13 +226,13 @@ describe('startDispatch: one Kafka record to one workflow start', () => {
   test('a record at an offset an earlier record had (its topic made anew) is dead-lettered under its own id', async () => {
     const { ctx, published } = stubs();
     const later = { ...message('not json either'), timestamp: '1700000099000' } as KafkaMessage;
-    await handleRecord(ctx, 'acme', TOPIC, 0, message('not json'));
-    await handleRecord(ctx, 'acme', TOPIC, 0, later);
+    await handleRecord(ctx, acme(message('not json')));
+    await handleRecord(ctx, acme(later));
     // Same topic, partition and offset (41), another record: two dead letters, two ids.
     expect(published.map((p) => p.record.source.offset)).toEqual(['41', '41']);
     expect(published[1]!.record.id).not.toBe(published[0]!.record.id);
     // Only the value differs (a producer that sets no timestamp, LogAppendTime in the same millisecond).
-    await handleRecord(ctx, 'acme', TOPIC, 0, message('not json, third'));
+    await handleRecord(ctx, acme(message('not json, third')));
     expect(new Set(published.map((p) => p.record.id)).size).toBe(3);
   });
 });
@@ -257,7 +259,7 @@ describe('startDispatch: each record’s outcome at debug', () => {
 
   test('started: tenant, dispatch_key, workflow_id, the Temporal run id and the traceparent', async () => {
     const { lines, log } = debugLines();
-    await handleRecord(stubs().ctx, 'acme', TOPIC, 0, message(VALUE, { traceparent }), log);
+    await handleRecord(stubs().ctx, acme(message(VALUE, { traceparent })), { log });
     expect(lines).toEqual([
       expect.objectContaining({
         level: 'debug',
@@ -278,7 +280,7 @@ describe('startDispatch: each record’s outcome at debug', () => {
     const { ctx } = stubs(
       new WorkflowExecutionAlreadyStartedError('already', 'dispatch:acme:d-1', WORKFLOW_TYPE),
     );
-    await handleRecord(ctx, 'acme', TOPIC, 0, message(VALUE), log);
+    await handleRecord(ctx, acme(message(VALUE)), { log });
     expect(lines).toEqual([
       expect.objectContaining({
         msg: 'record already handled: its dispatch completed, or failed for this record or an earlier one',
@@ -294,7 +296,7 @@ describe('startDispatch: each record’s outcome at debug', () => {
   test('dead-lettered: the reason and type, and no workflow_id (none was started)', async () => {
     const { lines, log } = debugLines();
     const bad = JSON.stringify({ workflow_ref: 'w', input: {}, dispatch_key: 'd-2', goal_id: 7 });
-    await handleRecord(stubs().ctx, 'acme', TOPIC, 0, message(bad, { traceparent }), log);
+    await handleRecord(stubs().ctx, acme(message(bad, { traceparent })), { log });
     expect(lines).toEqual([
       expect.objectContaining({
         msg: 'record dead-lettered',

@@ -33,14 +33,21 @@ describe('startDispatch: a dead letter is handled only once the DLQ acknowledged
   test('a DLQ publish that fails makes the record fail, not `dead_lettered`', async () => {
     const refused = new Error('DLQ broker unreachable');
     const ctx = context(() => Promise.reject(refused));
-    await expect(handleRecord(ctx, 'acme', 'poimen.acme.dispatch', 0, malformed)).rejects.toBe(refused);
+    await expect(
+      handleRecord(ctx, { tenant: 'acme', topic: 'poimen.acme.dispatch', partition: 0, message: malformed }),
+    ).rejects.toBe(refused);
   });
 
   test('the answer waits for the acknowledgement', async () => {
     let acknowledge!: () => void;
     const ctx = context(() => new Promise<void>((r) => (acknowledge = r)));
     let answer: string | undefined;
-    const handled = handleRecord(ctx, 'acme', 'poimen.acme.dispatch', 0, malformed).then((a) => (answer = a));
+    const handled = handleRecord(ctx, {
+      tenant: 'acme',
+      topic: 'poimen.acme.dispatch',
+      partition: 0,
+      message: malformed,
+    }).then((a) => (answer = a));
     await new Promise((r) => setTimeout(r, 20));
     expect(answer).toBeUndefined();
     acknowledge();

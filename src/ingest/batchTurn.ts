@@ -1,0 +1,227 @@
+/**
+ * One batch's turn: the records kafkajs fetched for one partition, taken in order while the batch may go on,
+ * each started (or dead-lettered) under the process-wide in-flight bound and its tenant's admission, and
+ * committed as the contiguous completed prefix grows (batchCommits.ts), so nothing is skipped and nothing is
+ * committed early.
+ *
+ * - A tenant with its bound of dispatches open: the partition waits, paused, for one of them to close, and the
+ *   rest of the batch stays in Kafka (admission.ts).
+ * - A record whose start fails on infrastructure (Temporal or Kafka down) ends the batch with the record
+ *   unresolved; its partition is paused and resumed after a backoff (pausedPartitions.ts). No error escapes the
+ *   handler, so kafkajs never restarts the consumer into a crash loop.
+ * - A heartbeat or commit answered "your generation is over" ends the batch and hands the answer back to kafkajs,
+ *   which rejoins; "rebalancing" does the same once the batch has committed what finished (generation.ts).
+ * - A long batch gives up its turn after batchSliceMs, so other tenants' fresh records are fetched too.
+ */
+import type { ConsumedBatch, KafkaConsumer } from '../kafka/port';
+import { tenantFromTopic } from '../contract';
+import { groupGenerationOver, groupRebalancing } from '../kafka/errors';
+import type { Logger } from '../logger';
+import type { RelayMetrics } from '../metrics';
+import type { TenantAdmission } from './admission';
+import { BatchCommits } from './batchCommits';
+import type { MarkerBatches } from './markerBatches';
+import type { GroupMembership } from './membership';
+import type { PausedPartitions } from './pausedPartitions';
+import type { Semaphore } from './semaphore';
+import { type DispatchRecord, type StartContext, handleRecord } from './startDispatch';
+
+/**
+ * How long a batch's last offset commit keeps trying (a coordinator moving after a broker's death takes tens of
+ * seconds on a loaded machine, and one attempt can take kafkajs's 30 s request timeout) before the batch hands its
+ * uncommitted tail back to kafkajs to fetch again (batchCommits.ts).
+ */
+const LAST_COMMIT_BUDGET_MS = 60_000;
+
+/** What a batch's turn works with: the ingester's shared bounds and state (ingester.ts). */
+export interface BatchTurnParts {
+  startCtx: StartContext;
+  metrics: RelayMetrics;
+  logger: Logger;
+  opts: { maxInFlight: number; commitEveryRecords: number; batchSliceMs: number };
+  membership: GroupMembership;
+  semaphore: Semaphore;
+  admission: TenantAdmission;
+  paused: PausedPartitions;
+  markers: MarkerBatches;
+}
+
+export class BatchTurns {
+  /** Batch handlers running now: stopping the consumer waits for them so their commits are not dropped. */
+  private readonly running = new Set<Promise<void>>();
+
+  constructor(private readonly parts: BatchTurnParts) {}
+
+  /** The batch's turn, as kafkajs's eachBatch handler. */
+  run(consumer: KafkaConsumer, payload: ConsumedBatch): Promise<void> {
+    const running = this.take(consumer, payload);
+    this.running.add(running);
+    return running.finally(() => this.running.delete(running));
+  }
+
+  /** Once every batch running now has finished, its records in flight included, and committed what finished. */
+  async settled(): Promise<void> {
+    await Promise.allSettled([...this.running]);
+  }
+
+  private async take(consumer: KafkaConsumer, payload: ConsumedBatch): Promise<void> {
+    const { membership, admission, semaphore, opts } = this.parts;
+    const { batch, heartbeat, isRunning, isStale } = payload;
+    const tenant = tenantFromTopic(batch.topic);
+    if (tenant === undefined || batch.messages.length === 0) return;
+    // A commit past this partition's transaction markers still in flight lands first (markerBatches.ts).
+    await this.parts.markers.before(batch.topic, batch.partition);
+    const log = this.parts.logger.child({ topic: batch.topic, partition: batch.partition });
+    const generation = membership.generation;
+    const current = () => membership.current(consumer);
+    /** True when `err` ended this batch's generation (the batch then stops and hands it back to kafkajs). */
+    const ends = (err: unknown): boolean => {
+      const over = groupGenerationOver(err);
+      if (!over) return false;
+      if (generation.end(over) && generation === membership.generation && current()) {
+        membership.joined = false;
+        log.warn(
+          { err: over },
+          'the consumer group moved on without this member; ending its batches to rejoin',
+        );
+      }
+      return true;
+    };
+    const commits = new BatchCommits({
+      offsets: batch.messages.map((m) => m.offset),
+      // Transaction markers and aborted records after the last record: committed past once all are finished.
+      lastFetched: batch.lastOffset(),
+      send: (offset) =>
+        payload.commitOffsetsIfNecessary({
+          topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset }] }],
+        }),
+      resolve: (offset) => payload.resolveOffset(offset),
+      // A batch whose consumer is being stopped or replaced still commits what it finished (ingester.ts waits).
+      live: () => !isStale() && !generation.over,
+      // Retrying the batch's last commit is worth it only while this consumer stays.
+      keepTrying: current,
+      ends,
+      generation,
+      every: opts.commitEveryRecords,
+      lastCommitBudgetMs: LAST_COMMIT_BUDGET_MS,
+      log,
+    });
+    /** A heartbeat's answer: "rebalancing" asks this member to rejoin soon, its commits still count (generation.ts). */
+    const heard = (err: unknown): void => {
+      const rebalancing = groupRebalancing(err);
+      if (!rebalancing) return void ends(err);
+      if (generation.askRejoin(rebalancing) && generation === membership.generation && current()) {
+        log.info(
+          { err: rebalancing },
+          'the consumer group is rebalancing; committing what finished, then rejoining',
+        );
+      }
+    };
+    const beat = setInterval(() => void heartbeat().catch(heard), 3000);
+    const tasks: Promise<void>[] = [];
+    // A failed record ends the batch: what follows it is fetched again once the partition is resumed.
+    let failed = false;
+    const goOn = () => isRunning() && !isStale() && current() && !failed && !generation.closing;
+    // kafkajs fetches a broker's partitions again only once every batch of its last fetch is done, so a tenant's
+    // long batch would hold every other tenant's fresh records back until it ends. A batch therefore takes its
+    // turn: once it has taken at least a full in-flight bound of records and its turn has lasted batchSliceMs
+    // (counted from its first record, not from its wait for room), it stops taking records, commits what
+    // finished and returns; its rest is fetched again with the other partitions' news (docs/design.md, "Fair
+    // turns for tenants"). The minimum keeps slow starts from shrinking a turn to a record or two.
+    let sliceEnd = Number.POSITIVE_INFINITY;
+    const turnOver = (taken: number) => taken >= opts.maxInFlight && performance.now() >= sliceEnd;
+    try {
+      for (let i = 0; i < batch.messages.length; i++) {
+        if (!goOn() || turnOver(i)) break;
+        // The tenant has its bound of dispatches open: its partition waits (paused) for one to close, and the rest
+        // of this batch stays in Kafka, fetched again once there is room (admission.ts).
+        if (!admission.take(tenant)) {
+          this.waitForRoom(consumer, tenant, batch.topic, batch.partition);
+          break;
+        }
+        const message = batch.messages[i]!;
+        const weight = await semaphore.acquire(message.value?.length ?? 0);
+        // Waiting for room may have outlasted the batch's turn: a failure, a stop, a replaced consumer, its slice.
+        if (!goOn() || turnOver(i)) {
+          semaphore.release(weight);
+          admission.giveBack(tenant);
+          break;
+        }
+        if (i === 0) sliceEnd = performance.now() + opts.batchSliceMs;
+        tasks.push(
+          this.process(consumer, { tenant, topic: batch.topic, partition: batch.partition, message }, log)
+            .then((ok) => (ok ? commits.finished(i) : void (failed = true)))
+            .finally(() => semaphore.release(weight)),
+        );
+      }
+      // The records in flight finish either way: their starts are durable, a redelivery of them is absorbed.
+      await Promise.all(tasks);
+      await commits.finish();
+      // kafkajs rejoins when a batch handler throws one of these (its runner's rebalance path, not a crash), after
+      // the commits above when the group is only rebalancing. Not while this consumer is being stopped or
+      // replaced: a rejoin then would only delay its leaving.
+      if (generation.endedByError && current()) throw generation.endedByError;
+    } finally {
+      clearInterval(beat);
+    }
+  }
+
+  private waitForRoom(consumer: KafkaConsumer, tenant: string, topic: string, partition: number): void {
+    const { membership, paused } = this.parts;
+    try {
+      consumer.pause([{ topic, partitions: [partition] }]);
+    } catch (err) {
+      // kafkajs between a crash and its restart: no group to pause in; its next fetch finds the tenant full again.
+      this.parts.logger.debug({ err, topic, partition }, 'could not pause a partition to wait for room');
+    }
+    // An outage whose backoff already resumed the partition is over as far as anyone knows: its record was not
+    // tried again, only refused a slot. Left, it would keep the process unready until room comes back.
+    paused.forgetResumed(topic, partition);
+    this.parts.admission.whenRoom(tenant, `${topic}/${partition}`, () => {
+      // A replaced consumer forgot the pause; a partition in an outage is resumed by its own backoff.
+      if (consumer !== membership.consumer || paused.holds(topic, partition)) return;
+      consumer.resume([{ topic, partitions: [partition] }]);
+    });
+  }
+
+  /**
+   * True when the record's outcome is durable. False when it failed (its partition is then paused and resumed
+   * after a backoff, and the record fetched again: pausedPartitions.ts) or the ingester is stopping.
+   */
+  private async process(consumer: KafkaConsumer, record: DispatchRecord, log: Logger): Promise<boolean> {
+    const { tenant, topic, partition, message } = record;
+    const { membership, admission, paused } = this.parts;
+    // The record's admission slot: held while the execution it started is open, else given back here.
+    let held = false;
+    const onStarted = (workflowId: string, runId: string) => {
+      held = true;
+      admission.holdUntilClosed(tenant, workflowId, runId);
+    };
+    try {
+      const outcome = await handleRecord(this.parts.startCtx, record, { log, onStarted });
+      this.parts.metrics.dispatchRecords.inc({ tenant, outcome });
+      if (consumer === membership.consumer && paused.succeeded(consumer, topic, partition)) {
+        log.info('infrastructure back; the partition flows again');
+      }
+      return true;
+    } catch (err) {
+      if (membership.stopping) return false;
+      // A consumer replaced meanwhile (topic change, crash restart) holds no pauses of ours and refetches anyway.
+      if (consumer !== membership.consumer) return false;
+      // A rejoin meanwhile gave the partition to another member: it fetches the record again, no outage here.
+      if (membership.assignment && !membership.assignment[topic]?.includes(partition)) return false;
+      const reason = err instanceof Error ? err.message : String(err);
+      const failures = paused.failed(consumer, topic, partition, reason);
+      // Log the first failure and then every tenth, not every retry of a long outage.
+      if (failures === 1 || failures % 10 === 0) {
+        log.warn(
+          { err, tenant, offset: message.offset, failures },
+          'could not start or dead-letter record; partition paused, retrying after a backoff',
+        );
+      }
+      return false;
+    } finally {
+      if (!held) admission.giveBack(tenant);
+    }
+  }
+}
