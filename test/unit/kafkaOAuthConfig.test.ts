@@ -112,6 +112,10 @@ describe('KAFKA_SASL_MECHANISM=oauthbearer', () => {
       `invalid configuration: KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD are set but KAFKA_SASL_MECHANISM is oauthbearer, which uses ${uses}`,
     );
     expect(both).not.toContain('the-password');
+    // Empty is unset (the example Secret has both keys, empty): accepted.
+    expect(
+      loadRelayConfig('ingester', { ...OAUTH, KAFKA_SASL_USERNAME: '', KAFKA_SASL_PASSWORD: ' ' }).kafka.sasl,
+    ).toMatchObject({ mechanism: 'oauthbearer' });
   });
 
   test('the effective configuration shows the endpoint and the id, and the secret only as set', () => {
