@@ -8,7 +8,7 @@
 import { request } from 'undici';
 import type { OAuthClientCredentials } from '../config';
 import { TOKEN_ENDPOINT_VARIABLE } from '../config/kafkaSasl';
-import { withoutUserinfo } from '../redact';
+import { shownUrl } from '../redact';
 
 /**
  * The grant failed. `refused`: the endpoint answered and said no (a 4xx, or an answer without a token), which
@@ -103,7 +103,7 @@ export class OAuthTokenProvider {
   ) {
     this.timeoutMs = opts.timeoutMs ?? 10_000;
     this.now = opts.now ?? Date.now;
-    this.where = withoutUserinfo(creds.tokenEndpointUrl);
+    this.where = shownUrl(creds.tokenEndpointUrl);
   }
 
   /**

@@ -10,6 +10,7 @@ import { type Env, loadRelayConfig } from '../../src/config';
 import { explainRelayConfig } from '../../src/config/effective';
 import { ConfigError } from '../../src/errors';
 import { OAuthTokenProvider } from '../../src/kafka/oauthBearer';
+import { shownUrl } from '../../src/redact';
 
 const ENDPOINT = 'KAFKA_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL';
 const OAUTH: Env = {
@@ -90,5 +91,18 @@ test("the token provider's failures name the endpoint without userinfo and secre
   );
   expect(err?.message).toBe(
     `${ENDPOINT} http://127.0.0.1:${port}/token?access_token=<redacted> is unreachable (ECONNREFUSED)`,
+  );
+});
+
+test('text that is not a URL with credentials is shown as it is', () => {
+  for (const text of [
+    '127.0.0.1:7233',
+    'relay@corp.example',
+    'poimen-relay',
+    'https://idp/t?tenant=acme#top',
+  ])
+    expect(shownUrl(text)).toBe(text);
+  expect(shownUrl('https://idp/t#access_token=abc&state=1')).toBe(
+    'https://idp/t#access_token=<redacted>&state=1',
   );
 });
