@@ -33,8 +33,11 @@ function b64url(data: string | Buffer): string {
 
 export class OAuthServer {
   readonly grants: Grant[] = [];
-  /** When set, every grant is answered with this status and an RFC 6749 error body. */
-  failWith: { status: number; error: string } | undefined;
+  /**
+   * When set, every grant is answered with this status and an RFC 6749 error body, with a `Retry-After` header
+   * when given; only the next `times` grants when that is given.
+   */
+  failWith: { status: number; error: string; retryAfter?: string; times?: number } | undefined;
   private issued = 0;
   private readonly keys = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
   private readonly kid = crypto.randomUUID();
@@ -76,8 +79,8 @@ export class OAuthServer {
   }
 
   private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
-    const json = (status: number, body: unknown) => {
-      res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+    const json = (status: number, body: unknown, headers: Record<string, string> = {}) => {
+      res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers });
       res.end(JSON.stringify(body));
     };
     if (req.method === 'GET' && req.url === '/jwks') {
@@ -97,11 +100,15 @@ export class OAuthServer {
       const { auth, id, secret } = this.credentials(req, form);
       const grant: Grant = { auth, form, status: 200 };
       this.grants.push(grant);
-      const refuse = (status: number, error: string) => {
+      const refuse = (status: number, error: string, headers?: Record<string, string>) => {
         grant.status = status;
-        json(status, { error, error_description: `client ${id ?? '?'} refused` });
+        json(status, { error, error_description: `client ${id ?? '?'} refused` }, headers);
       };
-      if (this.failWith) return refuse(this.failWith.status, this.failWith.error);
+      const fail = this.failWith;
+      if (fail) {
+        if (fail.times !== undefined && --fail.times <= 0) this.failWith = undefined;
+        return refuse(fail.status, fail.error, fail.retryAfter ? { 'retry-after': fail.retryAfter } : {});
+      }
       if (form['grant_type'] !== 'client_credentials') return refuse(400, 'unsupported_grant_type');
       if (id !== this.opts.clientId || secret !== this.opts.clientSecret)
         return refuse(401, 'invalid_client');
