@@ -40,6 +40,9 @@ function manualClock(): { now: () => number; advance: (ms: number) => void } {
   return { now: () => t, advance: (ms) => (t += ms) };
 }
 
+/** No wait between the attempts of a grant (their pacing: oauthBearerRetry.test.ts). */
+const noWaits = { sleep: () => Promise.resolve() };
+
 async function failure(p: Promise<unknown>): Promise<OAuthTokenError> {
   const err = await p.then(
     () => undefined,
@@ -130,7 +133,7 @@ test('an unreachable endpoint and a 5xx are retriable failures naming the variab
   const port = (closed.address() as AddressInfo).port;
   await new Promise<void>((r) => closed.close(() => r()));
   const gone = await failure(
-    new OAuthTokenProvider(creds({ tokenEndpointUrl: `http://127.0.0.1:${port}/token` })).token(),
+    new OAuthTokenProvider(creds({ tokenEndpointUrl: `http://127.0.0.1:${port}/token` }), noWaits).token(),
   );
   expect(gone.message).toBe(
     `KAFKA_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL http://127.0.0.1:${port}/token is unreachable (ECONNREFUSED)`,
@@ -138,7 +141,7 @@ test('an unreachable endpoint and a 5xx are retriable failures naming the variab
   expect(gone).toMatchObject({ refused: false, retriable: true });
 
   server.failWith = { status: 503, error: 'temporarily_unavailable' };
-  const down = await failure(new OAuthTokenProvider(creds()).token());
+  const down = await failure(new OAuthTokenProvider(creds(), noWaits).token());
   expect(down.message).toBe(`KAFKA_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL ${server.tokenUrl} answered HTTP 503`);
   expect(down.refused).toBe(false);
 });
@@ -149,7 +152,7 @@ test('an endpoint that never answers fails after the timeout', async () => {
   const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}/token`;
   try {
     const err = await failure(
-      new OAuthTokenProvider(creds({ tokenEndpointUrl: url }), { timeoutMs: 200 }).token(),
+      new OAuthTokenProvider(creds({ tokenEndpointUrl: url }), { timeoutMs: 200, ...noWaits }).token(),
     );
     expect(err.message).toBe(
       `KAFKA_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL ${url} is unreachable (no answer within 200 ms)`,
@@ -162,7 +165,7 @@ test('an endpoint that never answers fails after the timeout', async () => {
 
 test('a failed refresh keeps handing out the token while it has not expired, then fails', async () => {
   const clock = manualClock();
-  const provider = new OAuthTokenProvider(creds(), clock);
+  const provider = new OAuthTokenProvider(creds(), { ...clock, ...noWaits });
   const first = await provider.token();
   server.failWith = { status: 503, error: 'temporarily_unavailable' };
   clock.advance(90_000);
@@ -170,6 +173,8 @@ test('a failed refresh keeps handing out the token while it has not expired, the
   clock.advance(11_000);
   await failure(provider.token());
   server.failWith = undefined;
+  // The endpoint is asked again once the wait its last failure called for (8 s, the backoff after a fourth attempt) has passed.
+  clock.advance(8_000);
   expect((await provider.token()).value).not.toBe(first.value);
 });
 
