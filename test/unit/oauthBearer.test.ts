@@ -78,6 +78,27 @@ test('the grant goes by HTTP Basic with scope and audience; the token is cached 
   expect(second.value).not.toBe(first.value);
 });
 
+test('past 80% of its lifetime a valid token is handed out at once and refreshed in the background', async () => {
+  const clock = manualClock();
+  const provider = new OAuthTokenProvider(creds(), clock);
+  const first = await provider.token();
+  clock.advance(85_000);
+  // A slow endpoint: a reconnect's SASL handshake (kafkajs asks midway) must not wait for it.
+  let release = () => {};
+  server.answerAfter = new Promise<void>((r) => (release = r));
+  const waited = new Promise((r) => setTimeout(() => r('waited for the endpoint'), 1_000).unref());
+  expect(await Promise.race([provider.token(), waited])).toEqual(first);
+  expect(await Promise.race([provider.token(), waited])).toEqual(first);
+  release();
+  let next = first;
+  for (let i = 0; i < 100 && next.value === first.value; i++) {
+    await new Promise((r) => setTimeout(r, 20));
+    next = await provider.token();
+  }
+  expect(next.value).not.toBe(first.value);
+  expect(server.grants).toHaveLength(2);
+});
+
 test('client_secret_post sends the id and secret in the form, no Authorization header', async () => {
   const provider = new OAuthTokenProvider(creds({ clientAuth: 'client_secret_post' }));
   await provider.token();
