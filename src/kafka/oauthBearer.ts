@@ -1,9 +1,10 @@
 /**
  * The relay's OAUTHBEARER token (KAFKA_SASL_MECHANISM=oauthbearer): an OAuth 2.0 access token got by the client
- * credentials grant (RFC 6749 §4.4) from the configured token endpoint, cached and fetched again before it
- * expires, handed to kafkajs as its `oauthBearerProvider` (kafkajs asks at every connection's authentication and
- * re-authentication). A failed grant is an OAuthTokenError whose one-line message names the endpoint variable
- * and the status, never the secret and never the token.
+ * credentials grant (RFC 6749 §4.4) from the configured token endpoint, cached and fetched again in the
+ * background before it expires, handed to kafkajs as its `oauthBearerProvider` (kafkajs asks midway through every
+ * connection's authentication and re-authentication, which never waits on the endpoint while a token is valid).
+ * A failed grant is an OAuthTokenError whose one-line message names the endpoint variable and the status, never
+ * the secret and never the token.
  */
 import { request } from 'undici';
 import { parseRetryAfter } from '../activities/classify';
@@ -42,6 +43,8 @@ export interface TokenProviderOptions {
   now?: () => number;
   /** How a wait between attempts is waited (tests record it). */
   sleep?: (ms: number) => Promise<void>;
+  /** How a background refresh is set for later (tests run it by hand); by default a timer that holds no process. */
+  schedule?: (run: () => void, ms: number) => void;
 }
 
 /** A token is fetched again once this share of its lifetime has passed (Kafka's own clients: 0.8). */
@@ -58,6 +61,12 @@ const GRANT_ATTEMPTS = 4;
 const FIRST_BACKOFF_MS = 1_000;
 const MAX_RETRY_AFTER_MS = 30_000;
 const GRANT_BUDGET_MS = 30_000;
+/**
+ * The refresh timer's bounds: not sooner than 10 s (a token that is short-lived or already due, say by clock skew
+ * with the endpoint, is not fetched in a loop), nor later than a Node timer can wait (a longer one fires at once).
+ */
+const MIN_TIMER_MS = 10_000;
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** Statuses that say "not now" rather than "no" (RFC 9110): request timeout, too early, too many requests, 5xx. */
 function transientStatus(status: number): boolean {
@@ -116,6 +125,7 @@ export class OAuthTokenProvider {
   private readonly timeoutMs: number;
   private readonly now: () => number;
   private readonly sleep: (ms: number) => Promise<void>;
+  private readonly schedule: (run: () => void, ms: number) => void;
   private readonly where: string;
 
   constructor(
@@ -125,27 +135,47 @@ export class OAuthTokenProvider {
     this.timeoutMs = opts.timeoutMs ?? 10_000;
     this.now = opts.now ?? Date.now;
     this.sleep = opts.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
+    this.schedule = opts.schedule ?? ((run, ms) => void setTimeout(run, ms).unref());
     this.where = shownUrl(creds.tokenEndpointUrl);
   }
 
   /**
-   * kafkajs's `oauthBearerProvider`: the cached token while it is fresh; past its refresh point a new one, all
-   * callers of the moment sharing one grant. When that grant fails and the cached token has not expired, the
-   * cached one is used and the next call tries again.
+   * kafkajs's `oauthBearerProvider`, asked midway through every SASL handshake: the cached token as long as it
+   * has not expired, at once. A new one is got in the background at its refresh point (80% of its lifetime), by
+   * a timer and by any call past that point, so a reconnect never waits on the token endpoint while a valid token
+   * exists; a refresh that fails leaves the cached token in use, and a later call past the refresh point tries
+   * again. Only without a valid token does the call wait for a grant. Callers of the same moment share one grant.
    */
   readonly token = async (): Promise<OAuthBearerToken> => {
-    const now = this.now();
     const cached = this.cached;
-    if (cached && now < cached.refreshAtMs) return { value: cached.value };
-    try {
-      this.inFlight ??= this.grant().finally(() => (this.inFlight = undefined));
-      this.cached = await this.inFlight;
-      return { value: this.cached.value };
-    } catch (err) {
-      if (cached && this.now() < cached.expiresAtMs) return { value: cached.value };
-      throw err;
+    if (cached && this.now() < cached.expiresAtMs) {
+      if (this.now() >= cached.refreshAtMs) this.refreshInBackground();
+      return { value: cached.value };
     }
+    return { value: (await this.shared()).value };
   };
+
+  private refreshInBackground(): void {
+    if (this.inFlight) return;
+    // Dropped on purpose: its failure is the cached token's to outlive; the call after its expiry reports it.
+    void this.shared().catch(() => undefined);
+  }
+
+  /** The grant in flight, or a new one; its token replaces the cached one and sets the next refresh. */
+  private shared(): Promise<Cached> {
+    this.inFlight ??= this.grant()
+      .then((got) => {
+        this.cached = got;
+        const refreshInMs = Math.min(Math.max(MIN_TIMER_MS, got.refreshAtMs - this.now()), MAX_TIMER_MS);
+        // A timer of a token since replaced does nothing.
+        this.schedule(() => {
+          if (this.cached === got) this.refreshInBackground();
+        }, refreshInMs);
+        return got;
+      })
+      .finally(() => (this.inFlight = undefined));
+    return this.inFlight;
+  }
 
   /**
    * A grant, tried again while the endpoint could not serve it (no answer, 408, 425, 429, 5xx) within the attempts

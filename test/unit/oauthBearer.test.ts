@@ -1,16 +1,16 @@
 /**
  * The OAUTHBEARER token provider against a real token endpoint on 127.0.0.1 (test/support/oauthServer.ts): the
  * client credentials grant as sent (HTTP Basic or in the form, scope, audience), the token cached and fetched
- * again once 80% of its lifetime has passed (a clock the test moves), each failure as one line naming the
- * endpoint variable and the status, without the secret, and a Kafka client that asks for its token before it
- * dials a broker.
+ * again in the background once 80% of its lifetime has passed (a clock the test moves, a timer it runs), a valid
+ * token handed out without waiting on the endpoint, each failure as one line naming the endpoint variable and the
+ * status, without the secret, and a Kafka client that asks for its token before it dials a broker.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { OAuthClientCredentials } from '../../src/config';
 import { loadRelayConfig } from '../../src/config';
 import { createKafka } from '../../src/kafka/client';
-import { OAuthTokenError, OAuthTokenProvider } from '../../src/kafka/oauthBearer';
+import { type OAuthBearerToken, OAuthTokenError, OAuthTokenProvider } from '../../src/kafka/oauthBearer';
 import { createLogger } from '../../src/logger';
 import { OAuthServer } from '../support/oauthServer';
 
@@ -38,6 +38,17 @@ function creds(over: Partial<OAuthClientCredentials> = {}): OAuthClientCredentia
 function manualClock(): { now: () => number; advance: (ms: number) => void } {
   let t = Date.now();
   return { now: () => t, advance: (ms) => (t += ms) };
+}
+
+/** The token once a refresh running in the background has replaced `old` (2 s at most). */
+async function replaced(provider: OAuthTokenProvider, old: OAuthBearerToken): Promise<OAuthBearerToken> {
+  let token = await provider.token();
+  for (let i = 0; i < 100 && token.value === old.value; i++) {
+    await new Promise((r) => setTimeout(r, 20));
+    token = await provider.token();
+  }
+  expect(token.value).not.toBe(old.value);
+  return token;
 }
 
 /** No wait between the attempts of a grant (their pacing: oauthBearerRetry.test.ts). */
@@ -72,10 +83,11 @@ test('the grant goes by HTTP Basic with scope and audience; the token is cached 
   expect(await provider.token()).toEqual(first);
   expect(server.grants).toHaveLength(1);
 
+  // Past the refresh point: still the valid token at once, a new one got in the background for the next call.
   clock.advance(2_000);
-  const second = await provider.token();
+  expect(await provider.token()).toEqual(first);
+  await replaced(provider, first);
   expect(server.grants).toHaveLength(2);
-  expect(second.value).not.toBe(first.value);
 });
 
 test('past 80% of its lifetime a valid token is handed out at once and refreshed in the background', async () => {
@@ -90,13 +102,42 @@ test('past 80% of its lifetime a valid token is handed out at once and refreshed
   expect(await Promise.race([provider.token(), waited])).toEqual(first);
   expect(await Promise.race([provider.token(), waited])).toEqual(first);
   release();
-  let next = first;
-  for (let i = 0; i < 100 && next.value === first.value; i++) {
-    await new Promise((r) => setTimeout(r, 20));
-    next = await provider.token();
-  }
-  expect(next.value).not.toBe(first.value);
+  await replaced(provider, first);
   expect(server.grants).toHaveLength(2);
+});
+
+test('a timer refreshes the token at 80% of its lifetime, with no call to prompt it', async () => {
+  const clock = manualClock();
+  const timers: { run: () => void; ms: number }[] = [];
+  const schedule = (run: () => void, ms: number) => void timers.push({ run, ms });
+  const provider = new OAuthTokenProvider(creds(), { ...clock, schedule });
+  const first = await provider.token();
+  expect(timers.map((t) => t.ms)).toEqual([80_000]);
+  // The clock is left before the refresh point, where a call would not refresh: only the timer does.
+  timers[0]!.run();
+  await replaced(provider, first);
+  expect(server.grants).toHaveLength(2);
+  expect(timers.map((t) => t.ms)).toEqual([80_000, 80_000]);
+  // A timer of a token since replaced does nothing.
+  timers[0]!.run();
+  await new Promise((r) => setTimeout(r, 50));
+  expect(server.grants).toHaveLength(2);
+});
+
+test('the refresh timer waits 10 s at least, so a token already due is not fetched in a loop', async () => {
+  const timers: number[] = [];
+  const schedule = (_run: () => void, ms: number) => void timers.push(ms);
+  await server.close();
+  server = await OAuthServer.start({
+    clientId: 'relay client',
+    clientSecret: SECRET,
+    lifetimeS: 100,
+    omitExpiresIn: true,
+  });
+  const clock = manualClock();
+  clock.advance(200_000); // the endpoint's clock is behind: its JWT's exp looks past
+  await new OAuthTokenProvider(creds(), { ...clock, schedule }).token();
+  expect(timers).toEqual([10_000]);
 });
 
 test('client_secret_post sends the id and secret in the form, no Authorization header', async () => {
@@ -133,7 +174,7 @@ test("without expires_in, the JWT's exp sets the lifetime", async () => {
   await provider.token();
   expect(server.grants).toHaveLength(1);
   clock.advance(10_000);
-  await provider.token();
+  await replaced(provider, await provider.token());
   expect(server.grants).toHaveLength(2);
 });
 
