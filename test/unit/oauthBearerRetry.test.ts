@@ -4,8 +4,12 @@
  * refusals. Against the real node:http token endpoint of test/support/oauthServer.ts, with a clock and a sleep
  * the test drives (each wait recorded, none taken).
  */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { withKafkaAdmin } from '../../src/cli/kafkaAdmin';
 import type { OAuthClientCredentials } from '../../src/config';
 import { loadRelayConfig } from '../../src/config';
+import { UnreachableError } from '../../src/errors';
 import { kafkaAccessProblem } from '../../src/kafka/errors';
 import { OAuthTokenError, OAuthTokenProvider } from '../../src/kafka/oauthBearer';
 import { OAuthServer } from '../support/oauthServer';
@@ -107,4 +111,34 @@ test.each([400, 401, 403, 404])('a %i is a refusal: reported at once, not retrie
   expect(await failure(p.token())).toMatchObject({ refused: true, retriable: false });
   expect(server.grants).toHaveLength(1);
   expect(waits).toEqual([]);
+});
+
+test("a command that stops waiting while the token endpoint is retried names the endpoint's failure", async () => {
+  const closed = http.createServer();
+  await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+  const port = (closed.address() as AddressInfo).port;
+  await new Promise<void>((r) => closed.close(() => r()));
+  const env = {
+    KAFKA_BROKERS: `127.0.0.1:${port}`,
+    KAFKA_SASL_MECHANISM: 'oauthbearer',
+    KAFKA_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL: `http://127.0.0.1:${port}/token`,
+    KAFKA_SASL_OAUTHBEARER_CLIENT_ID: 'relay',
+    KAFKA_SASL_OAUTHBEARER_CLIENT_SECRET: SECRET,
+    POIMEN_CLI_CONNECT_TIMEOUT_MS: '1500',
+  };
+  const saved = { ...process.env };
+  Object.assign(process.env, env);
+  try {
+    const err = await withKafkaAdmin(() => Promise.resolve()).then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
+    expect(err).toBeInstanceOf(UnreachableError);
+    expect(err?.message).toBe(
+      `KAFKA_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL http://127.0.0.1:${port}/token is unreachable (ECONNREFUSED)`,
+    );
+  } finally {
+    for (const name of Object.keys(env)) delete process.env[name];
+    Object.assign(process.env, saved);
+  }
 });
