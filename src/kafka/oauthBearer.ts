@@ -61,10 +61,8 @@ const GRANT_ATTEMPTS = 4;
 const FIRST_BACKOFF_MS = 1_000;
 const MAX_RETRY_AFTER_MS = 30_000;
 const GRANT_BUDGET_MS = 30_000;
-/**
- * The refresh timer's bounds: not sooner than 10 s (a token that is short-lived or already due, say by clock skew
- * with the endpoint, is not fetched in a loop), nor later than a Node timer can wait (a longer one fires at once).
- */
+// The refresh timer waits 10 s at least (a token already due, say by clock skew, is not fetched in a loop) and at
+// most what a Node timer can (a longer one fires at once).
 const MIN_TIMER_MS = 10_000;
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -122,6 +120,8 @@ export class OAuthTokenProvider {
   private inFlight: Promise<Cached> | undefined;
   /** After a grant that failed for want of an answer: its error, until the wait its last attempt called for. */
   private held: { err: OAuthTokenError; untilMs: number } | undefined;
+  /** The last attempt that failed for want of an answer, since the last grant that succeeded. */
+  private failed: OAuthTokenError | undefined;
   private readonly timeoutMs: number;
   private readonly now: () => number;
   private readonly sleep: (ms: number) => Promise<void>;
@@ -140,11 +140,10 @@ export class OAuthTokenProvider {
   }
 
   /**
-   * kafkajs's `oauthBearerProvider`, asked midway through every SASL handshake: the cached token as long as it
-   * has not expired, at once. A new one is got in the background at its refresh point (80% of its lifetime), by
-   * a timer and by any call past that point, so a reconnect never waits on the token endpoint while a valid token
-   * exists; a refresh that fails leaves the cached token in use, and a later call past the refresh point tries
-   * again. Only without a valid token does the call wait for a grant. Callers of the same moment share one grant.
+   * kafkajs's `oauthBearerProvider`, asked midway through every SASL handshake: the cached token while it has not
+   * expired, at once. A new one is got in the background from its refresh point (80% of its lifetime), by a timer
+   * and by any call past that point; a failed refresh leaves the cached token in use. Only without a valid token
+   * does a call wait for a grant. Callers of the same moment share one grant.
    */
   readonly token = async (): Promise<OAuthBearerToken> => {
     const cached = this.cached;
@@ -154,6 +153,9 @@ export class OAuthTokenProvider {
     }
     return { value: (await this.shared()).value };
   };
+
+  /** What a caller that stopped waiting for a token was waiting on: the endpoint's last failed attempt, if any. */
+  readonly lastFailure = (): OAuthTokenError | undefined => this.failed;
 
   private refreshInBackground(): void {
     if (this.inFlight) return;
@@ -188,10 +190,11 @@ export class OAuthTokenProvider {
     for (let attempt = 1; ; attempt++) {
       try {
         const got = await this.grantOnce();
-        this.held = undefined;
+        this.held = this.failed = undefined;
         return got;
       } catch (err) {
         if (!(err instanceof OAuthTokenError) || err.refused) throw err;
+        this.failed = err;
         const waitMs =
           err.retryAfterMs !== undefined && err.retryAfterMs > 0
             ? Math.min(err.retryAfterMs, MAX_RETRY_AFTER_MS)
