@@ -1,7 +1,7 @@
 /**
  * Secret redaction, in one place: which configuration values and record headers are secrets, which log fields pino
- * censors, and how
- * the runs API token is taken out of text (answers, failure messages, dead letters) before anything quotes it.
+ * censors, how a URL is shown (no userinfo, no secret query values), and how the runs API token is taken out of
+ * text (answers, failure messages, dead letters) before anything quotes it.
  */
 
 export const REDACTED = '<redacted>';
@@ -14,9 +14,53 @@ export function isSecretName(name: string): boolean {
   return !name.endsWith('_URL') && /PASSWORD|SECRET|TOKEN|API_KEY|KEY_DATA|OTLP_(TRACES_)?HEADERS/.test(name);
 }
 
-/** A URL without the user and password it may carry (`https://u:p@host` → `https://host`). */
+/**
+ * The userinfo of a URL as a URL parser (WHATWG) reads it: after the scheme and its slashes, to the authority's
+ * last `@`. http and the like take any number of slashes, backslashes too; other schemes have an authority only
+ * after `//`.
+ */
+const USERINFO = /^((?:https?|wss?|ftp):[\\/]*)[^\\/?#]*@|^([A-Za-z][A-Za-z0-9+.-]*:\/\/)[^/?#]*@/i;
+/** Of text that is not a URL (a bad value being reported): to the last `@` before the query, across any `/`. */
+const USERINFO_UNPARSED = /^([A-Za-z][A-Za-z0-9+.-]*:[\\/]*)[^?#]*@/;
+
+/**
+ * A URL without the user and password it may carry (`https://u:p@host` → `https://host`), also when the password
+ * holds an unencoded `@`, and when the text does not parse as a URL at all (an invalid value quoted in an error).
+ */
 export function withoutUserinfo(url: string): string {
-  return url.replace(/^([A-Za-z][A-Za-z0-9+.-]*:\/\/)[^/?#@]*@/, '$1');
+  // The scheme and slashes kept: whichever of USERINFO's two alternatives matched.
+  return url.replace(
+    URL.canParse(url) ? USERINFO : USERINFO_UNPARSED,
+    (_m, a?: string, b?: string) => a ?? b ?? '',
+  );
+}
+
+/** A query or fragment parameter carrying a credential: by name as for headers, or a signature's or key's. */
+function isCredentialParam(name: string): boolean {
+  let decoded = name;
+  try {
+    decoded = decodeURIComponent(name);
+  } catch {
+    // Not percent-encoded validly: judged as written.
+  }
+  return isCredentialHeader(decoded) || /^(sig|signature|key|code|auth)$/i.test(decoded);
+}
+
+/**
+ * A URL as any message shows it: without userinfo, and with the values of query and fragment parameters that
+ * carry a credential (`client_secret`, `access_token`, `api_key`, `sig`) redacted. Text with no scheme-like
+ * `name:` before an `@` and no such parameter (a port, a group id) is returned as it is.
+ */
+export function shownUrl(url: string): string {
+  const bare = withoutUserinfo(url);
+  const start = bare.search(/[?#]/);
+  if (start < 0) return bare;
+  const params = bare
+    .slice(start)
+    .replace(/([?#&;])([^=?#&;]+)=([^#&;]*)/g, (param, sep: string, name: string) =>
+      isCredentialParam(name) ? `${sep}${name}=${REDACTED}` : param,
+    );
+  return bare.slice(0, start) + params;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { type KafkaConfig, loadRelayConfig } from '../config';
 import { UnreachableError } from '../errors';
-import { createQuietKafka } from '../kafka/client';
+import { createQuietKafka, tokenEndpointFailure } from '../kafka/client';
 import { classifyKafkaError, kafkaWhere } from '../kafka/errors';
 import type { KafkaAdmin, KafkaClient } from '../kafka/port';
 import { type Logger, createLogger } from '../logger';
@@ -9,7 +9,8 @@ import { within } from './reach';
 /**
  * First contact within the connect timeout, through a client that gives up by then (kafkajs' own budget is
  * ~10 s of retries, and a broker that accepts and never answers holds a request for 30 s). Its error keeps
- * the cause (socket code, SASL refusal) for the one line; the race is the backstop.
+ * the cause (socket code, SASL refusal) for the one line; the race is the backstop, whose cause is the OAUTHBEARER
+ * token endpoint's failure when the wait was for a token it is still retrying.
  */
 async function probe(cfg: KafkaConfig, logger: Logger, timeoutMs: number): Promise<void> {
   const kafka = createQuietKafka(cfg, logger, {
@@ -22,7 +23,9 @@ async function probe(cfg: KafkaConfig, logger: Logger, timeoutMs: number): Promi
     await within(
       admin.connect(),
       timeoutMs,
-      () => new UnreachableError(`${kafkaWhere(cfg)} is unreachable (no answer within ${timeoutMs} ms)`),
+      () =>
+        tokenEndpointFailure(cfg) ??
+        new UnreachableError(`${kafkaWhere(cfg)} is unreachable (no answer within ${timeoutMs} ms)`),
     );
   } finally {
     void admin.disconnect().catch(() => undefined);

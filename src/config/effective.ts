@@ -10,7 +10,7 @@ import { TEMPORAL } from './vars/temporal';
 import { type RelayConfig, type Role, loadRelayConfig } from './env';
 import { type Env, type Reading, watchReads } from './schema';
 import { unhonouredOtelVariables } from './otelEnv';
-import { isSecretName, withoutUserinfo } from '../redact';
+import { isSecretName, shownUrl } from '../redact';
 
 export type ServiceRole = Exclude<Role, 'cli'>;
 
@@ -41,12 +41,12 @@ const DERIVED: Readonly<Record<string, (cfg: RelayConfig) => unknown>> = {
   [KAFKA.KAFKA_SSL.name]: (cfg) => cfg.kafka.ssl,
 };
 
-/** A value as printed: a URL without its credentials. */
+/** A value as printed: a URL without its credentials (userinfo, secret query values). */
 function shown(value: unknown): string | null {
   if (value === undefined || value === null) return null;
   if (value instanceof RegExp) return value.source;
   if (typeof value === 'object') return JSON.stringify(value);
-  return withoutUserinfo(String(value as string | number | boolean));
+  return shownUrl(String(value as string | number | boolean));
 }
 
 /**

@@ -50,6 +50,19 @@ function required<T>(value: T | undefined, name: string, mechanism: string): T {
   return value;
 }
 
+/** A user name or password set with oauthbearer would be read by nothing: refused, both named when both are set. */
+function refuseUserAndPassword(v: VarReader): void {
+  const [first, ...more] = [KAFKA_SASL_USERNAME, KAFKA_SASL_PASSWORD]
+    .filter((row) => v(row) !== undefined)
+    .map((row) => row.name);
+  if (!first) return;
+  const set = more.length > 0 ? `and ${more.join(' and ')} are set` : 'is set';
+  throw new ConfigError(
+    first,
+    `${set} but ${KAFKA_SASL_MECHANISM.name} is oauthbearer, which uses ${CLIENT_ID.name} and ${CLIENT_SECRET.name}`,
+  );
+}
+
 /** The SASL settings of KAFKA_SASL_*, or undefined without a mechanism. */
 export function readKafkaSasl(v: VarReader): KafkaSasl | undefined {
   const mechanism = v(KAFKA_SASL_MECHANISM);
@@ -63,6 +76,7 @@ export function readKafkaSasl(v: VarReader): KafkaSasl | undefined {
   }
   if (!mechanism) return undefined;
   if (mechanism === 'oauthbearer') {
+    refuseUserAndPassword(v);
     const scope = v(SCOPE);
     const audience = v(AUDIENCE);
     return {

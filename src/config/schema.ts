@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { TENANT_PATTERN } from '../contract/names';
 import { ConfigError } from '../errors';
-import { REDACTED, isSecretName } from '../redact';
+import { REDACTED, isSecretName, shownUrl } from '../redact';
 
 export type Env = Record<string, string | undefined>;
 
@@ -35,8 +35,8 @@ export function read<T>(env: Env, name: string, schema: z.ZodType<T>, fallback?:
   const parsed = schema.safeParse(raw.trim());
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    // Never echo a secret's value back into a log line.
-    const shown = isSecretName(name) ? REDACTED : JSON.stringify(raw);
+    // Never echo a secret's value back into a log line, nor the credentials a URL's value may carry.
+    const shown = isSecretName(name) ? REDACTED : JSON.stringify(shownUrl(raw));
     throw new ConfigError(name, `= ${shown}: ${issue?.message ?? 'invalid value'}`);
   }
   watch?.({ name, raw, value: parsed.data });

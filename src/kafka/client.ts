@@ -78,6 +78,14 @@ function tokenProviderOf(sasl: OAuthSasl): OAuthTokenProvider {
   return provider;
 }
 
+/**
+ * With OAUTHBEARER, the token endpoint's last failed attempt since it last granted a token: the cause to report
+ * when a caller stops waiting for a connection (a command's connect timeout) while the grant is still retried.
+ */
+export function tokenEndpointFailure(cfg: KafkaConfig): Error | undefined {
+  return cfg.sasl?.mechanism === 'oauthbearer' ? tokenProviderOf(cfg.sasl).lastFailure() : undefined;
+}
+
 /** kafkajs's `sasl` option: the configured user name and password, or OAUTHBEARER with the relay's token. */
 export function kafkaSaslOptions(cfg: KafkaConfig): SASLOptions | undefined {
   const sasl = cfg.sasl;

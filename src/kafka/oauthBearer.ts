@@ -1,19 +1,22 @@
 /**
  * The relay's OAUTHBEARER token (KAFKA_SASL_MECHANISM=oauthbearer): an OAuth 2.0 access token got by the client
- * credentials grant (RFC 6749 §4.4) from the configured token endpoint, cached and fetched again before it
- * expires, handed to kafkajs as its `oauthBearerProvider` (kafkajs asks at every connection's authentication and
- * re-authentication). A failed grant is an OAuthTokenError whose one-line message names the endpoint variable
- * and the status, never the secret and never the token.
+ * credentials grant (RFC 6749 §4.4) from the configured token endpoint, cached and fetched again in the
+ * background before it expires, handed to kafkajs as its `oauthBearerProvider` (kafkajs asks midway through every
+ * connection's authentication and re-authentication, which never waits on the endpoint while a token is valid).
+ * A failed grant is an OAuthTokenError whose one-line message names the endpoint variable and the status, never
+ * the secret and never the token.
  */
 import { request } from 'undici';
+import { parseRetryAfter } from '../activities/classify';
 import type { OAuthClientCredentials } from '../config';
 import { TOKEN_ENDPOINT_VARIABLE } from '../config/kafkaSasl';
-import { withoutUserinfo } from '../redact';
+import { shownUrl } from '../redact';
 
 /**
- * The grant failed. `refused`: the endpoint answered and said no (a 4xx, or an answer without a token), which
- * waiting does not cure; otherwise it did not answer usably (network, timeout, 5xx). kafkajs retries an error
- * unless it is marked not retriable, so a refusal is reported at once.
+ * The grant failed. `refused`: the endpoint answered and said no (a 4xx but 408, 425 and 429, or an answer
+ * without a token), which waiting does not cure; otherwise it did not answer usably (network, timeout, 408, 425,
+ * 429, 5xx), `retryAfterMs` being what its Retry-After asked for. kafkajs retries an error unless it is marked not
+ * retriable, so a refusal is reported at once.
  */
 export class OAuthTokenError extends Error {
   override readonly name = 'OAuthTokenError';
@@ -22,6 +25,7 @@ export class OAuthTokenError extends Error {
   constructor(
     readonly reason: string,
     readonly refused: boolean,
+    readonly retryAfterMs?: number,
   ) {
     super(`${TOKEN_ENDPOINT_VARIABLE} ${reason}`);
     this.retriable = !refused;
@@ -33,10 +37,14 @@ export interface OAuthBearerToken {
 }
 
 export interface TokenProviderOptions {
-  /** How long one grant may take, connection to last byte. */
+  /** How long one attempt of a grant may take, connection to last byte. */
   timeoutMs?: number;
   /** The clock, in ms (tests move it). */
   now?: () => number;
+  /** How a wait between attempts is waited (tests record it). */
+  sleep?: (ms: number) => Promise<void>;
+  /** How a background refresh is set for later (tests run it by hand); by default a timer that holds no process. */
+  schedule?: (run: () => void, ms: number) => void;
 }
 
 /** A token is fetched again once this share of its lifetime has passed (Kafka's own clients: 0.8). */
@@ -45,6 +53,23 @@ const REFRESH_AT_SHARE = 0.8;
 const UNKNOWN_LIFETIME_MS = 60_000;
 /** A token endpoint's answer is a small JSON object; more than this is not read. */
 const MAX_ANSWER_BYTES = 64 * 1024;
+/**
+ * A grant the endpoint could not serve is tried again, up to this many attempts, after 1 s, 2 s, 4 s, or after the
+ * Retry-After it sent, of at most 30 s; a wait that would end past 30 s from the first attempt is not made.
+ */
+const GRANT_ATTEMPTS = 4;
+const FIRST_BACKOFF_MS = 1_000;
+const MAX_RETRY_AFTER_MS = 30_000;
+const GRANT_BUDGET_MS = 30_000;
+// The refresh timer waits 10 s at least (a token already due, say by clock skew, is not fetched in a loop) and at
+// most what a Node timer can (a longer one fires at once).
+const MIN_TIMER_MS = 10_000;
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** Statuses that say "not now" rather than "no" (RFC 9110): request timeout, too early, too many requests, 5xx. */
+function transientStatus(status: number): boolean {
+  return status === 408 || status === 425 || status === 429 || (status >= 500 && status <= 599);
+}
 
 interface Cached {
   value: string;
@@ -93,8 +118,14 @@ function basicAuth(id: string, secret: string): string {
 export class OAuthTokenProvider {
   private cached: Cached | undefined;
   private inFlight: Promise<Cached> | undefined;
+  /** After a grant that failed for want of an answer: its error, until the wait its last attempt called for. */
+  private held: { err: OAuthTokenError; untilMs: number } | undefined;
+  /** The last attempt that failed for want of an answer, since the last grant that succeeded. */
+  private failed: OAuthTokenError | undefined;
   private readonly timeoutMs: number;
   private readonly now: () => number;
+  private readonly sleep: (ms: number) => Promise<void>;
+  private readonly schedule: (run: () => void, ms: number) => void;
   private readonly where: string;
 
   constructor(
@@ -103,29 +134,81 @@ export class OAuthTokenProvider {
   ) {
     this.timeoutMs = opts.timeoutMs ?? 10_000;
     this.now = opts.now ?? Date.now;
-    this.where = withoutUserinfo(creds.tokenEndpointUrl);
+    this.sleep = opts.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
+    this.schedule = opts.schedule ?? ((run, ms) => void setTimeout(run, ms).unref());
+    this.where = shownUrl(creds.tokenEndpointUrl);
   }
 
   /**
-   * kafkajs's `oauthBearerProvider`: the cached token while it is fresh; past its refresh point a new one, all
-   * callers of the moment sharing one grant. When that grant fails and the cached token has not expired, the
-   * cached one is used and the next call tries again.
+   * kafkajs's `oauthBearerProvider`, asked midway through every SASL handshake: the cached token while it has not
+   * expired, at once. A new one is got in the background from its refresh point (80% of its lifetime), by a timer
+   * and by any call past that point; a failed refresh leaves the cached token in use. Only without a valid token
+   * does a call wait for a grant. Callers of the same moment share one grant.
    */
   readonly token = async (): Promise<OAuthBearerToken> => {
-    const now = this.now();
     const cached = this.cached;
-    if (cached && now < cached.refreshAtMs) return { value: cached.value };
-    try {
-      this.inFlight ??= this.grant().finally(() => (this.inFlight = undefined));
-      this.cached = await this.inFlight;
-      return { value: this.cached.value };
-    } catch (err) {
-      if (cached && this.now() < cached.expiresAtMs) return { value: cached.value };
-      throw err;
+    if (cached && this.now() < cached.expiresAtMs) {
+      if (this.now() >= cached.refreshAtMs) this.refreshInBackground();
+      return { value: cached.value };
     }
+    return { value: (await this.shared()).value };
   };
 
+  /** What a caller that stopped waiting for a token was waiting on: the endpoint's last failed attempt, if any. */
+  readonly lastFailure = (): OAuthTokenError | undefined => this.failed;
+
+  private refreshInBackground(): void {
+    if (this.inFlight) return;
+    // Dropped on purpose: its failure is the cached token's to outlive; the call after its expiry reports it.
+    void this.shared().catch(() => undefined);
+  }
+
+  /** The grant in flight, or a new one; its token replaces the cached one and sets the next refresh. */
+  private shared(): Promise<Cached> {
+    this.inFlight ??= this.grant()
+      .then((got) => {
+        this.cached = got;
+        const refreshInMs = Math.min(Math.max(MIN_TIMER_MS, got.refreshAtMs - this.now()), MAX_TIMER_MS);
+        // A timer of a token since replaced does nothing.
+        this.schedule(() => {
+          if (this.cached === got) this.refreshInBackground();
+        }, refreshInMs);
+        return got;
+      })
+      .finally(() => (this.inFlight = undefined));
+    return this.inFlight;
+  }
+
+  /**
+   * A grant, tried again while the endpoint could not serve it (no answer, 408, 425, 429, 5xx) within the attempts
+   * and the time allowed. When it still fails, asking again before the wait it called for has passed gets the same
+   * failure without a request: a Retry-After is honoured across callers too.
+   */
   private async grant(): Promise<Cached> {
+    if (this.held && this.now() < this.held.untilMs) throw this.held.err;
+    const startedMs = this.now();
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const got = await this.grantOnce();
+        this.held = this.failed = undefined;
+        return got;
+      } catch (err) {
+        if (!(err instanceof OAuthTokenError) || err.refused) throw err;
+        this.failed = err;
+        const waitMs =
+          err.retryAfterMs !== undefined && err.retryAfterMs > 0
+            ? Math.min(err.retryAfterMs, MAX_RETRY_AFTER_MS)
+            : FIRST_BACKOFF_MS * 2 ** (attempt - 1);
+        if (attempt >= GRANT_ATTEMPTS || this.now() + waitMs - startedMs > GRANT_BUDGET_MS) {
+          this.held = { err, untilMs: this.now() + waitMs };
+          throw err;
+        }
+        await this.sleep(waitMs);
+      }
+    }
+  }
+
+  private async grantOnce(): Promise<Cached> {
     const { clientId, clientSecret, clientAuth, scope, audience } = this.creds;
     const form = new URLSearchParams({ grant_type: 'client_credentials' });
     if (clientAuth === 'client_secret_post') {
@@ -137,6 +220,7 @@ export class OAuthTokenProvider {
     const startedMs = this.now();
     let status: number;
     let body: string;
+    let retryAfter: string | string[] | undefined;
     try {
       const res = await request(this.creds.tokenEndpointUrl, {
         method: 'POST',
@@ -151,6 +235,7 @@ export class OAuthTokenProvider {
         signal: AbortSignal.timeout(this.timeoutMs),
       });
       status = res.statusCode;
+      retryAfter = res.headers['retry-after'];
       body = await this.readBounded(res.body);
     } catch (err) {
       // AbortSignal.timeout's reason is a DOMException, which is not an Error in every realm.
@@ -158,7 +243,13 @@ export class OAuthTokenProvider {
       const code = timedOut ? `no answer within ${this.timeoutMs} ms` : networkCode(err);
       throw new OAuthTokenError(`${this.where} is unreachable (${code})`, false);
     }
-    if (status >= 500) throw new OAuthTokenError(`${this.where} answered HTTP ${status}`, false);
+    if (transientStatus(status)) {
+      const retryAfterMs = parseRetryAfter(
+        Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
+        this.now(),
+      );
+      throw new OAuthTokenError(`${this.where} answered HTTP ${status}`, false, retryAfterMs);
+    }
     if (status !== 200) {
       const code = oauthErrorCode(body);
       throw new OAuthTokenError(

@@ -33,8 +33,13 @@ function b64url(data: string | Buffer): string {
 
 export class OAuthServer {
   readonly grants: Grant[] = [];
-  /** When set, every grant is answered with this status and an RFC 6749 error body. */
-  failWith: { status: number; error: string } | undefined;
+  /**
+   * When set, every grant is answered with this status and an RFC 6749 error body, with a `Retry-After` header
+   * when given; only the next `times` grants when that is given.
+   */
+  failWith: { status: number; error: string; retryAfter?: string; times?: number } | undefined;
+  /** When set, a grant is answered only once this has settled (a slow endpoint). */
+  answerAfter: Promise<unknown> | undefined;
   private issued = 0;
   private readonly keys = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
   private readonly kid = crypto.randomUUID();
@@ -76,8 +81,8 @@ export class OAuthServer {
   }
 
   private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
-    const json = (status: number, body: unknown) => {
-      res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+    const json = (status: number, body: unknown, headers: Record<string, string> = {}) => {
+      res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers });
       res.end(JSON.stringify(body));
     };
     if (req.method === 'GET' && req.url === '/jwks') {
@@ -92,36 +97,49 @@ export class OAuthServer {
     let raw = '';
     req.setEncoding('utf8');
     req.on('data', (c: string) => (raw += c));
-    req.on('end', () => {
-      const form = Object.fromEntries(new URLSearchParams(raw));
-      const { auth, id, secret } = this.credentials(req, form);
-      const grant: Grant = { auth, form, status: 200 };
-      this.grants.push(grant);
-      const refuse = (status: number, error: string) => {
-        grant.status = status;
-        json(status, { error, error_description: `client ${id ?? '?'} refused` });
-      };
-      if (this.failWith) return refuse(this.failWith.status, this.failWith.error);
-      if (form['grant_type'] !== 'client_credentials') return refuse(400, 'unsupported_grant_type');
-      if (id !== this.opts.clientId || secret !== this.opts.clientSecret)
-        return refuse(401, 'invalid_client');
-      const lifetimeS = this.opts.lifetimeS ?? 3600;
-      const nowS = Math.floor(Date.now() / 1000);
-      this.issued += 1;
-      const token = this.sign({
-        sub: id,
-        iat: nowS,
-        exp: nowS + lifetimeS,
-        jti: `${this.issued}`,
-        ...(this.opts.issuer ? { iss: this.opts.issuer } : {}),
-        ...(this.opts.audience ? { aud: this.opts.audience } : {}),
-        ...(form['scope'] ? { scope: form['scope'] } : {}),
-      });
-      json(200, {
-        access_token: token,
-        token_type: 'Bearer',
-        ...(this.opts.omitExpiresIn ? {} : { expires_in: lifetimeS }),
-      });
+    // Dropped: the answer is written by grant(), after the hold a test may have set.
+    req.on(
+      'end',
+      () => void (this.answerAfter ?? Promise.resolve()).finally(() => this.grant(req, raw, json)),
+    );
+  }
+
+  private grant(
+    req: http.IncomingMessage,
+    raw: string,
+    json: (status: number, body: unknown, headers?: Record<string, string>) => void,
+  ): void {
+    const form = Object.fromEntries(new URLSearchParams(raw));
+    const { auth, id, secret } = this.credentials(req, form);
+    const grant: Grant = { auth, form, status: 200 };
+    this.grants.push(grant);
+    const refuse = (status: number, error: string, headers?: Record<string, string>) => {
+      grant.status = status;
+      json(status, { error, error_description: `client ${id ?? '?'} refused` }, headers);
+    };
+    const fail = this.failWith;
+    if (fail) {
+      if (fail.times !== undefined && --fail.times <= 0) this.failWith = undefined;
+      return refuse(fail.status, fail.error, fail.retryAfter ? { 'retry-after': fail.retryAfter } : {});
+    }
+    if (form['grant_type'] !== 'client_credentials') return refuse(400, 'unsupported_grant_type');
+    if (id !== this.opts.clientId || secret !== this.opts.clientSecret) return refuse(401, 'invalid_client');
+    const lifetimeS = this.opts.lifetimeS ?? 3600;
+    const nowS = Math.floor(Date.now() / 1000);
+    this.issued += 1;
+    const token = this.sign({
+      sub: id,
+      iat: nowS,
+      exp: nowS + lifetimeS,
+      jti: `${this.issued}`,
+      ...(this.opts.issuer ? { iss: this.opts.issuer } : {}),
+      ...(this.opts.audience ? { aud: this.opts.audience } : {}),
+      ...(form['scope'] ? { scope: form['scope'] } : {}),
+    });
+    json(200, {
+      access_token: token,
+      token_type: 'Bearer',
+      ...(this.opts.omitExpiresIn ? {} : { expires_in: lifetimeS }),
     });
   }
 

@@ -1,9 +1,9 @@
 /**
  * KAFKA_SASL_MECHANISM=oauthbearer: its variables read and checked at start (a missing one is one line naming it;
- * one set without the mechanism is refused; the client secret never echoed, shown only as set), handed to kafkajs
- * as its `oauthBearerProvider`, and a failed grant named by the endpoint variable: a refusal stops the ingester
- * like refused credentials, an unreachable endpoint fails a command as unreachable. The provider itself:
- * oauthBearer.test.ts; end to end: test/it_kafka_oauthbearer.test.ts.
+ * one set without the mechanism is refused, as is a user name or password set with it; the client secret never
+ * echoed, shown only as set), handed to kafkajs as its `oauthBearerProvider`, and a failed grant named by the
+ * endpoint variable: a refusal stops the ingester like refused credentials, an unreachable endpoint fails a
+ * command as unreachable. The provider itself: oauthBearer.test.ts; end to end: test/it_kafka_oauthbearer.test.ts.
  */
 import { type Env, type KafkaConfig, loadRelayConfig } from '../../src/config';
 import { explainRelayConfig } from '../../src/config/effective';
@@ -97,6 +97,25 @@ describe('KAFKA_SASL_MECHANISM=oauthbearer', () => {
     ).toMatch(
       /KAFKA_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL is set but KAFKA_SASL_MECHANISM is not oauthbearer$/,
     );
+  });
+
+  test('a user name or password set with oauthbearer is refused, not ignored, in one line naming them', () => {
+    const uses = 'KAFKA_SASL_OAUTHBEARER_CLIENT_ID and KAFKA_SASL_OAUTHBEARER_CLIENT_SECRET';
+    expect(failure({ ...OAUTH, KAFKA_SASL_USERNAME: 'relay' })).toBe(
+      `invalid configuration: KAFKA_SASL_USERNAME is set but KAFKA_SASL_MECHANISM is oauthbearer, which uses ${uses}`,
+    );
+    expect(failure({ ...OAUTH, KAFKA_SASL_PASSWORD: 'the-password' })).toBe(
+      `invalid configuration: KAFKA_SASL_PASSWORD is set but KAFKA_SASL_MECHANISM is oauthbearer, which uses ${uses}`,
+    );
+    const both = failure({ ...OAUTH, KAFKA_SASL_USERNAME: 'relay', KAFKA_SASL_PASSWORD: 'the-password' });
+    expect(both).toBe(
+      `invalid configuration: KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD are set but KAFKA_SASL_MECHANISM is oauthbearer, which uses ${uses}`,
+    );
+    expect(both).not.toContain('the-password');
+    // Empty is unset (the example Secret has both keys, empty): accepted.
+    expect(
+      loadRelayConfig('ingester', { ...OAUTH, KAFKA_SASL_USERNAME: '', KAFKA_SASL_PASSWORD: ' ' }).kafka.sasl,
+    ).toMatchObject({ mechanism: 'oauthbearer' });
   });
 
   test('the effective configuration shows the endpoint and the id, and the secret only as set', () => {

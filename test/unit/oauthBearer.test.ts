@@ -1,16 +1,16 @@
 /**
  * The OAUTHBEARER token provider against a real token endpoint on 127.0.0.1 (test/support/oauthServer.ts): the
  * client credentials grant as sent (HTTP Basic or in the form, scope, audience), the token cached and fetched
- * again once 80% of its lifetime has passed (a clock the test moves), each failure as one line naming the
- * endpoint variable and the status, without the secret, and a Kafka client that asks for its token before it
- * dials a broker.
+ * again in the background once 80% of its lifetime has passed (a clock the test moves, a timer it runs), a valid
+ * token handed out without waiting on the endpoint, each failure as one line naming the endpoint variable and the
+ * status, without the secret, and a Kafka client that asks for its token before it dials a broker.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { OAuthClientCredentials } from '../../src/config';
 import { loadRelayConfig } from '../../src/config';
 import { createKafka } from '../../src/kafka/client';
-import { OAuthTokenError, OAuthTokenProvider } from '../../src/kafka/oauthBearer';
+import { type OAuthBearerToken, OAuthTokenError, OAuthTokenProvider } from '../../src/kafka/oauthBearer';
 import { createLogger } from '../../src/logger';
 import { OAuthServer } from '../support/oauthServer';
 
@@ -39,6 +39,20 @@ function manualClock(): { now: () => number; advance: (ms: number) => void } {
   let t = Date.now();
   return { now: () => t, advance: (ms) => (t += ms) };
 }
+
+/** The token once a refresh running in the background has replaced `old` (2 s at most). */
+async function replaced(provider: OAuthTokenProvider, old: OAuthBearerToken): Promise<OAuthBearerToken> {
+  let token = await provider.token();
+  for (let i = 0; i < 100 && token.value === old.value; i++) {
+    await new Promise((r) => setTimeout(r, 20));
+    token = await provider.token();
+  }
+  expect(token.value).not.toBe(old.value);
+  return token;
+}
+
+/** No wait between the attempts of a grant (their pacing: oauthBearerRetry.test.ts). */
+const noWaits = { sleep: () => Promise.resolve() };
 
 async function failure(p: Promise<unknown>): Promise<OAuthTokenError> {
   const err = await p.then(
@@ -69,10 +83,61 @@ test('the grant goes by HTTP Basic with scope and audience; the token is cached 
   expect(await provider.token()).toEqual(first);
   expect(server.grants).toHaveLength(1);
 
+  // Past the refresh point: still the valid token at once, a new one got in the background for the next call.
   clock.advance(2_000);
-  const second = await provider.token();
+  expect(await provider.token()).toEqual(first);
+  await replaced(provider, first);
   expect(server.grants).toHaveLength(2);
-  expect(second.value).not.toBe(first.value);
+});
+
+test('past 80% of its lifetime a valid token is handed out at once and refreshed in the background', async () => {
+  const clock = manualClock();
+  const provider = new OAuthTokenProvider(creds(), clock);
+  const first = await provider.token();
+  clock.advance(85_000);
+  // A slow endpoint: a reconnect's SASL handshake (kafkajs asks midway) must not wait for it.
+  let release = () => {};
+  server.answerAfter = new Promise<void>((r) => (release = r));
+  const waited = new Promise((r) => setTimeout(() => r('waited for the endpoint'), 1_000).unref());
+  expect(await Promise.race([provider.token(), waited])).toEqual(first);
+  expect(await Promise.race([provider.token(), waited])).toEqual(first);
+  release();
+  await replaced(provider, first);
+  expect(server.grants).toHaveLength(2);
+});
+
+test('a timer refreshes the token at 80% of its lifetime, with no call to prompt it', async () => {
+  const clock = manualClock();
+  const timers: { run: () => void; ms: number }[] = [];
+  const schedule = (run: () => void, ms: number) => void timers.push({ run, ms });
+  const provider = new OAuthTokenProvider(creds(), { ...clock, schedule });
+  const first = await provider.token();
+  expect(timers.map((t) => t.ms)).toEqual([80_000]);
+  // The clock is left before the refresh point, where a call would not refresh: only the timer does.
+  timers[0]!.run();
+  await replaced(provider, first);
+  expect(server.grants).toHaveLength(2);
+  expect(timers.map((t) => t.ms)).toEqual([80_000, 80_000]);
+  // A timer of a token since replaced does nothing.
+  timers[0]!.run();
+  await new Promise((r) => setTimeout(r, 50));
+  expect(server.grants).toHaveLength(2);
+});
+
+test('the refresh timer waits 10 s at least, so a token already due is not fetched in a loop', async () => {
+  const timers: number[] = [];
+  const schedule = (_run: () => void, ms: number) => void timers.push(ms);
+  await server.close();
+  server = await OAuthServer.start({
+    clientId: 'relay client',
+    clientSecret: SECRET,
+    lifetimeS: 100,
+    omitExpiresIn: true,
+  });
+  const clock = manualClock();
+  clock.advance(200_000); // the endpoint's clock is behind: its JWT's exp looks past
+  await new OAuthTokenProvider(creds(), { ...clock, schedule }).token();
+  expect(timers).toEqual([10_000]);
 });
 
 test('client_secret_post sends the id and secret in the form, no Authorization header', async () => {
@@ -109,7 +174,7 @@ test("without expires_in, the JWT's exp sets the lifetime", async () => {
   await provider.token();
   expect(server.grants).toHaveLength(1);
   clock.advance(10_000);
-  await provider.token();
+  await replaced(provider, await provider.token());
   expect(server.grants).toHaveLength(2);
 });
 
@@ -130,7 +195,7 @@ test('an unreachable endpoint and a 5xx are retriable failures naming the variab
   const port = (closed.address() as AddressInfo).port;
   await new Promise<void>((r) => closed.close(() => r()));
   const gone = await failure(
-    new OAuthTokenProvider(creds({ tokenEndpointUrl: `http://127.0.0.1:${port}/token` })).token(),
+    new OAuthTokenProvider(creds({ tokenEndpointUrl: `http://127.0.0.1:${port}/token` }), noWaits).token(),
   );
   expect(gone.message).toBe(
     `KAFKA_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL http://127.0.0.1:${port}/token is unreachable (ECONNREFUSED)`,
@@ -138,7 +203,7 @@ test('an unreachable endpoint and a 5xx are retriable failures naming the variab
   expect(gone).toMatchObject({ refused: false, retriable: true });
 
   server.failWith = { status: 503, error: 'temporarily_unavailable' };
-  const down = await failure(new OAuthTokenProvider(creds()).token());
+  const down = await failure(new OAuthTokenProvider(creds(), noWaits).token());
   expect(down.message).toBe(`KAFKA_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL ${server.tokenUrl} answered HTTP 503`);
   expect(down.refused).toBe(false);
 });
@@ -149,7 +214,7 @@ test('an endpoint that never answers fails after the timeout', async () => {
   const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}/token`;
   try {
     const err = await failure(
-      new OAuthTokenProvider(creds({ tokenEndpointUrl: url }), { timeoutMs: 200 }).token(),
+      new OAuthTokenProvider(creds({ tokenEndpointUrl: url }), { timeoutMs: 200, ...noWaits }).token(),
     );
     expect(err.message).toBe(
       `KAFKA_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL ${url} is unreachable (no answer within 200 ms)`,
@@ -162,7 +227,7 @@ test('an endpoint that never answers fails after the timeout', async () => {
 
 test('a failed refresh keeps handing out the token while it has not expired, then fails', async () => {
   const clock = manualClock();
-  const provider = new OAuthTokenProvider(creds(), clock);
+  const provider = new OAuthTokenProvider(creds(), { ...clock, ...noWaits });
   const first = await provider.token();
   server.failWith = { status: 503, error: 'temporarily_unavailable' };
   clock.advance(90_000);
@@ -170,6 +235,8 @@ test('a failed refresh keeps handing out the token while it has not expired, the
   clock.advance(11_000);
   await failure(provider.token());
   server.failWith = undefined;
+  // The endpoint is asked again once the wait its last failure called for (8 s, the backoff after a fourth attempt) has passed.
+  clock.advance(8_000);
   expect((await provider.token()).value).not.toBe(first.value);
 });
 

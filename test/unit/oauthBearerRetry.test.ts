@@ -1,0 +1,144 @@
+/**
+ * A token endpoint that is busy or slow for a moment (408, 429, 5xx) is retried with backoff, a `Retry-After` it
+ * sends honoured up to a bound, and at worst reported as a failure the ingester waits out; only the other 4xx are
+ * refusals. Against the real node:http token endpoint of test/support/oauthServer.ts, with a clock and a sleep
+ * the test drives (each wait recorded, none taken).
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { withKafkaAdmin } from '../../src/cli/kafkaAdmin';
+import type { OAuthClientCredentials } from '../../src/config';
+import { loadRelayConfig } from '../../src/config';
+import { UnreachableError } from '../../src/errors';
+import { kafkaAccessProblem } from '../../src/kafka/errors';
+import { OAuthTokenError, OAuthTokenProvider } from '../../src/kafka/oauthBearer';
+import { OAuthServer } from '../support/oauthServer';
+
+const SECRET = 'the-client-secret';
+let server: OAuthServer;
+
+beforeEach(async () => {
+  server = await OAuthServer.start({ clientId: 'relay', clientSecret: SECRET, lifetimeS: 100 });
+});
+afterEach(async () => {
+  await server.close();
+});
+
+/** A provider whose clock and sleep the test drives: every wait is recorded and moves the clock at once. */
+function provider(): { provider: OAuthTokenProvider; waits: number[]; advance: (ms: number) => void } {
+  let t = Date.now();
+  const waits: number[] = [];
+  const creds: OAuthClientCredentials = {
+    tokenEndpointUrl: server.tokenUrl,
+    clientId: 'relay',
+    clientSecret: SECRET,
+    clientAuth: 'client_secret_basic',
+  };
+  const p = new OAuthTokenProvider(creds, {
+    now: () => t,
+    sleep: (ms: number) => {
+      waits.push(ms);
+      t += ms;
+      return Promise.resolve();
+    },
+  });
+  return { provider: p, waits, advance: (ms) => (t += ms) };
+}
+
+async function failure(p: Promise<unknown>): Promise<OAuthTokenError> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(OAuthTokenError);
+  return err as OAuthTokenError;
+}
+
+test.each([
+  [429, 'slow_down'],
+  [408, 'request_timeout'],
+  [503, 'temporarily_unavailable'],
+])('a %i is retried after the Retry-After it asks for, and the token is got', async (status, error) => {
+  server.failWith = { status, error, retryAfter: '2', times: 1 };
+  const { provider: p, waits } = provider();
+  expect((await p.token()).value.split('.')).toHaveLength(3);
+  expect(server.grants.map((g) => g.status)).toEqual([status, 200]);
+  expect(waits).toEqual([2_000]);
+});
+
+test('without Retry-After the waits grow; a Retry-After of an hour is waited 30 s at most', async () => {
+  server.failWith = { status: 502, error: 'bad_gateway', times: 3 };
+  const a = provider();
+  await a.provider.token();
+  expect(server.grants.map((g) => g.status)).toEqual([502, 502, 502, 200]);
+  expect(a.waits).toEqual([1_000, 2_000, 4_000]);
+
+  server.failWith = { status: 429, error: 'slow_down', retryAfter: '3600', times: 1 };
+  const b = provider();
+  await b.provider.token();
+  expect(b.waits).toEqual([30_000]);
+});
+
+test('an endpoint busy past the retry budget is a failure to wait out, not a refusal; it is not asked again early', async () => {
+  server.failWith = { status: 429, error: 'slow_down', retryAfter: '20' };
+  const { provider: p, waits, advance } = provider();
+  const err = await failure(p.token());
+  expect(err.message).toBe(`KAFKA_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL ${server.tokenUrl} answered HTTP 429`);
+  expect(err).toMatchObject({ refused: false, retriable: true });
+  // 20 s waited once; a second 20 s would pass the 30 s budget.
+  expect(waits).toEqual([20_000]);
+  expect(server.grants).toHaveLength(2);
+  const cfg = loadRelayConfig('ingester', {
+    KAFKA_SASL_MECHANISM: 'oauthbearer',
+    KAFKA_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL: server.tokenUrl,
+    KAFKA_SASL_OAUTHBEARER_CLIENT_ID: 'relay',
+    KAFKA_SASL_OAUTHBEARER_CLIENT_SECRET: SECRET,
+  }).kafka;
+  expect(kafkaAccessProblem(err, cfg)).toBeUndefined();
+
+  // Asked again before the endpoint's Retry-After has passed: the same failure, no grant sent.
+  expect((await failure(p.token())).message).toBe(err.message);
+  expect(server.grants).toHaveLength(2);
+  server.failWith = undefined;
+  advance(20_000);
+  await p.token();
+  expect(server.grants.map((g) => g.status)).toEqual([429, 429, 200]);
+});
+
+test.each([400, 401, 403, 404])('a %i is a refusal: reported at once, not retried', async (status) => {
+  server.failWith = { status, error: 'invalid_client' };
+  const { provider: p, waits } = provider();
+  expect(await failure(p.token())).toMatchObject({ refused: true, retriable: false });
+  expect(server.grants).toHaveLength(1);
+  expect(waits).toEqual([]);
+});
+
+test("a command that stops waiting while the token endpoint is retried names the endpoint's failure", async () => {
+  const closed = http.createServer();
+  await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+  const port = (closed.address() as AddressInfo).port;
+  await new Promise<void>((r) => closed.close(() => r()));
+  const env = {
+    KAFKA_BROKERS: `127.0.0.1:${port}`,
+    KAFKA_SASL_MECHANISM: 'oauthbearer',
+    KAFKA_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL: `http://127.0.0.1:${port}/token`,
+    KAFKA_SASL_OAUTHBEARER_CLIENT_ID: 'relay',
+    KAFKA_SASL_OAUTHBEARER_CLIENT_SECRET: SECRET,
+    POIMEN_CLI_CONNECT_TIMEOUT_MS: '1500',
+  };
+  const saved = { ...process.env };
+  Object.assign(process.env, env);
+  try {
+    const err = await withKafkaAdmin(() => Promise.resolve()).then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
+    expect(err).toBeInstanceOf(UnreachableError);
+    expect(err?.message).toBe(
+      `KAFKA_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL http://127.0.0.1:${port}/token is unreachable (ECONNREFUSED)`,
+    );
+  } finally {
+    for (const name of Object.keys(env)) delete process.env[name];
+    Object.assign(process.env, saved);
+  }
+});
