@@ -11,6 +11,7 @@ import { parseRetryAfter } from '../activities/classify';
 import type { OAuthClientCredentials } from '../config';
 import { TOKEN_ENDPOINT_VARIABLE } from '../config/kafkaSasl';
 import { shownUrl } from '../redact';
+import { basicAuth, jwtExpiryMs, networkCode, oauthErrorCode, transientStatus } from './oauthAnswer';
 
 /**
  * The grant failed. `refused`: the endpoint answered and said no (a 4xx but 408, 425 and 429, or an answer
@@ -66,53 +67,10 @@ const GRANT_BUDGET_MS = 30_000;
 const MIN_TIMER_MS = 10_000;
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
-/** Statuses that say "not now" rather than "no" (RFC 9110): request timeout, too early, too many requests, 5xx. */
-function transientStatus(status: number): boolean {
-  return status === 408 || status === 425 || status === 429 || (status >= 500 && status <= 599);
-}
-
 interface Cached {
   value: string;
   refreshAtMs: number;
   expiresAtMs: number;
-}
-
-/** The `exp` of a JWT access token, in ms; undefined for an opaque token. */
-function jwtExpiryMs(token: string): number | undefined {
-  const payload = token.split('.')[1];
-  if (!payload) return undefined;
-  try {
-    const exp = (JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { exp?: unknown }).exp;
-    return typeof exp === 'number' && Number.isFinite(exp) ? exp * 1000 : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** RFC 6749 §5.2's `error` code, only when it is one (no free text from the answer reaches a log line). */
-function oauthErrorCode(body: string): string | undefined {
-  try {
-    const code = (JSON.parse(body) as { error?: unknown }).error;
-    return typeof code === 'string' && /^[a-z_]{1,64}$/i.test(code) ? code : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** The socket or undici code of a failed request (ECONNREFUSED, UND_ERR_HEADERS_TIMEOUT), for the one line. */
-function networkCode(err: unknown): string {
-  for (let e: unknown = err; e && typeof e === 'object'; e = (e as { cause?: unknown }).cause) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string') return code;
-  }
-  const name = (err as { name?: unknown } | undefined)?.name;
-  return typeof name === 'string' ? name : 'error';
-}
-
-/** "Basic" credentials of RFC 6749 §2.3.1: id and secret form-encoded, then base64. */
-function basicAuth(id: string, secret: string): string {
-  const enc = (s: string) => encodeURIComponent(s).replace(/%20/g, '+');
-  return `Basic ${Buffer.from(`${enc(id)}:${enc(secret)}`).toString('base64')}`;
 }
 
 export class OAuthTokenProvider {
