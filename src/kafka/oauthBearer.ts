@@ -117,8 +117,18 @@ export class OAuthTokenProvider {
 
   private refreshInBackground(): void {
     if (this.inFlight) return;
-    // Dropped on purpose: its failure is the cached token's to outlive; the call after its expiry reports it.
-    void this.shared().catch(() => undefined);
+    const before = this.cached;
+    // Its failure is the cached token's to outlive (the call after its expiry reports it), and a timer asks again
+    // once the wait the endpoint called for is over (10 s at least): an idle client would otherwise keep the old
+    // token to its expiry and then wait on the endpoint midway through its next handshake.
+    void this.shared().catch(() => {
+      if (!before || this.cached !== before) return;
+      const waitMs = Math.max(MIN_TIMER_MS, (this.held?.untilMs ?? 0) - this.now());
+      if (this.now() + waitMs >= before.expiresAtMs) return;
+      this.schedule(() => {
+        if (this.cached === before) this.refreshInBackground();
+      }, waitMs);
+    });
   }
 
   /** The grant in flight, or a new one; its token replaces the cached one and sets the next refresh. */

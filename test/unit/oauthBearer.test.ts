@@ -124,6 +124,24 @@ test('a timer refreshes the token at 80% of its lifetime, with no call to prompt
   expect(server.grants).toHaveLength(2);
 });
 
+test('a background refresh that fails is asked again by a timer, so an idle client renews before expiry', async () => {
+  const clock = manualClock();
+  const timers: { run: () => void; ms: number }[] = [];
+  const schedule = (run: () => void, ms: number) => void timers.push({ run, ms });
+  const provider = new OAuthTokenProvider(creds(), { ...clock, ...noWaits, schedule });
+  const first = await provider.token();
+  server.failWith = { status: 503, error: 'temporarily_unavailable' };
+  timers[0]!.run();
+  // The refresh fails (four attempts, held for the 8 s its last one called for): a timer asks again 10 s later.
+  for (let i = 0; i < 100 && timers.length < 2; i++) await new Promise((r) => setTimeout(r, 20));
+  expect(timers.map((t) => t.ms)).toEqual([80_000, 10_000]);
+  expect(await provider.token()).toEqual(first);
+  server.failWith = undefined;
+  clock.advance(10_000);
+  timers[1]!.run();
+  await replaced(provider, first);
+});
+
 test('the refresh timer waits 10 s at least, so a token already due is not fetched in a loop', async () => {
   const timers: number[] = [];
   const schedule = (_run: () => void, ms: number) => void timers.push(ms);
