@@ -74,6 +74,23 @@ function ingester(overrides: Partial<Record<string, number>> = {}) {
   return { ing, metrics };
 }
 
+/** An ingester whose admission the test built, with the config's ingest settings and `overrides`. */
+function ingesterWithAdmission(
+  cfg: ReturnType<typeof loadRelayConfig>,
+  admission: TenantAdmission,
+  overrides: Partial<Record<string, number>>,
+) {
+  return new Ingester(
+    cfg,
+    { admin: () => ({}) } as never,
+    {} as never,
+    createMetrics({ defaultMetrics: false }),
+    createLogger('test', 'silent'),
+    { ...cfg.ingest, ...overrides },
+    { admission },
+  );
+}
+
 /** A batch as kafkajs hands it over; its one-attempt commit goes to the stub consumer's recorder. */
 function batchPayload(
   topic: string,
@@ -501,15 +518,7 @@ test('a record whose wait for room outlasted its batch (a failure meanwhile) giv
     tenantMaxOpen: 3,
     watch: () => new Promise<void>(() => undefined),
   });
-  const ing = new Ingester(
-    cfg,
-    { admin: () => ({}) } as never,
-    {} as never,
-    createMetrics({ defaultMetrics: false }),
-    createLogger('test', 'silent'),
-    { ...cfg.ingest, maxInFlight: 2, commitEveryRecords: 1 },
-    { admission },
-  );
+  const ing = ingesterWithAdmission(cfg, admission, { maxInFlight: 2, commitEveryRecords: 1 });
   const consumer = stubConsumer();
   consumer.hold = false;
   ingesterInternals(ing).group.consumer = consumer;
@@ -540,17 +549,9 @@ test('shipped defaults: a lone tenant keeps 248 open and waits in Kafka; a newco
     tenantMaxOpen: cfg.ingest.tenantMaxOpen,
     watch: (workflowId) => new Promise<void>((resolve) => closes.set(workflowId, resolve)),
   });
-  const ing = new Ingester(
-    cfg,
-    { admin: () => ({}) } as never,
-    {} as never,
-    createMetrics({ defaultMetrics: false }),
-    createLogger('test', 'silent'),
-    // Admission as shipped; only the batch's turn is made long, so that a slow machine taking over 500 ms for the
-    // 248 starts does not end the turn early (the turn is ingesterBatch's other cases' concern).
-    { ...cfg.ingest, batchSliceMs: 600_000 },
-    { admission },
-  );
+  // Admission as shipped; only the batch's turn is made long, so that a slow machine taking over 500 ms for the
+  // 248 starts does not end the turn early (the turn is ingesterBatch's other cases' concern).
+  const ing = ingesterWithAdmission(cfg, admission, { batchSliceMs: 600_000 });
   const consumer = stubConsumer();
   consumer.hold = false;
   ingesterInternals(ing).group.consumer = consumer;

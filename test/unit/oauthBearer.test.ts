@@ -51,6 +51,17 @@ async function replaced(provider: OAuthTokenProvider, old: OAuthBearerToken): Pr
   return token;
 }
 
+/** The token endpoint again, answering without `expires_in` (the lifetime is then the JWT's `exp`). */
+async function serveWithoutExpiresIn(): Promise<void> {
+  await server.close();
+  server = await OAuthServer.start({
+    clientId: 'relay client',
+    clientSecret: SECRET,
+    lifetimeS: 100,
+    omitExpiresIn: true,
+  });
+}
+
 /** No wait between the attempts of a grant (their pacing: oauthBearerRetry.test.ts). */
 const noWaits = { sleep: () => Promise.resolve() };
 
@@ -145,13 +156,7 @@ test('a background refresh that fails is asked again by a timer, so an idle clie
 test('the refresh timer waits 10 s at least, so a token already due is not fetched in a loop', async () => {
   const timers: number[] = [];
   const schedule = (_run: () => void, ms: number) => void timers.push(ms);
-  await server.close();
-  server = await OAuthServer.start({
-    clientId: 'relay client',
-    clientSecret: SECRET,
-    lifetimeS: 100,
-    omitExpiresIn: true,
-  });
+  await serveWithoutExpiresIn();
   const clock = manualClock();
   clock.advance(200_000); // the endpoint's clock is behind: its JWT's exp looks past
   await new OAuthTokenProvider(creds(), { ...clock, schedule }).token();
@@ -178,13 +183,7 @@ test('callers of the same moment share one grant', async () => {
 });
 
 test("without expires_in, the JWT's exp sets the lifetime", async () => {
-  await server.close();
-  server = await OAuthServer.start({
-    clientId: 'relay client',
-    clientSecret: SECRET,
-    lifetimeS: 100,
-    omitExpiresIn: true,
-  });
+  await serveWithoutExpiresIn();
   const clock = manualClock();
   const provider = new OAuthTokenProvider(creds(), clock);
   await provider.token();
