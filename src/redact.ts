@@ -22,6 +22,11 @@ export function isSecretName(name: string): boolean {
 const USERINFO = /^((?:https?|wss?|ftp):[\\/]*)[^\\/?#]*@|^([A-Za-z][A-Za-z0-9+.-]*:\/\/)[^/?#]*@/i;
 /** Of text that is not a URL (a bad value being reported): to the last `@` before the query, across any `/`. */
 const USERINFO_UNPARSED = /^([A-Za-z][A-Za-z0-9+.-]*:[\\/]*)[^?#]*@/;
+/**
+ * What is left after either: an `@` before the first `/` after `scheme://`, which a parser takes for a query or
+ * fragment (`https://u:se#cret@host/`) but which was meant as a password holding a raw `?` or `#`.
+ */
+const USERINFO_RAW = /^([A-Za-z][A-Za-z0-9+.-]*:\/\/)[^/]*@/;
 
 /**
  * A URL without the user and password it may carry (`https://u:p@host` → `https://host`), also when the password
@@ -29,10 +34,9 @@ const USERINFO_UNPARSED = /^([A-Za-z][A-Za-z0-9+.-]*:[\\/]*)[^?#]*@/;
  */
 export function withoutUserinfo(url: string): string {
   // The scheme and slashes kept: whichever of USERINFO's two alternatives matched.
-  return url.replace(
-    URL.canParse(url) ? USERINFO : USERINFO_UNPARSED,
-    (_m, a?: string, b?: string) => a ?? b ?? '',
-  );
+  return url
+    .replace(URL.canParse(url) ? USERINFO : USERINFO_UNPARSED, (_m, a?: string, b?: string) => a ?? b ?? '')
+    .replace(USERINFO_RAW, '$1');
 }
 
 /** A query or fragment parameter carrying a credential: by name as for headers, or a signature's or key's. */

@@ -94,6 +94,15 @@ test("the token provider's failures name the endpoint without userinfo and secre
   );
 });
 
+test('a password holding a raw ? or # is taken out too, whether or not the whole parses as a URL', () => {
+  expect(shownUrl('https://relay:se#cret@idp/token')).toBe('https://idp/token');
+  expect(shownUrl('https://relay:se?cret@idp/token')).toBe('https://idp/token');
+  // Parses (host "id", port 123, fragment "x@host/t"): the digits-only password passed validation.
+  expect(shownUrl('https://id:123#x@host/t')).toBe('https://host/t');
+  // An `@` in a query after the path is not userinfo.
+  expect(shownUrl('https://host/p?email=a@b')).toBe('https://host/p?email=a@b');
+});
+
 test('text that is not a URL with credentials is shown as it is', () => {
   for (const text of [
     '127.0.0.1:7233',
