@@ -115,10 +115,10 @@ test('thousands replayed at --rate reach the runs API no faster than the rate pl
   const tookMs = Date.now() - started;
   expect(summary.replayed).toBe(n);
   // Every record re-published once, and the replay took at least (n − 1)/rate seconds.
-  const sent = (await readAll(h, admin, topics.dispatch(h.tenant)))
-    .filter((r) => r.headers['poimen-replay-of'])
-    .map((r) => r.timestampMs)
-    .sort((x, y) => x - y);
+  const replayed = (await readAll(h, admin, topics.dispatch(h.tenant))).filter(
+    (r) => r.headers['poimen-replay-of'],
+  );
+  const sent = replayed.map((r) => r.timestampMs).sort((x, y) => x - y);
   expect(sent).toHaveLength(n);
   expect(tookMs / 1000).toBeGreaterThanOrEqual((n - 1) / rate);
   // The stated burst (docs/cli.md): over any span s, at most rate·s + 1 sent (Kafka's timestamps are taken when
@@ -133,16 +133,30 @@ test('thousands replayed at --rate reach the runs API no faster than the rate pl
     await h.api.waitFor((api) => api.runs.size > seen, 60_000, `run ${seen + 1}`).catch(() => undefined);
   }
   const arrived = h.api.requests.map((r) => r.receivedAtMs).sort((x, y) => x - y);
+  // The relay's latency of each record, Kafka timestamp to its first call: a pause of the relay (a busy machine)
+  // bunches what it held, so the API's burst is stated with the longest of them (docs/cli.md).
+  const firstCall = new Map<string, number>();
+  for (const r of h.api.requests) {
+    const key = (r.json as { dispatch_key?: string } | undefined)?.dispatch_key;
+    if (key !== undefined && !firstCall.has(key)) firstCall.set(key, r.receivedAtMs);
+  }
+  const latencies = replayed.map((r) => {
+    const key = (JSON.parse(r.value!.toString()) as { dispatch_key: string }).dispatch_key;
+    return (firstCall.get(key)! - r.timestampMs) / 1000;
+  });
   const measured = {
     replaySeconds: tookMs / 1000,
     sentExcess,
     apiExcess: excessOverRate(arrived, rate),
     apiSpanSeconds: (arrived.at(-1)! - arrived[0]!) / 1000,
+    relayLatencyMaxSeconds: Math.max(...latencies),
   };
   process.stderr.write(`dlq replay --rate ${rate} of ${n}: ${JSON.stringify(measured)}\n`);
-  // The stated burst at the runs API (docs/cli.md): over any span s, at most rate·s + rate.
+  expect(latencies.every((l) => Number.isFinite(l) && l >= 0)).toBe(true);
+  // The stated bursts (docs/cli.md): over any span s, at most rate·s + 1 sent, and at most rate·(s + d) + rate at
+  // the runs API, d the relay's longest latency: records sent within s + d of each other may arrive within s.
   expect(measured.sentExcess).toBeLessThanOrEqual(rate);
-  expect(measured.apiExcess).toBeLessThanOrEqual(rate);
+  expect(measured.apiExcess).toBeLessThanOrEqual(rate * (1 + measured.relayLatencyMaxSeconds));
   expect(readReport(report).filter((l) => l.outcome === 'replayed')).toHaveLength(n);
 });
 
