@@ -18,7 +18,7 @@ const SICK = 2;
 const WELL = 20;
 const CAP = 4;
 const BUDGET_MS = 30_000;
-/** Shipped breaker settings (the harness turns the breaker off for suites about other things). */
+/** Shipped breaker settings, stated here so that this suite keeps them whatever the harness's defaults become. */
 const SHIPPED_BREAKER = {
   POIMEN_BREAKER_FAILURES: String(BREAKER_DEFAULTS.failures),
   POIMEN_BREAKER_PROBE_INTERVAL_MS: String(BREAKER_DEFAULTS.probeIntervalMs),

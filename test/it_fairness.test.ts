@@ -3,6 +3,7 @@
  * its tenant as Temporal's fairness key, and the stack's Temporal serves a task queue's backlog in turns per key.
  * Real Kafka, real Temporal (fairness switched on by the stack), the relay's processes.
  */
+import fs from 'node:fs';
 import { topics } from '../src/contract';
 import { metricValue } from './support/relay';
 import { type Harness, createHarness } from './support/relayHarness';
@@ -162,13 +163,13 @@ describe('fair shares, with every admission setting at its default', () => {
   test("a lone tenant's burst starts beyond any share; beside an active tenant it waits in Kafka at its share, uncommitted and counted as lag, with the ingester ready, while the other flows; once the other is quiet it has the whole ingester again", async () => {
     const BURST = 40;
     const TRICKLE = 30;
-    // One setting of its own: the flooding tenant's calls are held longer than the test, so they never time out and
-    // open the worker's breaker, which would hold the other tenant's calls as well (the API is one for both).
-    h = await createHarness({ tenants: 2, env: { RUNS_API_TIMEOUT_MS: '300000' } });
+    // The flooding tenant's held calls time out (RUNS_API_TIMEOUT_MS, 10 s) and are retried while the other tenant's
+    // are answered: their failures are that tenant's, so the worker's breaker stays closed for the other.
+    h = await createHarness({ tenants: 2 });
     const [flooder, other] = h.tenants as [string, string];
     // The flooding tenant's calls are held at the API: its started dispatches stay open until the test lets go.
     h.api.faultPolicy((key) => (key?.startsWith('a-') ? { kind: 'hold' } : undefined));
-    await h.startWorker();
+    const worker = await h.startWorker();
     const ingester = await h.startIngester();
     const burst = async (from: number) => {
       for (let i = from; i < from + BURST; i++) {
@@ -222,6 +223,10 @@ describe('fair shares, with every admission setting at its default', () => {
       timeoutMs: 60_000,
       what: `the other tenant's ${TRICKLE} runs beside the flooding tenant's open dispatches`,
     });
+    // The flooding tenant's calls timed out meanwhile (held past 10 s) and opened its own breaker, not the worker's.
+    const workerLog = fs.readFileSync(worker.logFile, 'utf8');
+    expect(workerLog).toContain("a tenant's runs API circuit breaker open");
+    expect(workerLog).not.toContain('"msg":"runs API circuit breaker open"');
 
     // The other tenant quiet for the active window: the flooding tenant is alone again and its rest starts.
     await waitFor(async () => (await started(ingester.metricsPort, flooder)) === 2 * BURST, {

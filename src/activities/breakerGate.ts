@@ -35,11 +35,20 @@ export interface Pass {
 export interface BreakerGate {
   /** Resolves when this attempt may call. Throws when it should not call at all (see `enter` below). */
   enter(ctx: AttemptContext, tenant: string, attemptTimeoutMs: number): Promise<Pass>;
-  /** Counts the call's answer. `maxHoldMs`: the attempt's maximum retry interval, the longest a Retry-After holds. */
+  /**
+   * Counts the call's answer. `maxHoldMs`: the attempt's maximum retry interval, the longest a Retry-After holds;
+   * `startedMs`: when the call went out (performance.now()), which says whether another tenant was answered during it.
+   */
   record(
     tenant: string,
     pass: Pass,
-    call: { verdict: Classification; answer: RunsApiAnswer; cancelled: boolean; maxHoldMs?: number },
+    call: {
+      verdict: Classification;
+      answer: RunsApiAnswer;
+      cancelled: boolean;
+      maxHoldMs?: number;
+      startedMs?: number;
+    },
   ): void;
   /** The worker is shutting down: waiting attempts end now (retryable) rather than at the grace time. */
   releaseWaiters(): void;
@@ -70,15 +79,49 @@ export function waitLimitMs(info: Context['info'], attemptTimeoutMs: number, now
 
 /**
  * Answers that speak for one tenant only (its rate limit, its authorization) open that tenant's breaker, never the
- * worker's: one tenant throttled must not hold back the others. Everything else retryable is about the API.
+ * worker's: one tenant throttled must not hold back the others. Everything else retryable is about the API, unless
+ * the API answered another tenant while the call was out (see `ApiWitness`).
  */
 const TENANT_STATUSES = new Set([429, 403]);
+
+/**
+ * Whether the runs API was answering other tenants while one tenant's call failed. A timeout, a 5xx or a reset of
+ * one tenant's call while another tenant's call, sent later, was answered speaks for that tenant (its calls hang or
+ * fail at the API, the API is up), so it counts against that tenant's breaker: one tenant's hanging calls must not
+ * open the worker's breaker and hold every tenant's calls. A failure counts against the worker's breaker as before
+ * when no other tenant was answered while it was out, or when another tenant has failed since the latest answer
+ * (the API failing for two tenants is the API's). A lone tenant's failures are therefore always the worker's.
+ */
+class ApiWitness {
+  /** When each tenant's latest call was answered by an API that is up (performance.now()). */
+  private readonly answeredAt = new Map<string, number>();
+  /** Tenants whose calls failed as an outage since the latest answer of any tenant. */
+  private readonly failedSince = new Set<string>();
+
+  constructor(private readonly now: () => number) {}
+
+  answered(tenant: string): void {
+    this.answeredAt.set(tenant, this.now());
+    this.failedSince.clear();
+  }
+
+  /** Records the failure; true when it speaks for `tenant` only (another tenant answered during it). */
+  failedAlone(tenant: string, startedMs: number | undefined): boolean {
+    const others = [...this.failedSince].some((t) => t !== tenant);
+    this.failedSince.add(tenant);
+    if (startedMs === undefined || others) return false;
+    for (const [t, at] of this.answeredAt) if (t !== tenant && at > startedMs) return true;
+    return false;
+  }
+}
 
 export function createBreakerGate(
   opts: BreakerGateOptions,
   metrics: RelayMetrics,
   logger: Logger,
+  now: () => number = () => performance.now(),
 ): BreakerGate {
+  const witness = new ApiWitness(now);
   const options = { failures: opts.failures, probeIntervalMs: opts.probeIntervalMs };
   const global: CircuitBreaker = new CircuitBreaker({
     ...options,
@@ -173,10 +216,11 @@ export function createBreakerGate(
       }
     },
 
-    record(tenant, pass, { verdict, answer, cancelled, maxHoldMs }) {
+    record(tenant, pass, { verdict, answer, cancelled, maxHoldMs, startedMs }) {
       const own = tenantBreaker(tenant);
       if (cancelled || verdict.outcome !== 'retryable') {
         const outcome = cancelled ? ({ kind: 'abandoned' } as const) : ({ kind: 'healthy' } as const);
+        if (!cancelled) witness.answered(tenant);
         global.record(outcome, pass.global);
         own.record(outcome, pass.tenant);
         return;
@@ -189,7 +233,12 @@ export function createBreakerGate(
       };
       if (verdict.httpStatus !== null && TENANT_STATUSES.has(verdict.httpStatus)) {
         // The API answered: it is up, whatever this tenant's limits say.
+        witness.answered(tenant);
         global.record({ kind: 'healthy' }, pass.global);
+        own.record(outage, pass.tenant, maxHoldMs);
+      } else if (witness.failedAlone(tenant, startedMs)) {
+        // The API answered another tenant while this call was out: the failure is this tenant's.
+        global.record({ kind: 'abandoned' }, pass.global);
         own.record(outage, pass.tenant, maxHoldMs);
       } else {
         global.record(outage, pass.global, maxHoldMs);

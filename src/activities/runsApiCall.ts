@@ -162,6 +162,7 @@ export function createRunsApiCall(deps: ActivityDeps) {
       verdict,
       answer,
       cancelled: ctx.cancellationSignal.aborted,
+      startedMs: started,
       ...(typeof maxInterval === 'number' ? { maxHoldMs: maxInterval } : {}),
     });
     const log = deps.logger.child({

@@ -1,0 +1,116 @@
+/**
+ * Whose breaker an outage-class failure opens (breakerGate.ts, ApiWitness): one tenant's timeouts while the API
+ * answers another tenant are that tenant's, so they never hold the other tenants' calls; failures with no other
+ * tenant answered during them, or failures of two tenants, are the API's and open the worker's breaker.
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import { Context } from '@temporalio/activity';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { DefaultLogger } from '@temporalio/worker';
+import { createBreakerGate } from '../../src/activities/breakerGate';
+import type { Classification, RunsApiAnswer } from '../../src/activities/classify';
+import { createLogger } from '../../src/logger';
+import { createMetrics } from '../../src/metrics';
+
+// An attempt that may not wait (no heartbeat timeout) shows a blocked breaker at once, as a failure.
+const unwaiting = () =>
+  new MockActivityEnvironment({ attempt: 2, startToCloseTimeoutMs: 7_000, heartbeatTimeoutMs: 0 } as never, {
+    logger: new DefaultLogger('ERROR', () => undefined),
+  });
+
+const timeout: Classification = { outcome: 'retryable', reason: 'timeout', httpStatus: null };
+const timedOut: RunsApiAnswer = { kind: 'error', code: 'TimeoutError' };
+const created: Classification = { outcome: 'success', admission: 'created', runId: 'r1' };
+const answered201: RunsApiAnswer = { kind: 'response', status: 201, headers: {}, body: '{}', nowMs: 0 };
+
+function gateAt() {
+  let t = 1_000;
+  const metrics = createMetrics();
+  const gate = createBreakerGate(
+    { failures: 2, probeIntervalMs: 60_000, paced: false },
+    metrics,
+    createLogger('unit', 'silent'),
+    () => t,
+  );
+  const ok = (tenant: string) =>
+    gate.record(tenant, {}, { verdict: created, answer: answered201, cancelled: false, startedMs: t - 5 });
+  const fail = (tenant: string, startedMs?: number) =>
+    gate.record(
+      tenant,
+      {},
+      {
+        verdict: timeout,
+        answer: timedOut,
+        cancelled: false,
+        ...(startedMs === undefined ? {} : { startedMs }),
+      },
+    );
+  const enter = (tenant: string) =>
+    unwaiting()
+      .run(async () => gate.enter(Context.current(), tenant, 1_000))
+      .catch((e: unknown) => e);
+  const workerCircuit = async () => (await metrics.circuitState.get()).values[0]?.value;
+  return { ok, fail, enter, workerCircuit, at: (ms: number) => void (t = ms) };
+}
+
+test("one tenant's calls timing out while another tenant is answered open only that tenant's breaker", async () => {
+  const g = gateAt();
+  // Tenant a's calls went out at 1,000 and hang; tenant b's, sent later, are answered meanwhile.
+  g.at(5_000);
+  g.ok('b');
+  g.at(11_000);
+  g.fail('a', 1_000);
+  g.fail('a', 1_000);
+  g.fail('a', 1_000);
+  expect(await g.workerCircuit()).toBe(0);
+  expect(await g.enter('b')).toEqual({});
+  const held = await g.enter('a');
+  expect(held).toBeInstanceOf(ApplicationFailure);
+  // Its own breaker: the others call on, and b's answers do not close a's.
+  g.ok('b');
+  expect(await g.enter('a')).toBeInstanceOf(ApplicationFailure);
+});
+
+test("failures with no other tenant answered while they were out open the worker's breaker", async () => {
+  const g = gateAt();
+  g.at(5_000);
+  g.ok('b');
+  // Sent after b's last answer: nothing says the API was up while they failed.
+  g.at(16_000);
+  g.fail('a', 6_000);
+  g.fail('a', 6_000);
+  expect(await g.workerCircuit()).toBe(1);
+  expect(await g.enter('b')).toBeInstanceOf(ApplicationFailure);
+});
+
+test("once a second tenant fails too, the failures are the API's again", async () => {
+  const g = gateAt();
+  g.at(5_000);
+  g.ok('b');
+  g.at(11_000);
+  // a's first failure is its own (b answered during it); then b fails: two tenants failing is the API.
+  g.fail('a', 1_000);
+  g.fail('b', 6_000);
+  expect(await g.workerCircuit()).toBe(0);
+  g.fail('a', 1_000);
+  expect(await g.workerCircuit()).toBe(1);
+});
+
+test("a lone tenant's failures, or a call without a start time, are the worker's", async () => {
+  const lone = gateAt();
+  lone.at(5_000);
+  lone.ok('a');
+  lone.at(11_000);
+  // a's own earlier answer is no witness for a.
+  lone.fail('a', 1_000);
+  lone.fail('a', 1_000);
+  expect(await lone.workerCircuit()).toBe(1);
+
+  const unknown = gateAt();
+  unknown.at(5_000);
+  unknown.ok('b');
+  unknown.at(11_000);
+  unknown.fail('a');
+  unknown.fail('a');
+  expect(await unknown.workerCircuit()).toBe(1);
+});
