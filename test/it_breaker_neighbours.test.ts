@@ -60,7 +60,8 @@ async function endings(h: Harness, keys: string[], timeoutMs: number): Promise<E
 }
 
 async function breakerOpened(worker: RelayProcess): Promise<boolean> {
-  return fs.readFileSync(worker.logFile, 'utf8').includes('runs API circuit breaker open');
+  // The worker's breaker, not a tenant's ("a tenant's runs API circuit breaker open").
+  return fs.readFileSync(worker.logFile, 'utf8').includes('"msg":"runs API circuit breaker open"');
 }
 
 async function neighbours(mode: 'cap' | 'budget'): Promise<void> {

@@ -50,6 +50,8 @@ export interface BreakerGate {
       startedMs?: number;
     },
   ): void;
+  /** The attempt made no call after `enter` let it (it failed first): its probe tickets go back unused. */
+  release(tenant: string, pass: Pass): void;
   /** The worker is shutting down: waiting attempts end now (retryable) rather than at the grace time. */
   releaseWaiters(): void;
 }
@@ -85,33 +87,57 @@ export function waitLimitMs(info: Context['info'], attemptTimeoutMs: number, now
 const TENANT_STATUSES = new Set([429, 403]);
 
 /**
+ * Failures of calls that never reached the API (nothing listened, no route, no name): the worker's connections
+ * are shared by every tenant, so these are never one tenant's.
+ */
+const UNREACHED_CODES = new Set([
+  'ECONNREFUSED',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'ETIMEDOUT',
+  'EAI_AGAIN',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+]);
+
+/**
  * Whether the runs API was answering other tenants while one tenant's call failed. A timeout, a 5xx or a reset of
- * one tenant's call while another tenant's call, sent later, was answered speaks for that tenant (its calls hang or
- * fail at the API, the API is up), so it counts against that tenant's breaker: one tenant's hanging calls must not
- * open the worker's breaker and hold every tenant's calls. A failure counts against the worker's breaker as before
- * when no other tenant was answered while it was out, or when another tenant has failed since the latest answer
- * (the API failing for two tenants is the API's). A lone tenant's failures are therefore always the worker's.
+ * one tenant's call while another tenant's call was answered healthy (a success, a 409, a refusal of the
+ * dispatch's own) speaks for that tenant (its calls hang or fail at the API, the API is up), so it counts against
+ * that tenant's breaker: one tenant's hanging calls must not open the worker's breaker and hold every tenant's
+ * calls. A failure counts against the worker's breaker as before when no other tenant was answered healthy while
+ * it was out, when another tenant has failed since the latest healthy answer (the API failing for two tenants is
+ * the API's), or when the call never reached the API. A lone tenant's failures are therefore always the worker's.
+ * A 429 or 403 is no witness: a gateway can answer them while everything behind it is down.
+ *
+ * O(1) per call whatever the number of tenants: the latest healthy answer, and the latest of a tenant other than
+ * its one, say when any tenant but T was last answered; the first tenant to fail since and whether a second did
+ * say whether T fails alone.
  */
 class ApiWitness {
-  /** When each tenant's latest call was answered by an API that is up (performance.now()). */
-  private readonly answeredAt = new Map<string, number>();
-  /** Tenants whose calls failed as an outage since the latest answer of any tenant. */
-  private readonly failedSince = new Set<string>();
+  private latest: { tenant: string; at: number } | undefined;
+  /** The latest healthy answer of a tenant other than `latest`'s. */
+  private otherLatest: { tenant: string; at: number } | undefined;
+  private firstFailed: string | undefined;
+  private twoFailed = false;
 
   constructor(private readonly now: () => number) {}
 
   answered(tenant: string): void {
-    this.answeredAt.set(tenant, this.now());
-    this.failedSince.clear();
+    const at = this.now();
+    if (this.latest && this.latest.tenant !== tenant) this.otherLatest = this.latest;
+    this.latest = { tenant, at };
+    this.firstFailed = undefined;
+    this.twoFailed = false;
   }
 
-  /** Records the failure; true when it speaks for `tenant` only (another tenant answered during it). */
+  /** Records the failure; true when it speaks for `tenant` only (another tenant answered healthy during it). */
   failedAlone(tenant: string, startedMs: number | undefined): boolean {
-    const others = [...this.failedSince].some((t) => t !== tenant);
-    this.failedSince.add(tenant);
-    if (startedMs === undefined || others) return false;
-    for (const [t, at] of this.answeredAt) if (t !== tenant && at > startedMs) return true;
-    return false;
+    if (this.firstFailed === undefined) this.firstFailed = tenant;
+    else if (this.firstFailed !== tenant) this.twoFailed = true;
+    if (startedMs === undefined || this.twoFailed) return false;
+    const other = this.latest?.tenant !== tenant ? this.latest : this.otherLatest;
+    return other !== undefined && other.at > startedMs;
   }
 }
 
@@ -231,12 +257,12 @@ export function createBreakerGate(
         reason: answer.kind === 'error' ? verdict.reason : `runs API answered ${verdict.httpStatus}`,
         ...(verdict.retryAfterMs === undefined ? {} : { retryAfterMs: verdict.retryAfterMs }),
       };
+      const unreached = answer.kind === 'error' && UNREACHED_CODES.has(answer.code ?? '');
       if (verdict.httpStatus !== null && TENANT_STATUSES.has(verdict.httpStatus)) {
         // The API answered: it is up, whatever this tenant's limits say.
-        witness.answered(tenant);
         global.record({ kind: 'healthy' }, pass.global);
         own.record(outage, pass.tenant, maxHoldMs);
-      } else if (witness.failedAlone(tenant, startedMs)) {
+      } else if (witness.failedAlone(tenant, unreached ? undefined : startedMs)) {
         // The API answered another tenant while this call was out: the failure is this tenant's.
         global.record({ kind: 'abandoned' }, pass.global);
         own.record(outage, pass.tenant, maxHoldMs);
@@ -244,6 +270,11 @@ export function createBreakerGate(
         global.record(outage, pass.global, maxHoldMs);
         own.record({ kind: 'abandoned' }, pass.tenant);
       }
+    },
+
+    release(tenant, pass) {
+      global.record({ kind: 'abandoned' }, pass.global);
+      tenantBreaker(tenant).record({ kind: 'abandoned' }, pass.tenant);
     },
 
     releaseWaiters: () => {

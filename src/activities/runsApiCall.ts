@@ -109,7 +109,13 @@ export function createRunsApiCall(deps: ActivityDeps) {
 
     const requestBody = bodyOf(input, inputText);
     const pass = await deps.gate.enter(ctx, input.tenant, input.attemptTimeoutMs);
-    onCall();
+    try {
+      onCall();
+    } catch (err) {
+      // No call goes out: a probe ticket held here would keep its breaker half-open for good.
+      deps.gate.release(input.tenant, pass);
+      throw err;
+    }
     const started = performance.now();
     // A timer, not AbortSignal.timeout: a timeout signal referenced only by AbortSignal.any can be garbage-collected
     // before it fires (nodejs/node#57736), and the attempt would then wait for the API for ever.
