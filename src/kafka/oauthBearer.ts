@@ -62,6 +62,11 @@ const GRANT_ATTEMPTS = 4;
 const FIRST_BACKOFF_MS = 1_000;
 const MAX_RETRY_AFTER_MS = 30_000;
 const GRANT_BUDGET_MS = 30_000;
+/**
+ * A refusal is given again without asking for this long: every connection of every client asks for a token, and a
+ * consumer that fails on the refusal restarts and asks again, so each would be a request to the token endpoint.
+ */
+const REFUSAL_HOLD_MS = 30_000;
 // The refresh timer waits 10 s at least (a token already due, say by clock skew, is not fetched in a loop) and at
 // most what a Node timer can (a longer one fires at once).
 const MIN_TIMER_MS = 10_000;
@@ -76,7 +81,7 @@ interface Cached {
 export class OAuthTokenProvider {
   private cached: Cached | undefined;
   private inFlight: Promise<Cached> | undefined;
-  /** After a grant that failed for want of an answer: its error, until the wait its last attempt called for. */
+  /** After a failed grant: its error, until the wait its last attempt called for (a refusal: REFUSAL_HOLD_MS). */
   private held: { err: OAuthTokenError; untilMs: number } | undefined;
   /** The last attempt that failed for want of an answer, since the last grant that succeeded. */
   private failed: OAuthTokenError | undefined;
@@ -150,7 +155,8 @@ export class OAuthTokenProvider {
   /**
    * A grant, tried again while the endpoint could not serve it (no answer, 408, 425, 429, 5xx) within the attempts
    * and the time allowed. When it still fails, asking again before the wait it called for has passed gets the same
-   * failure without a request: a Retry-After is honoured across callers too.
+   * failure without a request: a Retry-After is honoured across callers too. A refusal is not tried again, and is
+   * given again without a request for REFUSAL_HOLD_MS.
    */
   private async grant(): Promise<Cached> {
     if (this.held && this.now() < this.held.untilMs) throw this.held.err;
@@ -161,7 +167,11 @@ export class OAuthTokenProvider {
         this.held = this.failed = undefined;
         return got;
       } catch (err) {
-        if (!(err instanceof OAuthTokenError) || err.refused) throw err;
+        if (!(err instanceof OAuthTokenError)) throw err;
+        if (err.refused) {
+          this.held = { err, untilMs: this.now() + REFUSAL_HOLD_MS };
+          throw err;
+        }
         this.failed = err;
         const waitMs =
           err.retryAfterMs !== undefined && err.retryAfterMs > 0

@@ -113,6 +113,20 @@ test.each([400, 401, 403, 404])('a %i is a refusal: reported at once, not retrie
   expect(waits).toEqual([]);
 });
 
+test('a refusal is given again without asking for 30 s: a restarting consumer does not ask at every connection', async () => {
+  server.failWith = { status: 401, error: 'invalid_client' };
+  const { provider: p, advance } = provider();
+  const first = await failure(p.token());
+  advance(29_000);
+  for (let i = 0; i < 3; i++) expect(await failure(p.token())).toBe(first);
+  expect(server.grants).toHaveLength(1);
+  // Once the hold is over the endpoint is asked again: credentials fixed at the endpoint are used.
+  server.failWith = undefined;
+  advance(1_000);
+  await p.token();
+  expect(server.grants.map((g) => g.status)).toEqual([401, 200]);
+});
+
 test("a command that stops waiting while the token endpoint is retried names the endpoint's failure", async () => {
   const closed = http.createServer();
   await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
