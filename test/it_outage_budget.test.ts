@@ -30,7 +30,7 @@ import { waitFor } from './support/wait';
 
 const BUDGET_MS = 90_000;
 /**
- * Within a lone tenant's bound (POIMEN_INGEST_MAX_OPEN, 256, less the 8 kept for a newcomer): every dispatch is
+ * Within a lone tenant's bound (POIMEN_INGEST_MAX_OPEN, 256, less the 6 kept for a newcomer): every dispatch is
  * open in Temporal during the outage, as measured here.
  */
 const DISPATCHES = 240;

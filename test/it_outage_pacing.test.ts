@@ -37,7 +37,7 @@ const RATE_SLACK_1S = MAX_RPS + 10;
  */
 const RATE_LIMIT_5S = 6 * MAX_RPS + 20;
 /**
- * Within a lone tenant's bound (POIMEN_INGEST_MAX_OPEN, 256, less the 8 kept for a newcomer): the whole backlog
+ * Within a lone tenant's bound (POIMEN_INGEST_MAX_OPEN, 256, less the 6 kept for a newcomer): the whole backlog
  * waits in Temporal, where the rate limit must release it.
  */
 const BACKLOG = 240;

@@ -72,6 +72,14 @@ test('with a second tenant active, the budget is shared: the flooding tenant get
   a.close();
 });
 
+test("beside a quiet tenant on a fast pipeline (no pace above the floor), a flooding tenant keeps 4 open: the share the fairness bench measured within 2x of the quiet tenant's p99 alone on two cores (6 was not)", async () => {
+  const { a, close, start } = admission(256);
+  start('b', 1);
+  await close('b', 1);
+  expect(start('a', 1000)).toBe(4);
+  a.close();
+});
+
 test('a tenant quiet for longer than the active window gives its share back; one with records is active again at once', async () => {
   const { a, c, start, close } = admission(256);
   start('b', 1);

@@ -536,7 +536,7 @@ test('a record whose wait for room outlasted its batch (a failure meanwhile) giv
   expect([1, 2, 3, 4].map(() => admission.take('acme'))).toEqual([true, true, true, false]);
 });
 
-test('shipped defaults: a lone tenant keeps 248 open and waits in Kafka; a newcomer starts at once', async () => {
+test('shipped defaults: a lone tenant keeps 250 open and waits in Kafka; a newcomer starts at once', async () => {
   // Each started record's execution stays open until the test closes it.
   const closes = new Map<string, () => void>();
   handle.mockImplementation(async (_ctx, { tenant, message: m }, { onStarted } = {}) => {
@@ -550,7 +550,7 @@ test('shipped defaults: a lone tenant keeps 248 open and waits in Kafka; a newco
     watch: (workflowId) => new Promise<void>((resolve) => closes.set(workflowId, resolve)),
   });
   // Admission as shipped; only the batch's turn is made long, so that a slow machine taking over 500 ms for the
-  // 248 starts does not end the turn early (the turn is ingesterBatch's other cases' concern).
+  // 250 starts does not end the turn early (the turn is ingesterBatch's other cases' concern).
   const ing = ingesterWithAdmission(cfg, admission, { batchSliceMs: 600_000 });
   const consumer = stubConsumer();
   consumer.hold = false;
@@ -563,13 +563,13 @@ test('shipped defaults: a lone tenant keeps 248 open and waits in Kafka; a newco
     'poimen.acme.dispatch',
     Array.from({ length: 300 }, (_, i) => i),
   );
-  // The whole ingester but the 8 slots kept for a newcomer; the rest waits in Kafka, uncommitted.
-  expect(handle).toHaveBeenCalledTimes(248);
+  // The whole ingester but the 6 slots kept for a newcomer; the rest waits in Kafka, uncommitted.
+  expect(handle).toHaveBeenCalledTimes(250);
   expect(consumer.calls).toContain('pause poimen.acme.dispatch/0');
-  expect(consumer.commits.at(-1)!.offset).toBe('248');
+  expect(consumer.commits.at(-1)!.offset).toBe('250');
 
   await eachBatch('poimen.beta.dispatch', [0, 1, 2]);
-  expect(handle).toHaveBeenCalledTimes(251);
+  expect(handle).toHaveBeenCalledTimes(253);
 
   // A's executions close: its partition is resumed, with no other wait than the closes.
   for (const [id, close] of closes) if (id.startsWith('wf-acme-')) close();
