@@ -63,8 +63,9 @@ const FIRST_BACKOFF_MS = 1_000;
 const MAX_RETRY_AFTER_MS = 30_000;
 const GRANT_BUDGET_MS = 30_000;
 /**
- * A refusal is given again without asking for this long: every connection of every client asks for a token, and a
- * consumer that fails on the refusal restarts and asks again, so each would be a request to the token endpoint.
+ * Without a valid token, a refusal is given again without asking for this long: every connection of every client
+ * asks for a token, and a consumer that fails on the refusal restarts and asks again, so each would be a request to
+ * the token endpoint.
  */
 const REFUSAL_HOLD_MS = 30_000;
 // The refresh timer waits 10 s at least (a token already due, say by clock skew, is not fetched in a loop) and at
@@ -169,7 +170,11 @@ export class OAuthTokenProvider {
       } catch (err) {
         if (!(err instanceof OAuthTokenError)) throw err;
         if (err.refused) {
-          this.held = { err, untilMs: this.now() + REFUSAL_HOLD_MS };
+          // While the cached token is still valid, a refused refresh is asked again as a failed one is (10 s on):
+          // a refusal that passes (an endpoint's hiccup) must not outlive the token it could have replaced.
+          const valid = this.cached !== undefined && this.now() < this.cached.expiresAtMs;
+          this.failed = err;
+          this.held = { err, untilMs: this.now() + (valid ? MIN_TIMER_MS : REFUSAL_HOLD_MS) };
           throw err;
         }
         this.failed = err;

@@ -156,3 +156,25 @@ test("a command that stops waiting while the token endpoint is retried names the
     Object.assign(process.env, saved);
   }
 });
+
+test('a refused refresh while the cached token is valid is asked again 10 s on, not held 30 s past the token', async () => {
+  const { provider: p, advance } = provider();
+  const first = (await p.token()).value;
+  // Past the refresh point (80 % of 100 s): the cached token is still given, a refresh goes out and is refused.
+  advance(81_000);
+  server.failWith = { status: 403, error: 'access_denied' };
+  expect((await p.token()).value).toBe(first);
+  const settled = async () => {
+    for (let i = 0; i < 50 && server.grants.length < 2; i++) await new Promise((r) => setTimeout(r, 20));
+  };
+  await settled();
+  expect(server.grants.map((g) => g.status)).toEqual([200, 403]);
+  expect(p.lastFailure()?.refused).toBe(true);
+  // 10 s on, the token still valid (91 s of 100): a handshake's call asks again, and the endpoint has recovered.
+  server.failWith = undefined;
+  advance(10_000);
+  expect((await p.token()).value).toBe(first);
+  for (let i = 0; i < 50 && server.grants.length < 3; i++) await new Promise((r) => setTimeout(r, 20));
+  expect(server.grants.map((g) => g.status)).toEqual([200, 403, 200]);
+  expect((await p.token()).value).not.toBe(first);
+});
