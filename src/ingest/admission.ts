@@ -211,7 +211,9 @@ export class TenantAdmission {
 
   private fairShare(tenant: string, s: Shares): number {
     const others = s.active.size - (s.active.has(tenant) ? 1 : 0);
-    if (others === 0) return Math.max(1, this.o.maxOpen - KEPT_FOR_NEWCOMERS);
+    // A small POIMEN_INGEST_MAX_OPEN keeps at most half of itself: a lone tenant never gets less than a shared one.
+    if (others === 0)
+      return Math.max(1, this.o.maxOpen - Math.min(KEPT_FOR_NEWCOMERS, Math.floor(this.o.maxOpen / 2)));
     const othersHold = s.held - (s.active.has(tenant) ? this.openOf(tenant) + SPARE_SLOTS : 0);
     const budget = sharedBudget(s.needs, others + 1, this.o.maxOpen);
     return Math.max(1, Math.floor(budget / (others + 1)), budget - othersHold);

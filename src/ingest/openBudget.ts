@@ -19,7 +19,7 @@
 /**
  * Slots per active tenant the shared budget never goes below: two tenants share at least 6, and a flooding tenant
  * beside a quiet one keeps 4 of them (the quiet one's 2 spare slots stay its own). 4 per tenant let the flooding
- * one keep 6, and the quiet one's p99 grew 2-3x on a saturated two-core machine (docs/performance.md).
+ * one keep 6, and the quiet one's p99 grew 2-4x on a saturated two-core machine (docs/performance.md).
  */
 export const BUDGET_FLOOR_PER_TENANT = 3;
 /** Open dispatches per dispatch completed in the unqueued open time: the queueing the budget allows. */

@@ -92,6 +92,19 @@ test('a tenant quiet for longer than the active window gives its share back; one
   a.close();
 });
 
+test('with a small POIMEN_INGEST_MAX_OPEN a lone tenant keeps half of it, never less than a shared share', () => {
+  for (const [maxOpen, lone] of [
+    [1, 1],
+    [8, 4],
+    [12, 6],
+    [16, 10],
+  ] as const) {
+    const { a, start } = admission(maxOpen);
+    expect([maxOpen, start('a', 1000)]).toEqual([maxOpen, lone]);
+    a.close();
+  }
+});
+
 test("POIMEN_INGEST_TENANT_MAX_OPEN caps a share, even a lone tenant's", () => {
   const { a, start } = admission(256, 4);
   expect(start('a', 100)).toBe(4);
