@@ -66,15 +66,19 @@ function gateAt(opts: { failures?: number; probeIntervalMs?: number } = {}) {
   return { ok, fail, refuse, throttle, enter, workerCircuit, at: (ms: number) => void (t = ms) };
 }
 
-test("one tenant's calls timing out while another tenant is answered open only that tenant's breaker", async () => {
-  const g = gateAt();
-  // Tenant a's calls went out at 1,000 and hang; tenant b's, sent later, are answered meanwhile.
+/** A gate on which a call of `tenant` was answered at 5,000, the clock now at 11,000. */
+function answered(tenant: string, opts: Parameters<typeof gateAt>[0] = {}) {
+  const g = gateAt(opts);
   g.at(5_000);
-  g.ok('b');
+  g.ok(tenant);
   g.at(11_000);
-  g.fail('a', 1_000);
-  g.fail('a', 1_000);
-  g.fail('a', 1_000);
+  return g;
+}
+
+test("one tenant's calls timing out while another tenant is answered open only that tenant's breaker", async () => {
+  // Tenant a's calls went out at 1,000 and hang; tenant b's, sent later, are answered meanwhile.
+  const g = answered('b');
+  for (let i = 0; i < 3; i++) g.fail('a', 1_000);
   expect(await g.workerCircuit()).toBe(0);
   expect(await g.enter('b')).toEqual({});
   const held = await g.enter('a');
@@ -85,9 +89,7 @@ test("one tenant's calls timing out while another tenant is answered open only t
 });
 
 test("failures with no other tenant answered while they were out open the worker's breaker", async () => {
-  const g = gateAt();
-  g.at(5_000);
-  g.ok('b');
+  const g = answered('b');
   // Sent after b's last answer: nothing says the API was up while they failed.
   g.at(16_000);
   g.fail('a', 6_000);
@@ -97,10 +99,7 @@ test("failures with no other tenant answered while they were out open the worker
 });
 
 test("once a second tenant fails too, the failures are the API's again", async () => {
-  const g = gateAt();
-  g.at(5_000);
-  g.ok('b');
-  g.at(11_000);
+  const g = answered('b');
   // a's first failure is its own (b answered during it); then b fails: two tenants failing is the API.
   g.fail('a', 1_000);
   g.fail('b', 6_000);
@@ -110,19 +109,13 @@ test("once a second tenant fails too, the failures are the API's again", async (
 });
 
 test("a lone tenant's failures, or a call without a start time, are the worker's", async () => {
-  const lone = gateAt();
-  lone.at(5_000);
-  lone.ok('a');
-  lone.at(11_000);
+  const lone = answered('a');
   // a's own earlier answer is no witness for a.
   lone.fail('a', 1_000);
   lone.fail('a', 1_000);
   expect(await lone.workerCircuit()).toBe(1);
 
-  const unknown = gateAt();
-  unknown.at(5_000);
-  unknown.ok('b');
-  unknown.at(11_000);
+  const unknown = answered('b');
   unknown.fail('a');
   unknown.fail('a');
   expect(await unknown.workerCircuit()).toBe(1);
@@ -143,10 +136,7 @@ test('no witness: a 429 (a gateway may throttle while all behind it is down), a 
 });
 
 test("a call that never reached the API is the worker's, whoever else was answered", async () => {
-  const g = gateAt();
-  g.at(5_000);
-  g.ok('b');
-  g.at(11_000);
+  const g = answered('b');
   g.refuse('a', 1_000);
   g.refuse('a', 1_000);
   expect(await g.workerCircuit()).toBe(1);
@@ -160,17 +150,12 @@ test('a healthy answer starts the count of failing tenants again', async () => {
   g.at(5_000);
   g.ok('c');
   g.at(11_000);
-  g.fail('a', 1_000);
-  g.fail('a', 1_000);
-  g.fail('a', 1_000);
+  for (let i = 0; i < 3; i++) g.fail('a', 1_000);
   expect(await g.workerCircuit()).toBe(0);
 });
 
 test("a failure that is the tenant's neither resets nor adds to the worker's count", async () => {
-  const g = gateAt();
-  g.at(5_000);
-  g.ok('b');
-  g.at(11_000);
+  const g = answered('b');
   g.fail('a', 6_000); // after b's answer: the worker's, 1 of 2
   g.fail('a', 1_000); // b answered during it: a's own
   expect(await g.workerCircuit()).toBe(0);
@@ -179,10 +164,7 @@ test("a failure that is the tenant's neither resets nor adds to the worker's cou
 });
 
 test("a tenant's probe that fails while others are answered gives its ticket back: the next probe goes out", async () => {
-  const g = gateAt({ failures: 1, probeIntervalMs: 1 });
-  g.at(5_000);
-  g.ok('b');
-  g.at(11_000);
+  const g = answered('b', { failures: 1, probeIntervalMs: 1 });
   g.fail('a', 1_000);
   for (let probe = 0; probe < 2; probe++) {
     await new Promise((r) => setTimeout(r, 5));
