@@ -42,9 +42,11 @@ export interface FairnessOptions {
   loneRepeats: number;
   /** The rounds to run (fairnessPhase.ts names them); all when absent. */
   rounds?: readonly string[];
+  /** B's unmeasured trickle before its alone window, in s; WARMUP_S when absent. */
+  warmupS?: number;
 }
 
-/** B's unmeasured trickle before its alone window. */
+/** B's unmeasured trickle before its alone window: enough for a fresh dev server and relay. */
 const WARMUP_S = 5;
 
 /** B's records, paced in 50 ms ticks, until `untilMs`. */
@@ -138,7 +140,7 @@ export async function fairnessRound(
     let cpu = cpuWindow(pids);
     // A warm-up first, not measured: a fresh worker's and server's first executions took 200-300 ms, and three
     // such records are the p99 of a 300-record window (B alone's p99 was its warm-up, flattering the ratio).
-    await trickle(producer, b, o.steadyPerS, 'warmup', Date.now() + WARMUP_S * 1000);
+    await trickle(producer, b, o.steadyPerS, 'warmup', Date.now() + (o.warmupS ?? WARMUP_S) * 1000);
     const alone = await trickle(producer, b, o.steadyPerS, 'alone', Date.now() + o.aloneS * 1000);
     const aloneCpu = perSecond(cpu.end(), o.aloneS);
     cpu = cpuWindow(pids);

@@ -80,10 +80,21 @@ export interface FairnessServers {
   shared?: boolean;
 }
 
+/**
+ * B's warm-up on a shared server (the cluster profile's): a cluster started seconds before took 1.5-2.6 s per record
+ * for the first seconds of B's alone window after a 5 s warm-up (tools/results/cluster-2026-12-04-fairness.json).
+ */
+const SHARED_WARMUP_S = 30;
+
 /** Whether a round can run on a server shared by every round. */
 const runsOnShared = (r: RoundSpec) => r.serverFairness && !r.dynamicConfig && !r.leavesBacklog;
 
-export async function fairness(servers: FairnessServers, o: FairnessOptions, progress: (l: string) => void) {
+export async function fairness(
+  servers: FairnessServers,
+  options: FairnessOptions,
+  progress: (l: string) => void,
+) {
+  const o: FairnessOptions = servers.shared ? { warmupS: SHARED_WARMUP_S, ...options } : options;
   const rounds: Record<string, Round> = {};
   const lone: Record<string, MedianLone> = {};
   const onServer = async <T>(
