@@ -11,7 +11,7 @@ import {
   RUNS_API_UNAVAILABLE,
 } from '../contract/workflow';
 import { type Admission, CIRCUIT_STATE_VALUE, type CallOutcome, CircuitBreaker } from './breaker';
-import type { Classification, RunsApiAnswer } from './classify';
+import { type Classification, type RunsApiAnswer, neverReachedApi } from './classify';
 
 /** How often a waiting attempt heartbeats (the SDK sends at most one per 0.8 × its heartbeat timeout). */
 const WAIT_TICK_MS = 5_000;
@@ -85,20 +85,6 @@ export function waitLimitMs(info: Context['info'], attemptTimeoutMs: number, now
  * the API answered another tenant while the call was out (see `ApiWitness`).
  */
 const TENANT_STATUSES = new Set([429, 403]);
-
-/**
- * Failures of calls that never reached the API (nothing listened, no route, no name): the worker's connections
- * are shared by every tenant, so these are never one tenant's.
- */
-const UNREACHED_CODES = new Set([
-  'ECONNREFUSED',
-  'UND_ERR_CONNECT_TIMEOUT',
-  'ETIMEDOUT',
-  'EAI_AGAIN',
-  'ENOTFOUND',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-]);
 
 /**
  * Whether the runs API was answering other tenants while one tenant's call failed. A timeout, a 5xx or a reset of
@@ -257,12 +243,12 @@ export function createBreakerGate(
         reason: answer.kind === 'error' ? verdict.reason : `runs API answered ${verdict.httpStatus}`,
         ...(verdict.retryAfterMs === undefined ? {} : { retryAfterMs: verdict.retryAfterMs }),
       };
-      const unreached = answer.kind === 'error' && UNREACHED_CODES.has(answer.code ?? '');
       if (verdict.httpStatus !== null && TENANT_STATUSES.has(verdict.httpStatus)) {
         // The API answered: it is up, whatever this tenant's limits say.
         global.record({ kind: 'healthy' }, pass.global);
         own.record(outage, pass.tenant, maxHoldMs);
-      } else if (witness.failedAlone(tenant, unreached ? undefined : startedMs)) {
+      } else if (witness.failedAlone(tenant, neverReachedApi(answer) ? undefined : startedMs)) {
+        // (A call that never reached the API is never one tenant's: the worker's connections are everyone's.)
         // The API answered another tenant while this call was out: the failure is this tenant's.
         global.record({ kind: 'abandoned' }, pass.global);
         own.record(outage, pass.tenant, maxHoldMs);

@@ -99,6 +99,22 @@ const TRANSPORT_ERRORS: Record<string, string> = {
   ENETUNREACH: 'network unreachable',
 };
 
+/** Transport errors of a call that never reached the API: no connection was made (nothing listened, no route, no name). */
+const UNREACHED_CODES = new Set([
+  'ECONNREFUSED',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'ETIMEDOUT',
+  'EAI_AGAIN',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+]);
+
+/** True when the answer is a transport error of a call that never reached the API. */
+export function neverReachedApi(answer: RunsApiAnswer): boolean {
+  return answer.kind === 'error' && answer.code !== undefined && UNREACHED_CODES.has(answer.code);
+}
+
 /**
  * Transport errors are classified by code only (messages change between library versions and locales), and
  * all of them are retryable: a network problem is never the dispatch's fault, and once retries run out the
