@@ -169,15 +169,14 @@ export class OAuthTokenProvider {
         return got;
       } catch (err) {
         if (!(err instanceof OAuthTokenError)) throw err;
+        this.failed = err;
         if (err.refused) {
           // While the cached token is still valid, a refused refresh is asked again as a failed one is (10 s on):
           // a refusal that passes (an endpoint's hiccup) must not outlive the token it could have replaced.
           const valid = this.cached !== undefined && this.now() < this.cached.expiresAtMs;
-          this.failed = err;
           this.held = { err, untilMs: this.now() + (valid ? MIN_TIMER_MS : REFUSAL_HOLD_MS) };
           throw err;
         }
-        this.failed = err;
         const waitMs =
           err.retryAfterMs !== undefined && err.retryAfterMs > 0
             ? Math.min(err.retryAfterMs, MAX_RETRY_AFTER_MS)
