@@ -86,6 +86,8 @@ export class OAuthTokenProvider {
   private held: { err: OAuthTokenError; untilMs: number } | undefined;
   /** The last attempt that failed for want of an answer, since the last grant that succeeded. */
   private failed: OAuthTokenError | undefined;
+  /** The cached token whose failed refresh has a retry timer set: one timer, however many handshakes fail meanwhile. */
+  private retryFor: Cached | undefined;
   private readonly timeoutMs: number;
   private readonly now: () => number;
   private readonly sleep: (ms: number) => Promise<void>;
@@ -130,8 +132,10 @@ export class OAuthTokenProvider {
     void this.shared().catch(() => {
       if (!before || this.cached !== before) return;
       const waitMs = Math.max(MIN_TIMER_MS, (this.held?.untilMs ?? 0) - this.now());
-      if (this.now() + waitMs >= before.expiresAtMs) return;
+      if (this.now() + waitMs >= before.expiresAtMs || this.retryFor === before) return;
+      this.retryFor = before;
       this.schedule(() => {
+        if (this.retryFor === before) this.retryFor = undefined;
         if (this.cached === before) this.refreshInBackground();
       }, waitMs);
     });

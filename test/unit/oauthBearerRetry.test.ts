@@ -178,3 +178,49 @@ test('a refused refresh while the cached token is valid is asked again 10 s on, 
   expect(server.grants.map((g) => g.status)).toEqual([200, 403, 200]);
   expect((await p.token()).value).not.toBe(first);
 });
+
+test('handshakes during a failed refresh set one retry timer between them, not one each', async () => {
+  let t = Date.now();
+  const timers: { run: () => void; ms: number }[] = [];
+  const p = new OAuthTokenProvider(
+    {
+      tokenEndpointUrl: server.tokenUrl,
+      clientId: 'relay',
+      clientSecret: SECRET,
+      clientAuth: 'client_secret_basic',
+    },
+    { now: () => t, sleep: () => Promise.resolve(), schedule: (run, ms) => void timers.push({ run, ms }) },
+  );
+  server.opts.lifetimeS = 1000;
+  const first = (await p.token()).value;
+  expect(timers).toHaveLength(1); // the refresh at 80 %
+  t += 801_000;
+  server.failWith = { status: 403, error: 'access_denied' };
+  const grantsSettle = async (n: number) => {
+    for (let i = 0; i < 50 && server.grants.length < n; i++) await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, 20));
+  };
+  expect((await p.token()).value).toBe(first);
+  await grantsSettle(2);
+  // Twenty handshakes while the refusal is held: the cached token each time, no request, and one timer in all.
+  for (let i = 0; i < 20; i++) {
+    t += 100;
+    expect((await p.token()).value).toBe(first);
+    await new Promise((r) => setImmediate(r));
+  }
+  await new Promise((r) => setTimeout(r, 20));
+  expect(server.grants.map((g) => g.status)).toEqual([200, 403]);
+  expect(timers).toHaveLength(2);
+  // The timer asks again, is refused again, and sets the next one; that one finds the endpoint recovered.
+  t += timers[1]!.ms;
+  timers[1]!.run();
+  await grantsSettle(3);
+  expect(server.grants.map((g) => g.status)).toEqual([200, 403, 403]);
+  expect(timers).toHaveLength(3);
+  server.failWith = undefined;
+  t += timers[2]!.ms;
+  timers[2]!.run();
+  await grantsSettle(4);
+  expect(server.grants.map((g) => g.status)).toEqual([200, 403, 403, 200]);
+  expect((await p.token()).value).not.toBe(first);
+});
