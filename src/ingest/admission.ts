@@ -144,16 +144,14 @@ export class TenantAdmission {
    * that pauses again before it was resumed keeps one entry.
    */
   whenRoom(tenant: string, partition: string, resume: () => void): void {
+    const shares = this.shares();
     let waiting = this.waiters.get(tenant);
-    if (!waiting && this.freeToResume(tenant, this.shares()) > 0) {
-      resume();
-      return;
-    }
+    if (!waiting && this.freeToResume(tenant, shares) > 0) return resume();
     if (!waiting) this.waiters.set(tenant, (waiting = new Map()));
     // To the end of the line: the tenant's partitions take turns, and one that asks again waits behind the others.
     waiting.delete(partition);
     waiting.set(partition, resume);
-    this.wake(tenant);
+    this.wake(tenant, shares);
     if (this.waiters.size > 0) this.recheck ??= setInterval(() => this.wakeAll(), RECHECK_MS).unref();
   }
 
