@@ -11,124 +11,47 @@ import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
-import type { Admin, Kafka, Producer } from 'kafkajs';
-import { topics, workflowId } from '../src/contract';
-import { ensureTopics, tenantTopicSpecs } from '../src/kafka/topics';
-import { RunsApiDouble } from '../devstack/runsApiDouble';
+import { topics } from '../src/contract';
 import { type CliResult, REPO_ROOT, runCli } from './support/cli';
 import { readTopicToEnd } from './support/dlqTopic';
-import { closeTooling, connectTooling } from './support/kafkaTooling';
-import { uniqueName, uniqueTenant } from './support/names';
-import { type OAuthKafka, startOAuthKafka } from './support/oauthKafka';
+import {
+  AUDIENCE,
+  CLIENT_ID,
+  CLIENT_SECRET,
+  ISSUER,
+  type OAuthStack,
+  type OAuthWorld,
+  committed,
+  createOAuthWorld,
+  endOAuthWorld,
+  expectDelivered,
+  publish,
+  startOAuthStack,
+  startRole,
+  stopOAuthStack,
+} from './support/oauthRelay';
 import { OAuthServer } from './support/oauthServer';
-import { type RelayProcess, relayEnv, startRelayProcess } from './support/relay';
-import { tempDir } from './support/tlsServices';
 import { waitFor } from './support/wait';
 
 jest.setTimeout(300_000);
 
-const CLIENT_ID = 'poimen-relay';
-const CLIENT_SECRET = 'relay-client-secret-9f2c';
-const ISSUER = 'http://poimen-test-issuer';
-const AUDIENCE = 'kafka-test-cluster';
 const TOKEN_LIFETIME_S = 30;
 
-let dir: string;
-let tokens: OAuthServer;
-let kafka: OAuthKafka;
-let plain: Kafka;
-let admin: Admin;
-let producer: Producer;
-let connection: Connection;
-let client: Client;
-
+let stack: OAuthStack;
 beforeAll(async () => {
-  dir = tempDir('poimen-it-kafka-oauth-');
-  tokens = await OAuthServer.start({
-    clientId: CLIENT_ID,
-    clientSecret: CLIENT_SECRET,
-    lifetimeS: TOKEN_LIFETIME_S,
-    issuer: ISSUER,
-    audience: AUDIENCE,
-  });
-  kafka = await startOAuthKafka(path.join(dir, 'kafka'), tokens, {
-    issuer: ISSUER,
-    audience: AUDIENCE,
-    reauthMs: 20_000,
-  });
-  ({ plain, admin, producer, connection, client } = await connectTooling(
-    'it-kafka-oauth',
-    kafka.plainBrokers,
-  ));
+  stack = await startOAuthStack('it-kafka-oauth', { tokenLifetimeS: TOKEN_LIFETIME_S, reauthMs: 20_000 });
 }, 300_000);
+afterAll(() => stopOAuthStack(stack));
 
-afterAll(async () => {
-  await closeTooling({ producer, admin, connection });
-  await kafka?.stop();
-  await tokens?.close();
-  if (dir) fs.rmSync(dir, { recursive: true, force: true });
-});
-
-interface World {
-  tenant: string;
-  groupId: string;
-  api: RunsApiDouble;
-  env: NodeJS.ProcessEnv;
-  processes: RelayProcess[];
-}
-
-let world: World | undefined;
+let world: OAuthWorld | undefined;
 afterEach(async () => {
-  if (!world) return;
-  await Promise.all(world.processes.map((p) => p.kill()));
-  await world.api.close();
+  await endOAuthWorld(world);
   world = undefined;
 });
 
-async function createWorld(): Promise<World> {
-  const tenant = uniqueTenant();
-  await ensureTopics(admin, tenantTopicSpecs(tenant, { partitions: 1 }));
-  const api = await RunsApiDouble.start();
-  const groupId = uniqueName('it-oauth-group');
-  const env = relayEnv({
-    tenantPattern: `^poimen\\.${tenant}\\.dispatch$`,
-    groupId,
-    taskQueue: uniqueName('it-oauth-tq'),
-    runsApiUrl: api.url,
-    extra: {
-      KAFKA_BROKERS: kafka.oauthBrokers,
-      KAFKA_SASL_MECHANISM: 'oauthbearer',
-      KAFKA_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL: tokens.tokenUrl,
-      KAFKA_SASL_OAUTHBEARER_CLIENT_ID: CLIENT_ID,
-      KAFKA_SASL_OAUTHBEARER_CLIENT_SECRET: CLIENT_SECRET,
-      KAFKA_SASL_OAUTHBEARER_SCOPE: 'kafka',
-      KAFKA_SASL_OAUTHBEARER_AUDIENCE: AUDIENCE,
-    },
-  });
-  world = { tenant, groupId, api, env, processes: [] };
+async function createWorld(): Promise<OAuthWorld> {
+  world = await createOAuthWorld(stack);
   return world;
-}
-
-async function start(w: World, role: 'ingest' | 'worker') {
-  const p = await startRelayProcess(role, w.env, `oauth-${w.tenant}-${role}`);
-  w.processes.push(p);
-  return p;
-}
-
-function dispatch(key: string): string {
-  return JSON.stringify({ workflow_ref: 'onboarding@v3', input: { n: 1 }, goal_id: null, dispatch_key: key });
-}
-
-async function committed(w: World): Promise<string[]> {
-  const [t] = await admin.fetchOffsets({ groupId: w.groupId, topics: [topics.dispatch(w.tenant)] });
-  return (t?.partitions ?? []).map((p) => p.offset);
-}
-
-async function expectDelivered(w: World, key: string): Promise<void> {
-  const handle = client.workflow.getHandle(workflowId(w.tenant, key));
-  await waitFor(() => handle.describe().then(() => true), { what: `the workflow of ${key} to exist` });
-  expect(await handle.result()).toEqual({ run_id: w.api.runs.get(key), admission: 'created' });
 }
 
 /** A process or command that must stop: `code` and exactly one `poimen-relay:` line, no secret anywhere. */
@@ -148,69 +71,50 @@ describe('Kafka SASL/OAUTHBEARER (client credentials, RS256 tokens checked again
   test('the ingester and the worker deliver and dead-letter over OAUTHBEARER, presenting fresh tokens as they expire', async () => {
     const w = await createWorld();
     w.api.scriptFor('refused-1', { kind: 'status', status: 422, body: '{"error":"unknown workflow_ref"}' });
-    await start(w, 'worker');
-    await start(w, 'ingest');
-    await producer.send({
-      topic: topics.dispatch(w.tenant),
-      acks: -1,
-      messages: [
-        { key: `${w.tenant}:ok-1`, value: dispatch('ok-1') },
-        { key: `${w.tenant}:bad-1`, value: '{not json' },
-        { key: `${w.tenant}:refused-1`, value: dispatch('refused-1') },
-      ],
-    });
+    await startRole(w, 'worker');
+    await startRole(w, 'ingest');
+    await publish(w, [{ key: 'ok-1' }, { key: 'bad-1', value: '{not json' }, { key: 'refused-1' }]);
     await expectDelivered(w, 'ok-1');
     // The malformed record is the ingester's dead letter, the refused dispatch the worker's.
     const dlq = topics.dlq(w.tenant);
-    await waitFor(async () => (await readTopicToEnd(plain, dlq)).length === 2, {
+    await waitFor(async () => (await readTopicToEnd(stack.plain, dlq)).length === 2, {
       timeoutMs: 120_000,
       what: 'both dead letters',
     });
-    expect((await readTopicToEnd(plain, dlq)).map((r) => r?.type).sort()).toEqual([
+    expect((await readTopicToEnd(stack.plain, dlq)).map((r) => r?.type).sort()).toEqual([
       'dispatch_failure',
       'malformed_dispatch',
     ]);
     await waitFor(async () => (await committed(w)).join() === '3', { what: 'all three offsets committed' });
-    const granted = tokens.grants.filter((g) => g.status === 200);
+    const granted = stack.tokens.grants.filter((g) => g.status === 200);
     expect(granted.length).toBeGreaterThan(0);
     expect(granted.every((g) => g.auth === 'basic' && g.form['scope'] === 'kafka')).toBe(true);
 
     // Past the first tokens' expiry: the broker has made every connection re-authenticate since, and the
     // relay's next dispatch and dead letter still go through, on tokens granted after the first ones.
-    const firstGrants = tokens.grants.length;
+    const firstGrants = stack.tokens.grants.length;
     await new Promise((r) => setTimeout(r, (TOKEN_LIFETIME_S + 5) * 1000));
     w.api.scriptFor('refused-2', { kind: 'status', status: 422, body: '{"error":"unknown workflow_ref"}' });
-    await producer.send({
-      topic: topics.dispatch(w.tenant),
-      acks: -1,
-      messages: [
-        { key: `${w.tenant}:ok-2`, value: dispatch('ok-2') },
-        { key: `${w.tenant}:refused-2`, value: dispatch('refused-2') },
-      ],
-    });
+    await publish(w, [{ key: 'ok-2' }, { key: 'refused-2' }]);
     await expectDelivered(w, 'ok-2');
-    await waitFor(async () => (await readTopicToEnd(plain, dlq)).length === 3, {
+    await waitFor(async () => (await readTopicToEnd(stack.plain, dlq)).length === 3, {
       timeoutMs: 120_000,
       what: 'the second dead letter',
     });
     await waitFor(async () => (await committed(w)).join() === '5', { what: 'all five offsets committed' });
-    expect(tokens.grants.length).toBeGreaterThan(firstGrants);
+    expect(stack.tokens.grants.length).toBeGreaterThan(firstGrants);
   });
 
   test('a wrong client secret or no endpoint stops the ingester with one line; an unreachable endpoint or an untrusted token fails a command with one', async () => {
     const w = await createWorld();
-    await producer.send({
-      topic: topics.dispatch(w.tenant),
-      acks: -1,
-      messages: [{ key: `${w.tenant}:never-1`, value: dispatch('never-1') }],
-    });
+    await publish(w, [{ key: 'never-1' }]);
     const base = { ...w.env, METRICS_PORT: '0' };
     expectOneClearLine(
       await runCli(['ingest'], { ...base, KAFKA_SASL_OAUTHBEARER_CLIENT_SECRET: 'wrong-secret' }, 120_000),
       2,
       /KAFKA_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL http:\/\/127\.0\.0\.1:\d+\/token refused the client credentials grant of client "poimen-relay": HTTP 401 invalid_client$/,
     );
-    expect(tokens.grants.some((g) => g.status === 401)).toBe(true);
+    expect(stack.tokens.grants.some((g) => g.status === 401)).toBe(true);
 
     const noEndpoint: NodeJS.ProcessEnv = { ...base };
     delete noEndpoint.KAFKA_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL;

@@ -40,6 +40,17 @@ const NAMED_ON_PURPOSE: Record<string, { names: string[]; why: string }> = {
     ],
     why: 'breakerEnv() writes the settings its suite passes; UNCAPPED is the shipped "no attempt cap", stated',
   },
+  'oauthRelay.ts': {
+    names: [
+      'KAFKA_SASL_MECHANISM',
+      'KAFKA_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL',
+      'KAFKA_SASL_OAUTHBEARER_CLIENT_ID',
+      'KAFKA_SASL_OAUTHBEARER_CLIENT_SECRET',
+      'KAFKA_SASL_OAUTHBEARER_SCOPE',
+      'KAFKA_SASL_OAUTHBEARER_AUDIENCE',
+    ],
+    why: 'the OAUTHBEARER suites configure the relay for their token server and broker: what they test',
+  },
 };
 
 describe('the integration harness on shipped defaults', () => {
