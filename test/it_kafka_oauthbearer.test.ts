@@ -3,9 +3,10 @@
  * environment variables: the relay gets its token from a test OAuth server by the client credentials grant
  * (test/support/oauthServer.ts, RS256 JWTs) and a real broker checks it against the server's JWKS
  * (test/support/oauthKafka.ts). Tokens live 30 s and the broker asks for re-authentication every 20 s, so a
- * dispatch sent after the first token expired proves the relay fetched and presented a fresh one. A wrong client
- * secret, a missing endpoint, an unreachable endpoint and a token signed by a key the broker does not trust each
- * stop a process or command with one line.
+ * dispatch sent after the first token expired proves the relay fetched and presented a fresh one. A token endpoint
+ * down for longer than a token lives is ridden out by both processes, losing nothing. A wrong client secret, a
+ * missing endpoint, an unreachable endpoint and a token signed by a key the broker does not trust each stop a
+ * process or command with one line.
  */
 import fs from 'node:fs';
 import http from 'node:http';
@@ -103,6 +104,42 @@ describe('Kafka SASL/OAUTHBEARER (client credentials, RS256 tokens checked again
     });
     await waitFor(async () => (await committed(w)).join() === '5', { what: 'all five offsets committed' });
     expect(stack.tokens.grants.length).toBeGreaterThan(firstGrants);
+  });
+
+  test('a token endpoint down for longer than a token lives is ridden out: nothing exits, nothing is lost', async () => {
+    const w = await createWorld();
+    const exits: string[] = [];
+    for (const p of [await startRole(w, 'worker'), await startRole(w, 'ingest')])
+      void p.exited.then((code) => exits.push(`${p.role} exited ${code}`));
+    await publish(w, [{ key: 'before' }]);
+    await expectDelivered(w, 'before');
+
+    // The endpoint answers 503 for two token lifetimes and more: every token the relay holds expires, and the
+    // broker, re-authenticating each connection every 20 s, closes those that cannot present a fresh one. A
+    // dispatch and a refusal (whose dead letter needs the worker's producer) arrive meanwhile.
+    stack.tokens.failWith = { status: 503, error: 'temporarily_unavailable' };
+    const outageStart = stack.tokens.grants.length;
+    w.api.scriptFor('refused-mid', { kind: 'status', status: 422, body: '{"error":"unknown workflow_ref"}' });
+    await publish(w, [{ key: 'during' }, { key: 'refused-mid' }]);
+    await new Promise((r) => setTimeout(r, (2 * TOKEN_LIFETIME_S + 15) * 1000));
+    const refused = stack.tokens.grants.slice(outageStart).map((g) => g.status);
+    expect(refused.length).toBeGreaterThan(0);
+    expect(new Set(refused)).toEqual(new Set([503]));
+    expect(exits).toEqual([]);
+
+    stack.tokens.failWith = undefined;
+    await expectDelivered(w, 'during');
+    const dlq = topics.dlq(w.tenant);
+    await waitFor(async () => (await readTopicToEnd(stack.plain, dlq)).length === 1, {
+      timeoutMs: 120_000,
+      what: 'the dead letter of the dispatch refused during the token outage',
+    });
+    expect((await readTopicToEnd(stack.plain, dlq)).map((r) => r?.type)).toEqual(['dispatch_failure']);
+    await waitFor(async () => (await committed(w)).join() === '3', { what: 'all three offsets committed' });
+    // One call per dispatch: no record was started again into a second POST the API's dedup would absorb.
+    expect(w.api.requestsFor('before')).toHaveLength(1);
+    expect(w.api.requestsFor('during')).toHaveLength(1);
+    expect(exits).toEqual([]);
   });
 
   test('a wrong client secret or no endpoint stops the ingester with one line; an unreachable endpoint or an untrusted token fails a command with one', async () => {
