@@ -12,6 +12,7 @@ import {
 } from '../contract/workflow';
 import { type Admission, CIRCUIT_STATE_VALUE, type CallOutcome, CircuitBreaker } from './breaker';
 import { type Classification, type RunsApiAnswer, neverReachedApi } from './classify';
+import { ProbeTurns } from './probeTurns';
 
 /** How often a waiting attempt heartbeats (the SDK sends at most one per 0.8 × its heartbeat timeout). */
 const WAIT_TICK_MS = 5_000;
@@ -134,10 +135,12 @@ export function createBreakerGate(
   now: () => number = () => performance.now(),
 ): BreakerGate {
   const witness = new ApiWitness(now);
+  const turns = new ProbeTurns();
   const options = { failures: opts.failures, probeIntervalMs: opts.probeIntervalMs };
   const global: CircuitBreaker = new CircuitBreaker({
     ...options,
     onState: (state) => {
+      if (state === 'closed') turns.reset();
       metrics.circuitState.set(CIRCUIT_STATE_VALUE[state]);
       const last = global.lastFailure;
       if (state === 'open')
@@ -183,15 +186,21 @@ export function createBreakerGate(
       const own = tenantBreaker(tenant);
       let limit: number | undefined;
       let waiting = false;
+      let onWorker = false;
       try {
         for (;;) {
-          const g = global.admit();
+          const g = turns.yields(tenant) ? 'wait' : global.admit();
           const t = g === 'wait' ? 'wait' : own.admit();
           const blocked = g === 'wait' ? global : t === 'wait' ? own : undefined;
+          if ((blocked === global) !== onWorker) {
+            onWorker = !onWorker;
+            turns.waiting(tenant, onWorker ? 1 : -1);
+          }
           if (!blocked) {
             const pass: Pass = {};
             if (ticket(g) !== undefined) pass.global = ticket(g);
             if (ticket(t) !== undefined) pass.tenant = ticket(t);
+            if (pass.global !== undefined) turns.took(tenant);
             if (!waiting) return pass;
             // `dispatch status` reads the latest heartbeat: this attempt no longer waits.
             ctx.heartbeat({ waitingOnBreaker: false, openSince: null, httpStatus: null, attempt });
@@ -225,6 +234,7 @@ export function createBreakerGate(
         }
       } finally {
         if (waiting) metrics.breakerWaiting.dec();
+        if (onWorker) turns.waiting(tenant, -1);
       }
     },
 
