@@ -1,7 +1,15 @@
+/**
+ * The dev stack and the tools import the product as `poimen-relay/internal/<module>` (tsconfig.json says why);
+ * under jest that is the source under src/, the very file the tests import by relative path, so a module is
+ * loaded once, needs no build, and jest.mock of it reaches the dev stack too. jest.cluster.config.js maps it the same way.
+ */
+const INTERNAL = { '^poimen-relay/internal/(.*)$': '<rootDir>/src/$1' };
+
 /** @type {import('jest').Config} */
 const common = {
   testEnvironment: 'node',
   transform: { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022' } }] },
+  moduleNameMapper: INTERNAL,
   testTimeout: 180000,
 };
 

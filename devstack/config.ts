@@ -2,7 +2,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
-import { type Env, bool, intIn, nonEmpty, port, read } from '../src/config/schema';
+import { type Env, bool, intIn, nonEmpty, port, read } from 'poimen-relay/internal/config/schema';
 
 /** Where the local development stack keeps its downloads (cache) and its data and logs (state). */
 export interface StackConfig {

@@ -5,8 +5,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { PACKAGE_ROOT } from '../src/version';
-import { waitUntil } from '../src/poll';
+import { PACKAGE_ROOT } from 'poimen-relay/internal/version';
+import { waitUntil } from 'poimen-relay/internal/poll';
 
 export type RelayRole = 'ingest' | 'worker';
 

@@ -13,7 +13,7 @@ import crypto from 'node:crypto';
 import http, { type IncomingHttpHeaders } from 'node:http';
 import https from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
-import { waitFor } from '../src/poll';
+import { waitFor } from 'poimen-relay/internal/poll';
 
 export type Fault =
   /**

@@ -3,8 +3,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 /**
- * The folder holding the relay's package.json. Found by walking up rather than by a fixed depth, because the
- * same module runs compiled at different depths: dist/ in the image, dist-tools/src/ under the tools' build.
+ * The folder holding the relay's package.json. Found by walking up rather than by a fixed depth: the module runs
+ * compiled in dist/ (the image; the dev stack and the tools, which use the built package) and as source under jest.
  */
 export const PACKAGE_ROOT: string = ((): string => {
   for (let dir = __dirname; ; dir = path.dirname(dir)) {

@@ -1,7 +1,7 @@
 /** The `poimen-dev` executable (devstack/bin/poimen-dev.js): wiring only; the command tree is ./program.ts. */
 import { Command, CommanderError } from 'commander';
-import { EXIT, exitCodeOf, isUserFacingError } from '../../src/errors';
-import { dropKafkaTimerWarnings } from '../../src/kafka/nodeWarnings';
+import { EXIT, exitCodeOf, isUserFacingError } from 'poimen-relay/internal/errors';
+import { dropKafkaTimerWarnings } from 'poimen-relay/internal/kafka/nodeWarnings';
 import { buildDevProgram } from './program';
 
 // The stack commands and the demo use kafkajs too (src/kafka/nodeWarnings.ts).

@@ -4,7 +4,7 @@
  * (devstack/envTable.ts) and ends with the exit codes the relay's CLI uses too.
  */
 import { Command } from 'commander';
-import { exitCodesHelp } from '../../src/cli/conventions';
+import { exitCodesHelp } from 'poimen-relay/internal/cli/conventions';
 import { STACK_ENV_VARS } from '../envTable';
 import { demoCommand } from './demoCommand';
 import { stackCommand } from './stackCommands';

@@ -1,6 +1,6 @@
 import { Command, Option } from 'commander';
 import { type StackConfig, loadStackConfig } from '../config';
-import { EXIT } from '../../src/errors';
+import { EXIT } from 'poimen-relay/internal/errors';
 import { consoleProgress } from '../stack/progress';
 import { ensureKafkaTools, provision } from '../stack/provision';
 import { provisionCluster } from '../stack/provisionCluster';

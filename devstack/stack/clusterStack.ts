@@ -7,8 +7,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { StackConfig } from '../config';
-import { StackError } from '../../src/errors';
-import { poll } from '../../src/poll';
+import { StackError } from 'poimen-relay/internal/errors';
+import { poll } from 'poimen-relay/internal/poll';
 import { clusterPaths, clusterPorts } from './clusterPaths';
 import { activeControllerFromQuorumState } from './quorumState';
 import { postgresService } from './postgresService';

@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { type StackConfig, childEnv } from '../config';
-import { StackError } from '../../src/errors';
+import { StackError } from 'poimen-relay/internal/errors';
 import { ensureDir } from './provision';
 import { requirePostgres } from './provisionCluster';
 import { clearLeftovers, livePostmaster, startDaemon } from './processes';

@@ -6,7 +6,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
-import { waitUntil } from '../../src/poll';
+import { waitUntil } from 'poimen-relay/internal/poll';
 
 interface PidRecord {
   pid: number;

@@ -8,10 +8,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
 import { type StackConfig, childEnv } from '../config';
-import { StackError } from '../../src/errors';
+import { StackError } from 'poimen-relay/internal/errors';
 import { type BuildWatch, watchBuild } from './buildProgress';
 import type { Progress } from './progress';
-import { PACKAGE_ROOT } from '../../src/version';
+import { PACKAGE_ROOT } from 'poimen-relay/internal/version';
 import { requireTool } from './tools';
 
 export interface Binaries {

@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { type StackConfig, childEnv } from '../config';
-import { StackError } from '../../src/errors';
+import { StackError } from 'poimen-relay/internal/errors';
 import type { Progress } from './progress';
 import { GO_ENV, ensureDir, ensureGoBinaries, ensureKafka } from './provision';
 import { requireTool } from './tools';

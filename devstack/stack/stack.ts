@@ -6,9 +6,9 @@
 import fs from 'node:fs';
 import { Connection } from '@temporalio/client';
 import type { StackConfig } from '../config';
-import { StackError } from '../../src/errors';
-import { ensureSearchAttributes } from '../../src/temporal/searchAttributes';
-import { waitUntil } from '../../src/poll';
+import { StackError } from 'poimen-relay/internal/errors';
+import { ensureSearchAttributes } from 'poimen-relay/internal/temporal/searchAttributes';
+import { waitUntil } from 'poimen-relay/internal/poll';
 import { portInUse, stopDaemon } from './processes';
 import { type Progress, silentProgress } from './progress';
 import { type Binaries, STACK_PLAN, provision } from './provision';

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { StackError } from '../../src/errors';
+import { StackError } from 'poimen-relay/internal/errors';
 
 /** Host tools the local stack needs, with the Debian packages that provide them. */
 const TOOLS = {

@@ -30,10 +30,12 @@ export function runDevCli(
   env: NodeJS.ProcessEnv = process.env,
   timeoutMs = 600_000,
 ): Promise<CliResult> {
+  // The dev stack runs on the built relay (dist/, as poimen-relay/internal/*): both builds must be fresh.
+  assertBuilt(path.join(REPO_ROOT, 'dist', 'cli', 'main.js'), ['src'], 'npm run build');
   assertBuilt(
     path.join(REPO_ROOT, 'dist-devstack', 'devstack', 'cli', 'main.js'),
     ['devstack', 'src'],
-    'npm run build:devstack',
+    'npm run build && npm run build:devstack',
   );
   return spawnCli(DEV_BIN, args, env, timeoutMs).result;
 }

@@ -5,7 +5,7 @@
  */
 import { Kafka, logLevel } from 'kafkajs';
 import { Agent, request } from 'undici';
-import { loadRelayConfig } from '../../src/config';
+import { loadRelayConfig } from 'poimen-relay/internal/config/index';
 import { mapLimit } from './measure';
 
 async function main(): Promise<void> {

@@ -8,7 +8,7 @@
  * `npm run bench -- --codecs` runs this alone; the full and quick benchmarks include it.
  */
 import { performance } from 'node:perf_hooks';
-import { type CodecName, kafkaCodec } from '../../src/kafka/codecs';
+import { type CodecName, kafkaCodec } from 'poimen-relay/internal/kafka/codecs';
 import { round } from './measure';
 
 export interface CodecDecodeFigure {

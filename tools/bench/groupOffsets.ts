@@ -3,7 +3,7 @@
  * the benchmark and the chaos soak (issue 10 item 6: an uncommitted tail is redelivered on every rebalance).
  */
 import type { Kafka } from 'kafkajs';
-import { waitUntil } from '../../src/poll';
+import { waitUntil } from 'poimen-relay/internal/poll';
 
 export interface PartitionBehind {
   topic: string;

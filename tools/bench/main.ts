@@ -10,11 +10,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { Kafka, logLevel } from 'kafkajs';
-import { loadRelayConfig } from '../../src/config';
+import { loadRelayConfig } from 'poimen-relay/internal/config/index';
 import { type StackConfig, loadStackConfig } from '../../devstack/config';
 import { freePort } from '../../devstack/ports';
 import { consoleProgress } from '../../devstack/stack/progress';
-import { PACKAGE_ROOT } from '../../src/version';
+import { PACKAGE_ROOT } from 'poimen-relay/internal/version';
 import { clusterPaths } from '../../devstack/stack/clusterPaths';
 import {
   STACK_PROFILES,

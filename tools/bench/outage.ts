@@ -6,11 +6,11 @@
  */
 import path from 'node:path';
 import type { Admin } from 'kafkajs';
-import { loadRelayConfig } from '../../src/config';
-import { topics, workflowId } from '../../src/contract';
+import { loadRelayConfig } from 'poimen-relay/internal/config/index';
+import { topics, workflowId } from 'poimen-relay/internal/contract/index';
 import { freePort } from '../../devstack/ports';
 import { type RelayProcess, startRelayProcess } from '../../devstack/relayProcess';
-import { waitUntil } from '../../src/poll';
+import { waitUntil } from 'poimen-relay/internal/poll';
 import { RunsApiDouble } from '../../devstack/runsApiDouble';
 import { retryCost } from './historyCost';
 import { round } from './measure';

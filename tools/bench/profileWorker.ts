@@ -19,7 +19,7 @@ import { RunsApiDouble } from '../../devstack/runsApiDouble';
 import { consoleProgress } from '../../devstack/stack/progress';
 import { openStack, stackEndpoints } from '../../devstack/stack/profiles';
 import { stackPaths } from '../../devstack/stack/services';
-import { PACKAGE_ROOT } from '../../src/version';
+import { PACKAGE_ROOT } from 'poimen-relay/internal/version';
 import { type CpuProfile, aggregate, rowsTable, timedStacks } from './cpuProfile';
 import { parseProcStat, ticksPerSecond } from './cpu';
 import { round } from './measure';

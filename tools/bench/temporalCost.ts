@@ -6,7 +6,7 @@
  */
 import { Client, Connection } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
-import { waitUntil } from '../../src/poll';
+import { waitUntil } from 'poimen-relay/internal/poll';
 import { type HistoryCost, historyCost, summarize } from './historyCost';
 import { mapLimit, round } from './measure';
 import { type PgCounters, pgCostPerDispatch, pgRate } from './pgCost';

@@ -6,7 +6,7 @@
  * tenant of their own whose ingester gives them a short budget).
  */
 import type { Kafka } from 'kafkajs';
-import { topics } from '../../src/contract';
+import { topics } from 'poimen-relay/internal/contract/index';
 import type { RunsApiDouble } from '../../devstack/runsApiDouble';
 import type { ServerFaults } from './servers';
 

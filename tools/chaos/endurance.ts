@@ -8,9 +8,9 @@
 import crypto from 'node:crypto';
 import { Kafka, logLevel } from 'kafkajs';
 import { childEnv } from '../../devstack/config';
-import { topics } from '../../src/contract';
+import { topics } from 'poimen-relay/internal/contract/index';
 import { metricValue } from '../../devstack/relayProcess';
-import { ensureTopics } from '../../src/kafka/topics';
+import { ensureTopics } from 'poimen-relay/internal/kafka/topics';
 import { RunsApiDouble } from '../../devstack/runsApiDouble';
 import { committedAtLogEnd } from '../bench/groupOffsets';
 import { relayFleet } from './faults';

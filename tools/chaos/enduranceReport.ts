@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { StackProfile } from '../../devstack/stack/profiles';
-import { PACKAGE_ROOT } from '../../src/version';
+import { PACKAGE_ROOT } from 'poimen-relay/internal/version';
 import type { EnduranceResult } from './endurance';
 
 /** The default size: a million records, hours on a small machine. */

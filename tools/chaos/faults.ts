@@ -4,7 +4,7 @@
  * faults may explain a 409 (fault windows) or a repeated dead letter (rewinds).
  */
 import path from 'node:path';
-import { topics } from '../../src/contract';
+import { topics } from 'poimen-relay/internal/contract/index';
 import { freePort } from '../../devstack/ports';
 import { type RelayProcess, startRelayProcess } from '../../devstack/relayProcess';
 import type { Fault, RunsApiDouble } from '../../devstack/runsApiDouble';

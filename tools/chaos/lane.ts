@@ -4,8 +4,8 @@
  * ready again once the faults are over.
  */
 import type { RelayProcess } from '../../devstack/relayProcess';
-import { topics } from '../../src/contract';
-import { poll } from '../../src/poll';
+import { topics } from 'poimen-relay/internal/contract/index';
+import { poll } from 'poimen-relay/internal/poll';
 import type { RunsApiDouble } from '../../devstack/runsApiDouble';
 import { committedAtLogEnd } from '../bench/groupOffsets';
 import { sourcesWithTwoIds } from './account';

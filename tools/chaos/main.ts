@@ -16,7 +16,7 @@ import { ClusterStack, KAFKA_NODES } from '../../devstack/stack/clusterStack';
 import { clusterPaths } from '../../devstack/stack/clusterPaths';
 import { STACK_PROFILES, type StackProfile, openStack, stackEndpoints } from '../../devstack/stack/profiles';
 import { consoleProgress } from '../../devstack/stack/progress';
-import { PACKAGE_ROOT } from '../../src/version';
+import { PACKAGE_ROOT } from 'poimen-relay/internal/version';
 import { activeControllerFromQuorumState } from './servers';
 import { ENDURANCE_RECORDS, reportEndurance } from './enduranceReport';
 import { runEndurance } from './endurance';

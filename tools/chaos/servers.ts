@@ -6,7 +6,7 @@
  * of three.
  */
 import { ConfigResourceTypes, type Kafka } from 'kafkajs';
-import { poll } from '../../src/poll';
+import { poll } from 'poimen-relay/internal/poll';
 import type { ClusterFaults, SoakOptions } from './types';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

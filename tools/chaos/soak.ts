@@ -17,7 +17,7 @@ import { Kafka, logLevel, type Producer } from 'kafkajs';
 import { childEnv } from '../../devstack/config';
 import type { RelayProcess } from '../../devstack/relayProcess';
 import { RunsApiDouble } from '../../devstack/runsApiDouble';
-import { ensureTopics } from '../../src/kafka/topics';
+import { ensureTopics } from 'poimen-relay/internal/kafka/topics';
 import { ANSWER_TO_COMPLETION_MS, relayFleet, runFaults, scriptApiFaults } from './faults';
 import { planTraffic, prng, publish, soakTopicSpecs } from './traffic';
 import type { SoakOptions, SoakResult, SoakRun } from './types';

@@ -3,8 +3,8 @@
  * spread evenly over `publishSeconds` so that the kills land in the middle of the traffic.
  */
 import type { ITopicConfig, Producer } from 'kafkajs';
-import { topics } from '../../src/contract';
-import { tenantTopicSpecs } from '../../src/kafka/topics';
+import { topics } from 'poimen-relay/internal/contract/index';
+import { tenantTopicSpecs } from 'poimen-relay/internal/kafka/topics';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -3,9 +3,9 @@
  * letters, the group's offsets) and Temporal (executions), never against the relay's own metrics or logs.
  */
 import type { Client } from '@temporalio/client';
-import { topics, workflowId } from '../../src/contract';
-import { readDeadLetters } from '../../src/kafka/dlqReader';
-import { poll } from '../../src/poll';
+import { topics, workflowId } from 'poimen-relay/internal/contract/index';
+import { readDeadLetters } from 'poimen-relay/internal/kafka/dlqReader';
+import { poll } from 'poimen-relay/internal/poll';
 import type { RunsApiDouble } from '../../devstack/runsApiDouble';
 import { committedAtLogEnd } from '../bench/groupOffsets';
 import { type AttemptTimeout, dedupAccount, dlqAccount, sourcesWithTwoIds } from './account';
