@@ -42,6 +42,19 @@ const outsideSrc = {
   regex: '^(\\.\\./)+(tools|test)(/|$)',
   message: 'Neither src/ nor devstack/ imports tools/ or test/: they are not the product, nor its dev stack.',
 };
+// The product as its built package (tsconfig.json says why): the dev stack and tools/ name a module of src/ as
+// `poimen-relay/internal/<module>`, never by a relative path, which would compile a second copy of src/ into
+// dist-devstack/ or dist-tools/. src/ itself names its modules by relative path only.
+const srcByPath = {
+  regex: '^(\\.\\./)+src(/|$)',
+  message:
+    'devstack/ and tools/ use the built product: import poimen-relay/internal/<module under src/>, not ../src.',
+};
+const selfByName = {
+  regex: '^poimen-relay(/|$)',
+  message:
+    'src/ imports its own modules by relative path: poimen-relay/internal/* is for devstack/ and tools/.',
+};
 // The tracing port: OpenTelemetry and Temporal's OpenTelemetry interceptors are named only under src/tracing/.
 const otelOnlyInPort = {
   group: [
@@ -52,14 +65,21 @@ const otelOnlyInPort = {
   message:
     'OpenTelemetry is imported only under src/tracing/ (the tracing port): use what src/tracing exports.',
 };
-const restrictImports = ({ kafkajs = false, product = false, workflow = false, otel = false }) => [
+const restrictImports = ({
+  kafkajs = false,
+  product = false,
+  consumer = false,
+  workflow = false,
+  otel = false,
+}) => [
   'error',
   {
     paths: [...(workflow ? workflowPaths : []), ...(kafkajs ? kafkaOnlyInPort.paths : [])],
     // Boundary patterns first: the rule reports only the first pattern an import matches, and a workflow
     // pattern that admits `import type` must not hide a boundary.
     patterns: [
-      ...(product ? [devstack] : []),
+      ...(product ? [devstack, selfByName] : []),
+      ...(consumer ? [srcByPath] : []),
       outsideSrc,
       ...(otel ? [otelOnlyInPort] : []),
       ...(workflow ? workflowPatterns : []),
@@ -185,15 +205,17 @@ export default tseslint.config(
               message:
                 'tools/ does not import test/: what both need lives in devstack/ (e.g. devstack/runsApiDouble).',
             },
+            srcByPath,
           ],
         },
       ],
     },
   },
   {
-    // The dev stack may use the product (kafkajs only through src/kafka), never tools/ or test/.
+    // The dev stack may use the product (as poimen-relay/internal/*; kafkajs only through src/kafka), never
+    // tools/ or test/.
     files: ['devstack/**/*.ts'],
-    rules: { '@typescript-eslint/no-restricted-imports': restrictImports({ kafkajs: true }) },
+    rules: { '@typescript-eslint/no-restricted-imports': restrictImports({ kafkajs: true, consumer: true }) },
   },
   {
     // Workflow code, and the contract modules it takes values from: they run in the workflow sandbox too.

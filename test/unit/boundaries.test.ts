@@ -2,7 +2,9 @@
  * The import boundaries eslint.config.mjs holds, checked against the real config: kafkajs (its types too) only
  * under src/kafka/; nothing under src/ imports the dev stack (devstack/, the CLI included: the dev commands have
  * their own entry), while the dev stack may use the product; neither src/ nor devstack/ imports tools/ or test/,
- * and tools/ does not import test/ (what the benchmark and the tests share lives in devstack/).
+ * and tools/ does not import test/ (what the benchmark and the tests share lives in devstack/). The dev stack and
+ * tools/ use the product as its built package (`poimen-relay/internal/*`), never src/ by relative path, and src/
+ * does not name itself by the package's name.
  * ESLint runs in a child process (its flat config is
  * an ES module, which jest's module sandbox does not load); the sources are linted as text under the paths
  * given, so no file is written into src/.
@@ -141,13 +143,13 @@ describe('import boundaries (eslint.config.mjs)', () => {
         ),
         expected: [1, 2],
       },
-      // The dev stack uses itself and the product.
+      // The dev stack uses itself and the product, as its built package: never src/ by relative path.
       {
         file: 'devstack/cli/probe.ts',
         code: lines(
           "import { runDemo } from '../demo';",
           "import { LocalStack } from '../stack/stack';",
-          "import { createLocalKafka } from '../../src/kafka/client';",
+          "import { createLocalKafka } from 'poimen-relay/internal/kafka/client';",
         ),
         expected: [],
       },
@@ -155,9 +157,30 @@ describe('import boundaries (eslint.config.mjs)', () => {
         file: 'devstack/probe.ts',
         code: lines(
           "import { LocalStack } from './stack/stack';",
-          "import { topics } from '../src/contract';",
+          "import { topics } from 'poimen-relay/internal/contract/index';",
+          "import { topics as t } from '../src/contract';",
+          "import type { Dispatch } from '../src/contract/dispatch';",
         ),
-        expected: [],
+        expected: [3, 4],
+      },
+      {
+        file: 'devstack/stack/probe.ts',
+        code: lines("import { waitFor } from '../../src/poll';", "import '../../src';"),
+        expected: [1, 2],
+      },
+      // src/ names its own modules by relative path, never by the package's name.
+      {
+        file: 'src/ingest/probe.ts',
+        code: lines(
+          "import { waitFor } from 'poimen-relay/internal/poll';",
+          "import { topics } from 'poimen-relay';",
+        ),
+        expected: [1, 2],
+      },
+      {
+        file: 'src/workflows/probe.ts',
+        code: lines("import type { Logger } from 'poimen-relay/internal/logger';"),
+        expected: [1],
       },
       // tools/ and test/: refused everywhere under src/ and the dev stack, the port included.
       {
@@ -187,8 +210,18 @@ describe('import boundaries (eslint.config.mjs)', () => {
         code: lines(
           "import { RunsApiDouble } from '../../devstack/runsApiDouble';",
           "import { Kafka } from 'kafkajs';",
+          "import { waitFor } from 'poimen-relay/internal/poll';",
         ),
         expected: [],
+      },
+      // tools/ uses the product as its built package too.
+      {
+        file: 'tools/bench/probe.ts',
+        code: lines(
+          "import { waitFor } from '../../src/poll';",
+          "import type { Dispatch } from '../../src/contract';",
+        ),
+        expected: [1, 2],
       },
       // What product code does import stays allowed.
       {
