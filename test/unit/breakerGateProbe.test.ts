@@ -8,6 +8,7 @@ import { Context } from '@temporalio/activity';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import { type Pass, createBreakerGate } from '../../src/activities/breakerGate';
+import { ProbeTurns } from '../../src/activities/probeTurns';
 import type { Classification, RunsApiAnswer } from '../../src/activities/classify';
 import { createLogger } from '../../src/logger';
 import { createMetrics } from '../../src/metrics';
@@ -64,22 +65,35 @@ function setup() {
  */
 async function openBreaker(failing: Set<string>) {
   const { gate, fail, ok, circuit, waitingCount } = setup();
+  // A shared outage: two failures with nobody answered meanwhile open the worker's breaker.
   fail('x');
   fail('x');
   expect(await circuit()).toBe(1);
   const pending = new Map<number, Promise<{ i: number; tenant: string; pass: Pass }>>();
-  /** Lines up attempts in this order: each is waiting before the next one comes. */
+  /** Lines up attempts in this order: each is waiting before the next one comes. `drop` cancels one. */
   const queue = async (tenants: string[]) => {
+    const queued: { drop: () => Promise<void> }[] = [];
     for (const tenant of tenants) {
       const before = await waitingCount();
       const i = pending.size + Math.random();
-      pending.set(
+      const env = waiting();
+      const entered: Promise<{ i: number; tenant: string; pass: Pass }> = env.run(async () => ({
         i,
-        waiting().run(async () => ({ i, tenant, pass: await gate.enter(Context.current(), tenant, 1_000) })),
-      );
+        tenant,
+        pass: await gate.enter(Context.current(), tenant, 1_000),
+      }));
+      pending.set(i, entered);
+      queued.push({
+        drop: async () => {
+          pending.delete(i);
+          env.cancel();
+          await entered.catch(() => undefined);
+        },
+      });
       for (let n = 0; n < 1_000 && (await waitingCount()) <= before; n++) await new Promise(setImmediate);
       expect(await waitingCount()).toBe(before + 1);
     }
+    return queued;
   };
   const probe = async (): Promise<string> => {
     const { i, tenant, pass } = await Promise.race(pending.values());
@@ -125,6 +139,26 @@ test('while the API is down for every tenant, the tenants take the probe in turn
   // Each tenant in turn while both wait; x alone at the end.
   expect(probes.slice(0, 4).every((t, n) => n === 0 || t !== probes[n - 1])).toBe(true);
   expect(probes.sort()).toEqual(['x', 'x', 'x', 'z', 'z']);
+});
+
+test('a tenant whose attempts stopped waiting holds no turn: the others probe on', async () => {
+  const b = await openBreaker(new Set(['x']));
+  await b.queue(['x', 'x']);
+  expect(await b.probe()).toBe('x');
+  const [z] = await b.queue(['z']);
+  // z's attempt ends before its turn (cancelled): x, the only tenant waiting, probes next.
+  await z!.drop();
+  expect(await b.probe()).toBe('x');
+});
+
+test('the turns are forgotten when the breaker closes', () => {
+  const turns = new ProbeTurns();
+  turns.waiting('x', 1);
+  turns.waiting('z', 1);
+  turns.took('x');
+  expect([turns.yields('x'), turns.yields('z')]).toEqual([true, false]);
+  turns.reset();
+  expect([turns.yields('x'), turns.yields('z')]).toEqual([false, false]);
 });
 
 test('a lone tenant keeps probing, one probe per interval, until its API answers', async () => {
