@@ -4,25 +4,26 @@
  * granted exactly the ingester's and worker's rows of docs/operations.md ("Kafka ACLs"), read from the document.
  * The happy path still holds: a record starts its workflow, a malformed record and a refused dispatch are
  * dead-lettered (the worker's with the source record read back, not rebuilt), offsets and metrics are
- * read, and no Kafka call of either process is refused. A tenant with no ACLs is not seen at all. The operator
- * commands' rows, granted alone to an operator certificate, carry `topics apply`, `dlq list` and `dlq replay`.
+ * read, and no Kafka call of either process is refused. A tenant with no ACLs is not seen at all. Each operator
+ * command runs under a certificate of its own granted only that command's rows (test/support/operatorCli.ts), and
+ * does its work (dry runs included) with no refusal.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import type { Admin, Kafka, Producer } from 'kafkajs';
-import { buildDlqRecord, dlqRecordHeaders, topics, workflowId } from '../src/contract';
+import { topics, workflowId } from '../src/contract';
 import { watermarks } from '../src/kafka/readRange';
 import { ensureTopics, tenantTopicSpecs } from '../src/kafka/topics';
 import { RunsApiDouble } from '../devstack/runsApiDouble';
 import { type CertAuthKafka, certPrincipal, startCertAuthKafka } from './support/authKafka';
-import { runCli } from './support/cli';
 import { readTopicToEnd } from './support/dlqTopic';
 import { aclEntries, documentedAcls } from './support/kafkaAcls';
 import { uniqueName, uniqueTenant } from './support/names';
+import { type OperatorRun, operatorFor, writeDeadLetter } from './support/operatorCli';
 import { type RelayProcess, metricValue, relayEnv, startRelayProcess } from './support/relay';
 import { closeTooling, connectTooling } from './support/kafkaTooling';
-import { CLIENT_EXT, type Certs, generateCerts, issue, tempDir } from './support/tlsServices';
+import { type Certs, generateCerts, tempDir } from './support/tlsServices';
 import { waitFor } from './support/wait';
 
 jest.setTimeout(300_000);
@@ -41,8 +42,6 @@ let api: RunsApiDouble | undefined;
 beforeAll(async () => {
   dir = tempDir('poimen-it-kafka-acls-');
   certs = generateCerts(path.join(dir, 'certs'));
-  // The operator's own principal, from the same CA as the relay's.
-  issue(certs.dir, 'ca', 'operator', 'poimen-operator', CLIENT_EXT);
   kafka = await startCertAuthKafka(path.join(dir, 'kafka'), certs, { acls: true });
   // PLAINTEXT is the super user: it makes the topics and grants the ACLs.
   ({ plain, admin, producer, connection, client } = await connectTooling(
@@ -58,6 +57,18 @@ afterAll(async () => {
   await kafka?.stop();
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
+
+const OPERATOR_COMMANDS = [
+  'topics apply',
+  'topics list',
+  'dlq send-test',
+  'dlq list',
+  'dlq summary',
+  'dlq replay',
+  'dlq redrive',
+  'dlq discard',
+  'dlq purge-tests',
+];
 
 function dispatch(key: string): string {
   return JSON.stringify({ workflow_ref: 'onboarding@v3', input: { n: 1 }, goal_id: null, dispatch_key: key });
@@ -158,76 +169,83 @@ test("the documented ingester and worker ACLs, and nothing more, carry a dispatc
   expect(logs.match(/[A-Z_]*AUTHORIZATION_FAILED|not authorized/gi) ?? []).toEqual([]);
 });
 
-test("the documented operator rows carry topics apply, dlq list and dlq replay under the operator's own principal", async () => {
+test('each operator command runs under its own documented rows alone', async () => {
   const rows = documentedAcls().filter((r) => r.role.startsWith('operator'));
-  const commands = new Set(rows.map((r) => r.role));
-  expect(commands).toEqual(
-    new Set(['operator: `topics apply`', 'operator: `dlq list`', 'operator: `dlq replay`']),
+  expect(new Set(rows.map((r) => r.role))).toEqual(
+    new Set(OPERATOR_COMMANDS.map((c) => `operator: \`${c}\``)),
   );
   const tenant = uniqueTenant();
-  await admin.createAcls({ acl: aclEntries(rows, certPrincipal('poimen-operator'), { tenant }) });
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    LOG_LEVEL: 'warn',
-    METRICS_PORT: '0',
-    KAFKA_BROKERS: kafka.secureBrokers,
-    KAFKA_SSL_CA: certs.ca,
-    KAFKA_SSL_CERT: path.join(certs.dir, 'operator.pem'),
-    KAFKA_SSL_KEY: path.join(certs.dir, 'operator.key'),
-  };
-  const run = async (args: string[]) => {
-    const res = await runCli(args, env, 120_000);
-    // The whole error output on a failure: it names what Kafka refused.
-    expect({ args, code: res.code, out: res.code === 0 ? '' : res.stderr + res.stdout }).toEqual({
-      args,
-      code: 0,
-      out: '',
-    });
-    expect(res.stdout + res.stderr).not.toMatch(/AUTHORIZATION_FAILED|refused|not authorized/i);
-    return res.stdout;
-  };
+  const ctx = { admin, certs, brokers: kafka.secureBrokers, tenant };
+  const as: Record<string, OperatorRun> = {};
+  for (const command of OPERATOR_COMMANDS) as[command] = await operatorFor(command, rows, ctx);
+  const json = async (command: string, args: string[]) =>
+    JSON.parse(await as[command]!([...command.split(' '), ...args, '--json'])) as Record<string, unknown>;
+  const [dispatchTopic, dlq] = [topics.dispatch(tenant), topics.dlq(tenant)];
+  const published = async () => (await watermarks(admin, dispatchTopic)).get(0)?.high;
 
-  await run(['topics', 'apply', '--tenant', tenant, '--partitions', '1']);
+  await as['topics apply']!(['topics', 'apply', '--tenant', tenant, '--partitions', '1']);
+  const declared = [dispatchTopic, dlq, `poimen.${tenant}.events`].sort();
   expect((await admin.listTopics()).filter((t) => t.startsWith(`poimen.${tenant}.`)).sort()).toEqual(
-    [topics.dispatch(tenant), topics.dlq(tenant), `poimen.${tenant}.events`].sort(),
+    declared,
   );
+  // Only the topics the principal may Describe are listed (the first test's tenants exist too).
+  const listed = (await json('topics list', [])) as unknown as { topic: string }[];
+  expect(listed.map((t) => t.topic).sort()).toEqual(declared);
 
-  // A dead letter as the worker writes it (by the super user here: the operator has no Write on the DLQ).
-  const value = dispatch('replay-1');
-  const record = buildDlqRecord({
-    id: uniqueName('dlq-id'),
-    timestamp: Date.now(),
+  const sent = await json('dlq send-test', ['--tenant', tenant, '--count', '2']);
+  expect(sent.published).toBe(2);
+  const failed = await writeDeadLetter(producer, tenant, {
     type: 'dispatch_failure',
-    tenant,
     dispatchKey: 'replay-1',
     error: 'runs API answered 422',
     httpStatus: 422,
-    source: { topic: topics.dispatch(tenant), partition: 0, offset: '0', timestamp: String(Date.now()) },
-    key: `${tenant}:replay-1`,
-    value,
+    value: dispatch('replay-1'),
   });
-  await producer.send({
-    topic: topics.dlq(tenant),
-    acks: -1,
-    messages: [
-      {
-        key: `${tenant}:replay-1`,
-        value: JSON.stringify(record),
-        headers: { ...dlqRecordHeaders(record), 'dlq-type': record.type },
-      },
-    ],
-  });
-
   // Read back by the super user first; on a fresh broker this also waits out the group coordinator's first
   // load, which a one-shot command does not retry (not what this test is about).
-  expect((await readTopicToEnd(plain, topics.dlq(tenant))).map((r) => r?.id)).toEqual([record.id]);
-  expect(await run(['dlq', 'list', '--tenant', tenant, '--json'])).toContain(record.id);
-  const replayed = await run(['dlq', 'replay', '--tenant', tenant]);
-  expect(replayed).toMatch(/replayed/);
-  expect((await watermarks(admin, topics.dispatch(tenant))).get(0)?.high).toBe(1n);
-  const [progress] = await admin.fetchOffsets({
-    groupId: `poimen-relay-dlq.${tenant}`,
-    topics: [topics.dlq(tenant)],
+  expect((await readTopicToEnd(plain, dlq)).map((r) => r?.id)).toEqual([...(sent.ids as string[]), failed]);
+  expect(await as['dlq list']!(['dlq', 'list', '--tenant', tenant, '--json'])).toContain(failed);
+  expect(await json('dlq summary', ['--tenant', tenant])).toMatchObject({ tenants: [tenant] });
+  // Without --tenant: only the DLQ topics the principal may Describe.
+  expect(await json('dlq summary', [])).toMatchObject({ tenants: [tenant] });
+
+  expect(await json('dlq replay', ['--tenant', tenant, '--dry-run'])).toMatchObject({
+    wouldReplay: 1,
+    tests: 2,
   });
-  expect(progress?.partitions.map((p) => p.offset)).toEqual(['1']);
+  expect(await as['dlq replay']!(['dlq', 'replay', '--tenant', tenant])).toMatch(/replayed 1,/);
+  expect(await published()).toBe(1n);
+
+  // A failure that ran out of retries (redrivable) and a malformed record (only to discard).
+  await writeDeadLetter(producer, tenant, {
+    type: 'dispatch_failure',
+    dispatchKey: 'redrive-1',
+    error: 'runs API timed out',
+    httpStatus: null,
+    value: dispatch('redrive-1'),
+  });
+  const malformed = await writeDeadLetter(producer, tenant, {
+    type: 'malformed_dispatch',
+    dispatchKey: null,
+    error: 'not JSON',
+    value: '{not json',
+  });
+  const redrive = ['--tenant', tenant, '--after', '0s', '--max', '1'];
+  expect(await json('dlq redrive', [...redrive, '--dry-run'])).toMatchObject({ wouldReplay: 1 });
+  expect(await json('dlq redrive', redrive)).toMatchObject({ replayed: 1 });
+  expect(await published()).toBe(2n);
+  // By id: the test dead letters are malformed_dispatch too, and purge-tests takes those.
+  const discard = ['--tenant', tenant, '--id', malformed];
+  expect(await json('dlq discard', [...discard, '--dry-run'])).toMatchObject({ discarded: 1 });
+  expect(await json('dlq discard', discard)).toMatchObject({ discarded: 1 });
+  expect(await json('dlq purge-tests', ['--tenant', tenant, '--dry-run'])).toMatchObject({ discarded: 2 });
+  expect(await json('dlq purge-tests', ['--tenant', tenant])).toMatchObject({ discarded: 2 });
+
+  // Every dead letter handled, and every throwaway group deleted after its read.
+  const [progress] = await admin.fetchOffsets({ groupId: `poimen-relay-dlq.${tenant}`, topics: [dlq] });
+  expect(progress?.partitions.map((p) => p.offset)).toEqual(['5']);
+  const { groups } = await admin.listGroups();
+  expect(
+    groups.map((g) => g.groupId).filter((g) => /^poimen-relay-dlq-(list|summary|dry-run)-/.test(g)),
+  ).toEqual([]);
 });

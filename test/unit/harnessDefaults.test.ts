@@ -51,6 +51,10 @@ const NAMED_ON_PURPOSE: Record<string, { names: string[]; why: string }> = {
     ],
     why: 'the OAUTHBEARER suites configure the relay for their token server and broker: what they test',
   },
+  'operatorCli.ts': {
+    names: ['KAFKA_SSL_CA', 'KAFKA_SSL_CERT', 'KAFKA_SSL_KEY'],
+    why: 'the ACL suite runs each operator command under its own certificate, the principal its rows are granted to',
+  },
 };
 
 describe('the integration harness on shipped defaults', () => {
