@@ -53,7 +53,7 @@ export async function createIngester(
       logger: logger.child({ component: 'admission' }),
     });
     const ingester = new Ingester(
-      cfg,
+      { kafka: cfg.kafka, dispatchTopicPattern: cfg.dispatchTopicPattern, ingest: cfg.ingest },
       kafka,
       {
         client,
@@ -67,7 +67,6 @@ export async function createIngester(
       },
       metrics,
       logger,
-      cfg.ingest,
       { admission },
     );
     let stopped!: () => void;

@@ -14,7 +14,6 @@
  * - Stopping or replacing the consumer waits for its batches to commit what they finished, then disconnects.
  */
 import type { KafkaClient, KafkaConsumer } from '../kafka/port';
-import type { RelayConfig } from '../config';
 import { ConfigError } from '../errors';
 import { kafkaAccessProblem } from '../kafka/errors';
 import { codecErrorIn } from '../kafka/codecs';
@@ -24,6 +23,7 @@ import { dispatchTopics } from './dispatchTopics';
 import { TenantAdmission } from './admission';
 import { BatchTurns } from './batchTurn';
 import { consumerOptions } from './consumerOptions';
+import type { IngesterSettings } from './ingesterSettings';
 import { GroupMembership } from './membership';
 import { MarkerBatches } from './markerBatches';
 import { IngestMonitor } from './monitor';
@@ -31,21 +31,6 @@ import { PausedPartitions } from './pausedPartitions';
 import { Semaphore } from './semaphore';
 import type { StartContext } from './startDispatch';
 import { UndecodablePartitions } from './undecodable';
-
-export type IngesterOptions = Pick<
-  RelayConfig['ingest'],
-  | 'maxInFlight'
-  | 'maxInFlightBytes'
-  | 'partitionsConcurrently'
-  | 'topicRefreshMs'
-  | 'lagRefreshMs'
-  | 'commitEveryRecords'
-  | 'dlqRefreshMs'
-  | 'fetchMaxBytes'
-  | 'fetchMaxBytesPerPartition'
-  | 'sessionTimeoutMs'
-  | 'batchSliceMs'
->;
 
 export interface IngesterParts {
   /** Admission per tenant (admission.ts); without one, no bound. */
@@ -74,14 +59,14 @@ export class Ingester {
   private restarting: Promise<void> = Promise.resolve();
 
   constructor(
-    private readonly cfg: RelayConfig,
+    private readonly cfg: IngesterSettings,
     private readonly kafka: KafkaClient,
     startCtx: StartContext,
     metrics: RelayMetrics,
     private readonly logger: Logger,
-    private readonly opts: IngesterOptions,
     parts: IngesterParts = {},
   ) {
+    const opts = cfg.ingest;
     this.admission =
       parts.admission ??
       new TenantAdmission({ maxOpen: 0, tenantMaxOpen: 0, watch: () => Promise.resolve() });
@@ -134,7 +119,7 @@ export class Ingester {
         .catch((err: unknown) => {
           this.logger.warn({ err }, 'topic refresh failed; will retry');
         });
-    }, this.opts.topicRefreshMs);
+    }, this.cfg.ingest.topicRefreshMs);
     this.monitor.start();
   }
 
@@ -176,7 +161,7 @@ export class Ingester {
 
   private async startConsumer(topics: string[]): Promise<void> {
     const consumer = this.kafka.consumer(
-      consumerOptions(this.cfg.kafka.groupId, this.opts, this.admission.bounded),
+      consumerOptions(this.cfg.kafka.groupId, this.cfg.ingest, this.admission.bounded),
     );
     consumer.on(consumer.events.GROUP_JOIN, (e) => this.onGroupJoin(consumer, e.payload.memberAssignment));
     consumer.on(consumer.events.CRASH, (e) => {
@@ -206,7 +191,7 @@ export class Ingester {
     await consumer.run({
       autoCommit: false,
       eachBatchAutoResolve: false,
-      partitionsConsumedConcurrently: this.opts.partitionsConcurrently,
+      partitionsConsumedConcurrently: this.cfg.ingest.partitionsConcurrently,
       eachBatch: (payload) => this.turns.run(consumer, payload),
     });
   }

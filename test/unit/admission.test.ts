@@ -180,12 +180,11 @@ function boundIngester(maxOpen: number, w: ReturnType<typeof watches>) {
     gauge: metrics.tenantOpenDispatches,
   });
   const ing = new Ingester(
-    cfg,
+    { ...cfg, ingest: { ...cfg.ingest, maxInFlight: 8, commitEveryRecords: 1 } },
     { admin: () => ({}) } as never,
     {} as never,
     metrics,
     createLogger('test', 'silent'),
-    { ...cfg.ingest, maxInFlight: 8, commitEveryRecords: 1 },
     { admission },
   );
   const consumer = stubConsumer();

@@ -65,12 +65,13 @@ function ingester(overrides: Partial<Record<string, number>> = {}) {
   const cfg = loadRelayConfig('ingester', {});
   const metrics = createMetrics({ defaultMetrics: false });
   const kafka = { admin: () => ({}) } as never;
-  const ing = new Ingester(cfg, kafka, {} as never, metrics, createLogger('test', 'silent'), {
-    ...cfg.ingest,
-    maxInFlight: 2,
-    commitEveryRecords: 1,
-    ...overrides,
-  });
+  const ing = new Ingester(
+    { ...cfg, ingest: { ...cfg.ingest, maxInFlight: 2, commitEveryRecords: 1, ...overrides } },
+    kafka,
+    {} as never,
+    metrics,
+    createLogger('test', 'silent'),
+  );
   return { ing, metrics };
 }
 
@@ -81,12 +82,11 @@ function ingesterWithAdmission(
   overrides: Partial<Record<string, number>>,
 ) {
   return new Ingester(
-    cfg,
+    { ...cfg, ingest: { ...cfg.ingest, ...overrides } },
     { admin: () => ({}) } as never,
     {} as never,
     createMetrics({ defaultMetrics: false }),
     createLogger('test', 'silent'),
-    { ...cfg.ingest, ...overrides },
     { admission },
   );
 }

@@ -32,14 +32,7 @@ async function crashLine(restart: boolean): Promise<Record<string, unknown>> {
   const kafka = { admin: () => ({}), consumer: () => consumer } as never;
   const cfg = loadRelayConfig('ingester', {});
   const logger = createLogger('unit', 'info', { format: 'json', destination });
-  const ing = new Ingester(
-    cfg,
-    kafka,
-    {} as never,
-    createMetrics({ defaultMetrics: false }),
-    logger,
-    cfg.ingest,
-  );
+  const ing = new Ingester(cfg, kafka, {} as never, createMetrics({ defaultMetrics: false }), logger);
   await ingesterInternals(ing).startConsumer(['poimen.acme.dispatch']);
   // Handed over to nobody: the ingester's own restart of a stopped consumer is not what this test is about.
   ingesterInternals(ing).group.consumer = undefined;

@@ -58,7 +58,6 @@ function ingester(s: ReturnType<typeof stubConsumer>) {
     {} as never,
     createMetrics({ defaultMetrics: false }),
     createLogger('test', 'silent'),
-    cfg.ingest,
   );
   return ingesterInternals(ing);
 }

@@ -61,10 +61,13 @@ function ingester() {
   const cfg = loadRelayConfig('ingester', {});
   const metrics = createMetrics({ defaultMetrics: false });
   const kafka = { admin: () => ({}) } as never;
-  const ing = new Ingester(cfg, kafka, {} as never, metrics, createLogger('test', 'silent'), {
-    ...cfg.ingest,
-    maxInFlight: 4,
-  });
+  const ing = new Ingester(
+    { ...cfg, ingest: { ...cfg.ingest, maxInFlight: 4 } },
+    kafka,
+    {} as never,
+    metrics,
+    createLogger('test', 'silent'),
+  );
   const internals = ingesterInternals(ing);
   return { ing, metrics, internals };
 }
