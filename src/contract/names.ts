@@ -18,7 +18,7 @@ export function dlqReplayGroup(tenant: string): string {
 }
 /**
  * The one group every tenant's DLQ commands once shared. Read only: a partition the tenant's own group has no
- * commit for yet takes its progress from here (./ops/dlqProgress.ts), so upgrading does not replay anything again.
+ * commit for yet takes its progress from here (kafka/dlqProgress.ts), so upgrading does not replay anything again.
  */
 export const SHARED_DLQ_REPLAY_GROUP = 'poimen-relay-dlq';
 export const DLQ_RETENTION_MS = 1_209_600_000;

@@ -5,11 +5,11 @@
  * own; a failed round is retried at the next.
  */
 import { tenantFromTopic, topics as topicNames } from '../contract';
+import { dlqBacklog } from '../kafka/dlqBacklog';
 import { groupPositions } from '../kafka/offsets';
 import type { KafkaAdmin } from '../kafka/port';
 import type { Logger } from '../logger';
 import type { RelayMetrics } from '../metrics';
-import { dlqBacklog } from '../ops/dlq';
 
 export class IngestMonitor {
   private lagTimer: NodeJS.Timeout | undefined;

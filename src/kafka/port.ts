@@ -2,7 +2,8 @@
  * The relay's Kafka vocabulary: the names the rest of src/ uses for Kafka things. Only src/kafka/ imports
  * kafkajs (eslint.config.mjs holds it, `import type` included); everything else names these types and calls the
  * functions this folder exports (client.ts builds every client, errors.ts says what its errors mean, topics.ts
- * creates and describes topics, readRange.ts / dlqReader.ts / offsets.ts read, dlqPublisher.ts writes).
+ * creates and describes topics, readRange.ts / dlqReader.ts / offsets.ts / dlqProgress.ts / dlqBacklog.ts
+ * read, dlqPublisher.ts writes).
  *
  * Why aliases of kafkajs's own types rather than interfaces of our own: the ingester relies on the consumer's
  * exact semantics (eachBatch with resolveOffset and heartbeat, pause/resume, commitOffsets, the CRASH event's

@@ -7,7 +7,7 @@
  * Progress lives in the tenant's consumer group `poimen-relay-dlq.<tenant>`, like SQS redrive: a record leaves the backlog only
  * when it is replayed (or discarded). Records a replay passes over (filters, not replayable) stay counted in
  * `dlq_consumer_lag` and the oldest-age gauge, so the committed offset stops at the first of them and the
- * records handled after it are kept in the commit's metadata (./dlqProgress.ts); a later replay skips those.
+ * records handled after it are kept in the commit's metadata (kafka/dlqProgress.ts); a later replay skips those.
  * An interrupted replay resumes where it stopped; `--from-beginning` re-reads (and re-publishes) every retained
  * record. One replay or discard at a time per tenant: a second refuses at once (./dlqExclusive.ts).
  *
@@ -23,10 +23,10 @@ import type { KafkaAdmin, KafkaClient } from '../kafka/port';
 import { type PartitionRange, type RangeCommit, readRange } from '../kafka/readRange';
 import { type DlqEntry, dlqWatermarks } from './dlqList';
 import { exclusiveDlqRead, refuseIfBusy } from './dlqExclusive';
-import { loadProgress } from './dlqProgress';
+import { loadProgress } from '../kafka/dlqProgress';
 import { type RedrivePolicy, decide, republishedMessage } from './dlqVerdict';
 
-export { dlqBacklog } from './dlqBacklog';
+export { dlqBacklog } from '../kafka/dlqBacklog';
 export { type DlqEntry, listDlq } from './dlqList';
 
 export interface ReplayOptions {

@@ -12,7 +12,7 @@ import { BusyError, UnreachableError } from '../errors';
 import { whenCoordinatorReady } from '../kafka/coordinator';
 import type { ExclusiveRead } from '../kafka/readRange';
 import type { KafkaAdmin } from '../kafka/port';
-import { type PartitionProgress, loadProgress } from './dlqProgress';
+import { type PartitionProgress, loadProgress } from '../kafka/dlqProgress';
 
 /** The session timeout of a DLQ command's group member: how long a killed run blocks the next one, at most. */
 export const DLQ_SESSION_TIMEOUT_MS = 10_000;

@@ -1,9 +1,9 @@
 /**
- * The DLQ backlog gauges' figures (src/ops/dlqBacklog.ts, contract §7): records not yet handled by the replay
+ * The DLQ backlog gauges' figures (src/kafka/dlqBacklog.ts, contract §7): records not yet handled by the replay
  * group, and the age of the oldest of them across partitions, dated by the broker's time index and reused for
  * ten minutes while it is the same record. The admin is a stub over an in-memory log (write times per offset).
  */
-import { dlqBacklog } from '../../src/ops/dlqBacklog';
+import { dlqBacklog } from '../../src/kafka/dlqBacklog';
 import type { KafkaAdmin } from '../../src/kafka/port';
 
 const TOPIC = 'poimen.acme.dispatch.dlq';

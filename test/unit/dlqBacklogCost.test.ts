@@ -5,7 +5,7 @@
  * discarded, so a refresh that finds the same one asks the broker nothing more about it.
  * The admin here is a stub over an in-memory log (offsets and write times); the real bisection runs on it.
  */
-import { dlqBacklog } from '../../src/ops/dlqBacklog';
+import { dlqBacklog } from '../../src/kafka/dlqBacklog';
 import type { KafkaAdmin } from '../../src/kafka/port';
 
 const TOPIC = 'poimen.acme.dispatch.dlq';

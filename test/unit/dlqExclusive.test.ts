@@ -12,7 +12,7 @@ import {
   exclusiveDlqRead,
   refuseIfBusy,
 } from '../../src/ops/dlqExclusive';
-import { PartitionProgress } from '../../src/ops/dlqProgress';
+import { PartitionProgress } from '../../src/kafka/dlqProgress';
 
 const TENANT = 'acme';
 const TOPIC = 'poimen.acme.dispatch.dlq';

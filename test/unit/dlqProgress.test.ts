@@ -2,7 +2,7 @@
  * The DLQ replay's record of what it handled: committed offset = first record not yet handled, metadata = the
  * handled runs after it. What the backlog gauges and the next replay read back must be what was handled.
  */
-import { MAX_PROGRESS_METADATA_CHARS, PartitionProgress } from '../../src/ops/dlqProgress';
+import { MAX_PROGRESS_METADATA_CHARS, PartitionProgress } from '../../src/kafka/dlqProgress';
 
 const fresh = (low = 0n) => PartitionProgress.fromCommit(undefined, undefined, low);
 const reread = (p: PartitionProgress, low = 0n) =>

@@ -8,7 +8,7 @@ import type { KafkaMessage } from 'kafkajs';
 import { buildDlqRecord, topics } from '../../src/contract';
 import type { RangeCommit } from '../../src/kafka/readRange';
 import { replayDlq } from '../../src/ops/dlq';
-import { MAX_PROGRESS_METADATA_CHARS, PartitionProgress } from '../../src/ops/dlqProgress';
+import { MAX_PROGRESS_METADATA_CHARS, PartitionProgress } from '../../src/kafka/dlqProgress';
 
 const messages: KafkaMessage[] = [];
 const commits: (RangeCommit | void)[] = [];

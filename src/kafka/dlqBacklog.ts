@@ -1,8 +1,8 @@
 /** The DLQ backlog gauges (contract §7): `dlq_consumer_lag` and `dlq_oldest_message_age_seconds` per DLQ topic. */
-import { recordTimestampAt } from '../kafka/offsets';
-import type { KafkaAdmin } from '../kafka/port';
-import { watermarks } from '../kafka/readRange';
 import { loadProgress } from './dlqProgress';
+import { recordTimestampAt } from './offsets';
+import type { KafkaAdmin } from './port';
+import { watermarks } from './readRange';
 
 /**
  * How long a record's dating is reused. The oldest pending record changes only when it is replayed or discarded;

@@ -14,8 +14,8 @@
  * tenant's group, which is read from then on.
  */
 import { SHARED_DLQ_REPLAY_GROUP, dlqReplayGroup, tenantFromDlqTopic } from '../contract';
-import { committedOffsets } from '../kafka/offsets';
-import type { KafkaAdmin } from '../kafka/port';
+import { committedOffsets } from './offsets';
+import type { KafkaAdmin } from './port';
 
 const PREFIX = 'v1:';
 /** Kafka refuses a commit whose metadata exceeds offset.metadata.max.bytes (default 4096); stay clear of it. */
