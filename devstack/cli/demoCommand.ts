@@ -2,7 +2,7 @@
 import { Command } from 'commander';
 import { loadStackConfig } from '../config';
 import { runDemo } from '../demo';
-import { createLocalKafka } from 'poimen-relay/internal/kafka/client';
+import { createLocalKafka } from '../kafka';
 import { consoleProgress } from '../stack/progress';
 import { LocalStack } from '../stack/stack';
 import { printStatus } from './stackCommands';

@@ -153,14 +153,9 @@ export function createQuietKafka(
 }
 
 /**
- * A client of the local dev stack's broker (readiness probe, demo): plaintext, silent, no relay config. With
- * `probe`, one short try, so a readiness check answers within about a second.
+ * A client made from kafkajs's options alone, no relay config, that logs nothing: for code outside the relay
+ * that has no configuration of its own to give (the dev stack's broker: devstack/kafka.ts).
  */
-export function createLocalKafka(clientId: string, brokers: string[], opts: { probe?: boolean } = {}): Kafka {
-  return newClient({
-    clientId,
-    brokers,
-    logLevel: logLevel.NOTHING,
-    ...(opts.probe ? { connectionTimeout: 1000, retry: { retries: 0 } } : {}),
-  });
+export function createSilentKafka(options: KafkaJsConfig): Kafka {
+  return newClient({ ...options, logLevel: logLevel.NOTHING });
 }

@@ -149,7 +149,7 @@ describe('import boundaries (eslint.config.mjs)', () => {
         code: lines(
           "import { runDemo } from '../demo';",
           "import { LocalStack } from '../stack/stack';",
-          "import { createLocalKafka } from 'poimen-relay/internal/kafka/client';",
+          "import { createSilentKafka } from 'poimen-relay/internal/kafka/client';",
         ),
         expected: [],
       },
