@@ -13,8 +13,10 @@
  * is not a drop-in target for the ingester. Its consumer manages heartbeats in librdkafka (`heartbeat()` does not
  * report a rebalance, which the ingester's generation handling reads), caps eachBatch at a configured batch size,
  * and takes acks, fromBeginning and autoCommit when a client is made rather than per call. A move would re-point
- * these aliases and rework the ingester's batch and rebalance handling with them; the per-call options are passed
- * in ingest/ingester.ts (run autoCommit), ops/dlq.ts and devstack/demo.ts (send acks).
+ * these aliases and rework the ingester's batch and rebalance handling with them. The per-call options in the
+ * product: subscribe's fromBeginning and run's autoCommit in ingest/ingester.ts, kafka/readRange.ts and
+ * kafka/decodeProbe.ts; send's acks in kafka/dlqPublisher.ts and ops/dlq.ts. Outside it, devstack/demo.ts and
+ * tools/ (chaos, bench) send with acks too, and tools/bench/baselineConsumer.ts subscribes fromBeginning.
  */
 export type {
   Admin as KafkaAdmin,
