@@ -24,6 +24,13 @@ test("defaults are the specification's: http/protobuf to <endpoint>/v1/traces, p
   });
 });
 
+test('OTEL_TRACES_SAMPLER=traceidratio with OTEL_TRACES_SAMPLER_ARG=0.25 samples a quarter of the traces', () => {
+  const cfg = tracing({ OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.25' });
+  expect(cfg?.sampler).toEqual({ name: 'traceidratio', ratio: 0.25 });
+  // The sampler the SDK is given: the ratio reaches it as set.
+  expect(samplerOf(cfg!.sampler).toString()).toBe('TraceIdRatioBased{0.25}');
+});
+
 test('over gRPC the generic endpoint is used as it is; the traces protocol wins over the generic one', () => {
   expect(tracing({ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })).toMatchObject({
     protocol: 'grpc',
