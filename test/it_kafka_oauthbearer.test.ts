@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { topics } from '../src/contract';
+import { topics, workflowId } from '../src/contract';
 import { type CliResult, REPO_ROOT, runCli } from './support/cli';
 import { readTopicToEnd } from './support/dlqTopic';
 import {
@@ -114,14 +114,26 @@ describe('Kafka SASL/OAUTHBEARER (client credentials, RS256 tokens checked again
     await publish(w, [{ key: 'before' }]);
     await expectDelivered(w, 'before');
 
-    // The endpoint answers 503 for two token lifetimes and more: every token the relay holds expires, and the
-    // broker, re-authenticating each connection every 20 s, closes those that cannot present a fresh one. A
-    // dispatch and a refusal (whose dead letter needs the worker's producer) arrive meanwhile.
+    // The endpoint answers 503 from now on. Every token the relay holds expires within a lifetime, and the broker,
+    // asking each connection to re-authenticate every 20 s, then closes those that cannot present a fresh one. A
+    // dispatch and a refusal arrive only after that: neither may start until the endpoint is back, and the
+    // refusal's dead letter needs the worker's producer to connect again.
     stack.tokens.failWith = { status: 503, error: 'temporarily_unavailable' };
     const outageStart = stack.tokens.grants.length;
+    const sleep = (s: number) => new Promise((r) => setTimeout(r, s * 1000));
+    await sleep(TOKEN_LIFETIME_S + 10);
     w.api.scriptFor('refused-mid', { kind: 'status', status: 422, body: '{"error":"unknown workflow_ref"}' });
     await publish(w, [{ key: 'during' }, { key: 'refused-mid' }]);
-    await new Promise((r) => setTimeout(r, (2 * TOKEN_LIFETIME_S + 15) * 1000));
+    await sleep(30);
+    // Held in Kafka, not lost and not started: the ingester could not reach the broker.
+    const during = w.stack.client.workflow.getHandle(workflowId(w.tenant, 'during'));
+    expect(
+      await during.describe().then(
+        () => 'started',
+        (e: unknown) => (e as Error).name,
+      ),
+    ).toBe('WorkflowNotFoundError');
+    expect(await committed(w)).toEqual(['1']);
     const refused = stack.tokens.grants.slice(outageStart).map((g) => g.status);
     expect(refused.length).toBeGreaterThan(0);
     expect(new Set(refused)).toEqual(new Set([503]));
@@ -135,10 +147,12 @@ describe('Kafka SASL/OAUTHBEARER (client credentials, RS256 tokens checked again
       what: 'the dead letter of the dispatch refused during the token outage',
     });
     expect((await readTopicToEnd(stack.plain, dlq)).map((r) => r?.type)).toEqual(['dispatch_failure']);
-    await waitFor(async () => (await committed(w)).join() === '3', { what: 'all three offsets committed' });
+    // And a record published after the outage flows as any other.
+    await publish(w, [{ key: 'after' }]);
+    await expectDelivered(w, 'after');
+    await waitFor(async () => (await committed(w)).join() === '4', { what: 'all four offsets committed' });
     // One call per dispatch: no record was started again into a second POST the API's dedup would absorb.
-    expect(w.api.requestsFor('before')).toHaveLength(1);
-    expect(w.api.requestsFor('during')).toHaveLength(1);
+    for (const key of ['before', 'during', 'after']) expect(w.api.requestsFor(key)).toHaveLength(1);
     expect(exits).toEqual([]);
   });
 
