@@ -57,6 +57,8 @@ export class Ingester {
   /** Each batch kafkajs hands over, taken in its turn (batchTurn.ts). */
   private readonly turns: BatchTurns;
   private restarting: Promise<void> = Promise.resolve();
+  /** A topic listing of the watcher is out: the next waits for it. */
+  private listing = false;
 
   constructor(
     private readonly cfg: IngesterSettings,
@@ -113,12 +115,17 @@ export class Ingester {
       }
     }
     this.problem = undefined;
+    // The listing is not queued with the consumer's restarts, only its outcome is: an admin connection that hangs
+    // (its broker session expired while no token could be had) must not hold a crashed consumer's restart behind it.
+    const failed = (err: unknown) => this.logger.warn({ err }, 'topic refresh failed; will retry');
     this.watcher = setInterval(() => {
-      this.restarting = this.restarting
-        .then(() => this.refreshTopics())
-        .catch((err: unknown) => {
-          this.logger.warn({ err }, 'topic refresh failed; will retry');
-        });
+      if (this.listing) return;
+      this.listing = true;
+      this.listTopics()
+        .then((topics) => {
+          this.restarting = this.restarting.then(() => this.applyTopics(topics)).catch(failed);
+        }, failed)
+        .finally(() => (this.listing = false));
     }, this.cfg.ingest.topicRefreshMs);
     this.monitor.start();
   }
@@ -142,8 +149,11 @@ export class Ingester {
   }
 
   private async refreshTopics(): Promise<void> {
-    if (this.group.stopping) return;
-    const topics = dispatchTopics(await this.admin.listTopics(), this.cfg.dispatchTopicPattern, (t) => {
+    await this.applyTopics(await this.listTopics());
+  }
+
+  private async listTopics(): Promise<string[]> {
+    return dispatchTopics(await this.admin.listTopics(), this.cfg.dispatchTopicPattern, (t) => {
       // Reported once per topic, not at every refresh.
       if (this.ignoredTopics.has(t)) return;
       this.ignoredTopics.add(t);
@@ -152,7 +162,10 @@ export class Ingester {
         'topic matches DISPATCH_TOPIC_PATTERN but is not poimen.<tenant>.dispatch; ignored',
       );
     });
-    if (topics.join('\n') === this.subscribed.join('\n')) return;
+  }
+
+  private async applyTopics(topics: string[]): Promise<void> {
+    if (this.group.stopping || topics.join('\n') === this.subscribed.join('\n')) return;
     this.logger.info({ topics }, 'dispatch topics changed; (re)subscribing');
     await this.stopConsumer();
     this.subscribed = topics;
