@@ -173,6 +173,10 @@ export function createBreakerGate(
       details: [{ httpStatus: last?.httpStatus ?? null, attempt } satisfies PostRunFailureDetails],
     });
   };
+  const release = (tenant: string, pass: Pass): void => {
+    global.record({ kind: 'abandoned' }, pass.global);
+    tenantBreaker(tenant).record({ kind: 'abandoned' }, pass.tenant);
+  };
   const ticket = (a: Admission) => (typeof a === 'object' ? a.probe : undefined);
 
   return {
@@ -200,10 +204,15 @@ export function createBreakerGate(
             const pass: Pass = {};
             if (ticket(g) !== undefined) pass.global = ticket(g);
             if (ticket(t) !== undefined) pass.tenant = ticket(t);
-            if (pass.global !== undefined) turns.took(tenant);
             if (!waiting) return pass;
-            // `dispatch status` reads the latest heartbeat: this attempt no longer waits.
-            ctx.heartbeat({ waitingOnBreaker: false, openSince: null, httpStatus: null, attempt });
+            try {
+              // `dispatch status` reads the latest heartbeat: this attempt no longer waits.
+              ctx.heartbeat({ waitingOnBreaker: false, openSince: null, httpStatus: null, attempt });
+            } catch (err) {
+              // No call goes out: a probe ticket held here would keep its breaker half-open for good.
+              release(tenant, pass);
+              throw err;
+            }
             if (!opts.paced || pass.global !== undefined || pass.tenant !== undefined) return pass;
             // Every waiting attempt calling at once would pass RUNS_API_MAX_RPS: a retry is dispatched by the
             // server within the task queue's rate limit.
@@ -240,6 +249,9 @@ export function createBreakerGate(
 
     record(tenant, pass, { verdict, answer, cancelled, maxHoldMs, startedMs }) {
       const own = tenantBreaker(tenant);
+      // A probe whose call was answered (or timed out) used the tenant's turn; one cancelled, or released without
+      // a call, did not. Before the breaker counts it, whose close forgets the turns.
+      if (pass.global !== undefined && !cancelled) turns.took(tenant);
       if (cancelled || verdict.outcome !== 'retryable') {
         const outcome = cancelled ? ({ kind: 'abandoned' } as const) : ({ kind: 'healthy' } as const);
         if (!cancelled) witness.answered(tenant);
@@ -268,10 +280,7 @@ export function createBreakerGate(
       }
     },
 
-    release(tenant, pass) {
-      global.record({ kind: 'abandoned' }, pass.global);
-      tenantBreaker(tenant).record({ kind: 'abandoned' }, pass.tenant);
-    },
+    release,
 
     releaseWaiters: () => {
       global.releaseWaiters();

@@ -22,7 +22,7 @@ export class ProbeTurns {
     else this.counts.set(tenant, n);
   }
 
-  /** The tenant's attempt calls as the probe. */
+  /** The tenant's attempt called as the probe (one that made no call, or was cancelled, keeps the turn). */
   took(tenant: string): void {
     this.probed.set(tenant, ++this.turns);
   }

@@ -103,6 +103,14 @@ async function openBreaker(failing: Set<string>) {
     else ok(tenant, pass);
     return tenant;
   };
+  /** The admitted attempt fails before its call: its probe ticket goes back unused. Returns its tenant. */
+  const released = async (): Promise<string> => {
+    const { i, tenant, pass } = await Promise.race(pending.values());
+    pending.delete(i);
+    expect(pass.global).toBeDefined();
+    gate.release(tenant, pass);
+    return tenant;
+  };
   /** Probes until the breaker closes (or `max` probes), then lets the rest call; returns the probes' tenants. */
   const probesUntilClosed = async (max: number): Promise<string[]> => {
     const probes: string[] = [];
@@ -110,7 +118,7 @@ async function openBreaker(failing: Set<string>) {
     if ((await circuit()) === 0) await Promise.all(pending.values());
     return probes;
   };
-  return { queue, probe, probesUntilClosed };
+  return { queue, probe, released, probesUntilClosed };
 }
 
 test("a tenant that has probed lets another tenant's waiting attempt take the next probe", async () => {
@@ -177,4 +185,44 @@ test('a lone tenant keeps probing, one probe per interval, until its API answers
   expect(await circuit()).toBe(0);
   // One probe per interval: three probes take at least three intervals.
   expect(probes[2]).toBeGreaterThanOrEqual(3 * PROBE_MS - 5);
+});
+
+test("a probe that made no call keeps its tenant's turn", async () => {
+  const b = await openBreaker(new Set(['x', 'z']));
+  await b.queue(['x', 'x']);
+  expect(await b.probe()).toBe('x');
+  await b.queue(['z', 'z']);
+  // z's attempt is admitted as the probe, then fails before its call (gate.release): nothing was learnt.
+  expect(await b.released()).toBe('z');
+  // It is still z's turn: x has probed, z has not.
+  expect(await b.probe()).toBe('z');
+});
+
+test('an attempt whose heartbeat throws as it is admitted gives the probe back', async () => {
+  const { gate, fail } = setup();
+  fail('x');
+  fail('x');
+  const info = {
+    attempt: 2,
+    heartbeatTimeoutMs: 30_000,
+    startToCloseTimeoutMs: 600_000,
+    scheduleToCloseTimeoutMs: 600_000,
+    scheduledTimestampMs: Date.now(),
+  } as never;
+  const broken = {
+    info,
+    cancellationSignal: new AbortController().signal,
+    heartbeat: (d?: unknown) => {
+      // The heartbeat that says the attempt no longer waits fails (e.g. its details could not be converted).
+      if ((d as { waitingOnBreaker?: boolean } | undefined)?.waitingOnBreaker === false)
+        throw new Error('heartbeat failed');
+    },
+  };
+  await expect(gate.enter(broken, 'x', 1_000)).rejects.toThrow('heartbeat failed');
+  // The probe it was admitted as is not held by nobody: the next attempt takes it within the interval.
+  const next = await Promise.race([
+    waiting().run(async () => gate.enter(Context.current(), 'x', 1_000)),
+    new Promise<'held'>((resolve) => setTimeout(() => resolve('held'), 5 * PROBE_MS).unref()),
+  ]);
+  expect(next).toEqual({ global: expect.any(Number) });
 });
