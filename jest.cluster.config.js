@@ -7,8 +7,12 @@
 module.exports = {
   testEnvironment: 'node',
   transform: { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022' } }] },
-  // The dev stack's `poimen-relay/internal/<module>` is the source under src/, as in jest.config.js (why: there).
-  moduleNameMapper: { '^poimen-relay/internal/(.*)$': '<rootDir>/src/$1' },
+  // `poimen-relay/internal/<module>` is the source under src/ and `#devstack/<module>` the source under devstack/,
+  // as in jest.config.js (why: there).
+  moduleNameMapper: {
+    '^poimen-relay/internal/(.*)$': '<rootDir>/src/$1',
+    '^#devstack/(.*)$': '<rootDir>/devstack/$1',
+  },
   displayName: 'cluster',
   roots: ['<rootDir>/test/cluster'],
   testMatch: ['**/*.test.ts'],

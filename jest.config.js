@@ -1,9 +1,14 @@
 /**
  * The dev stack and the tools import the product as `poimen-relay/internal/<module>` (tsconfig.json says why);
  * under jest that is the source under src/, the very file the tests import by relative path, so a module is
- * loaded once, needs no build, and jest.mock of it reaches the dev stack too. jest.cluster.config.js maps it the same way.
+ * loaded once, needs no build, and jest.mock of it reaches the dev stack too. The tools import the dev stack as
+ * `#devstack/<module>` (package.json's `imports`), mapped to the source under devstack/ for the same reasons.
+ * jest.cluster.config.js maps both the same way.
  */
-const INTERNAL = { '^poimen-relay/internal/(.*)$': '<rootDir>/src/$1' };
+const INTERNAL = {
+  '^poimen-relay/internal/(.*)$': '<rootDir>/src/$1',
+  '^#devstack/(.*)$': '<rootDir>/devstack/$1',
+};
 
 /** @type {import('jest').Config} */
 const common = {

@@ -7,10 +7,10 @@
 import path from 'node:path';
 import type { Producer } from 'kafkajs';
 import { topics } from 'poimen-relay/internal/contract/index';
-import { freePort } from '../../devstack/ports';
-import { startRelayProcess } from '../../devstack/relayProcess';
+import { freePort } from '#devstack/ports';
+import { startRelayProcess } from '#devstack/relayProcess';
 import { waitUntil } from 'poimen-relay/internal/poll';
-import { RunsApiDouble } from '../../devstack/runsApiDouble';
+import { RunsApiDouble } from '#devstack/runsApiDouble';
 import { cpuWindow, perSecond } from './cpu';
 import { round } from './measure';
 import { type Sent, windowFigures } from './fairnessWindow';

@@ -7,7 +7,7 @@ import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { tsToMs } from '@temporalio/common/lib/time';
 import { workflowId } from 'poimen-relay/internal/contract/index';
-import type { RunsApiDouble } from '../../devstack/runsApiDouble';
+import type { RunsApiDouble } from '#devstack/runsApiDouble';
 import { mapLimit, percentile, round } from './measure';
 import type { BenchTarget } from './rig';
 

@@ -11,22 +11,22 @@ import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { Kafka, logLevel } from 'kafkajs';
 import { loadRelayConfig } from 'poimen-relay/internal/config/index';
-import { type StackConfig, loadStackConfig } from '../../devstack/config';
-import { freePort } from '../../devstack/ports';
-import { consoleProgress } from '../../devstack/stack/progress';
+import { type StackConfig, loadStackConfig } from '#devstack/config';
+import { freePort } from '#devstack/ports';
+import { consoleProgress } from '#devstack/stack/progress';
 import { PACKAGE_ROOT } from 'poimen-relay/internal/version';
-import { clusterPaths } from '../../devstack/stack/clusterPaths';
+import { clusterPaths } from '#devstack/stack/clusterPaths';
 import {
   STACK_PROFILES,
   type StackProfile,
   openStack,
   stackEndpoints,
   stackServerPids,
-} from '../../devstack/stack/profiles';
-import { postgresBinDir } from '../../devstack/stack/provisionCluster';
-import { stackPaths } from '../../devstack/stack/services';
-import { LocalStack } from '../../devstack/stack/stack';
-import { devServerDynamicConfigValues } from '../../devstack/stack/devServerTuning';
+} from '#devstack/stack/profiles';
+import { postgresBinDir } from '#devstack/stack/provisionCluster';
+import { stackPaths } from '#devstack/stack/services';
+import { LocalStack } from '#devstack/stack/stack';
+import { devServerDynamicConfigValues } from '#devstack/stack/devServerTuning';
 import { codecDecodeBench, codecTable } from './codecs';
 import { round } from './measure';
 import { FAIRNESS_ROUNDS, type FairnessServers } from './fairnessPhase';

@@ -5,7 +5,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
-import { childEnv } from '../../devstack/config';
+import { childEnv } from '#devstack/config';
 import { round } from './measure';
 
 /** Temporal's databases on the cluster profile (devstack/stack/temporalServerService.ts). */

@@ -5,13 +5,13 @@
 import crypto from 'node:crypto';
 import path from 'node:path';
 import type { Kafka } from 'kafkajs';
-import { childEnv } from '../../devstack/config';
+import { childEnv } from '#devstack/config';
 import { topics } from 'poimen-relay/internal/contract/index';
-import { freePort } from '../../devstack/ports';
-import { type RelayProcess, startRelayProcess } from '../../devstack/relayProcess';
+import { freePort } from '#devstack/ports';
+import { type RelayProcess, startRelayProcess } from '#devstack/relayProcess';
 import { waitUntil } from 'poimen-relay/internal/poll';
 import { ensureTopics, tenantTopicSpecs } from 'poimen-relay/internal/kafka/topics';
-import type { RunsApiDouble } from '../../devstack/runsApiDouble';
+import type { RunsApiDouble } from '#devstack/runsApiDouble';
 import type { ServerPids } from './cpu';
 import type { PgCounters } from './pgCost';
 

@@ -7,7 +7,7 @@
  */
 import type { Kafka } from 'kafkajs';
 import { topics } from 'poimen-relay/internal/contract/index';
-import type { RunsApiDouble } from '../../devstack/runsApiDouble';
+import type { RunsApiDouble } from '#devstack/runsApiDouble';
 import type { ServerFaults } from './servers';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

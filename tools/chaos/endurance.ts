@@ -7,11 +7,11 @@
  */
 import crypto from 'node:crypto';
 import { Kafka, logLevel } from 'kafkajs';
-import { childEnv } from '../../devstack/config';
+import { childEnv } from '#devstack/config';
 import { topics } from 'poimen-relay/internal/contract/index';
-import { metricValue } from '../../devstack/relayProcess';
+import { metricValue } from '#devstack/relayProcess';
 import { ensureTopics } from 'poimen-relay/internal/kafka/topics';
-import { RunsApiDouble } from '../../devstack/runsApiDouble';
+import { RunsApiDouble } from '#devstack/runsApiDouble';
 import { committedAtLogEnd } from '../bench/groupOffsets';
 import { relayFleet } from './faults';
 import { type MemSample, heapSlope, postGcPoints } from './heapSlope';

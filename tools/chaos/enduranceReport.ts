@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { StackProfile } from '../../devstack/stack/profiles';
+import type { StackProfile } from '#devstack/stack/profiles';
 import { PACKAGE_ROOT } from 'poimen-relay/internal/version';
 import type { EnduranceResult } from './endurance';
 

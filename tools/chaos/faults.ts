@@ -5,9 +5,9 @@
  */
 import path from 'node:path';
 import { topics } from 'poimen-relay/internal/contract/index';
-import { freePort } from '../../devstack/ports';
-import { type RelayProcess, startRelayProcess } from '../../devstack/relayProcess';
-import type { Fault, RunsApiDouble } from '../../devstack/runsApiDouble';
+import { freePort } from '#devstack/ports';
+import { type RelayProcess, startRelayProcess } from '#devstack/relayProcess';
+import type { Fault, RunsApiDouble } from '#devstack/runsApiDouble';
 import type { FaultWindow, RewindWindow } from './account';
 import {
   type BudgetLane,

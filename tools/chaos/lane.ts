@@ -3,10 +3,10 @@
  * dead-lettered, under one id, though its DLQ refused writes when its budget ended), and every relay process
  * ready again once the faults are over.
  */
-import type { RelayProcess } from '../../devstack/relayProcess';
+import type { RelayProcess } from '#devstack/relayProcess';
 import { topics } from 'poimen-relay/internal/contract/index';
 import { poll } from 'poimen-relay/internal/poll';
-import type { RunsApiDouble } from '../../devstack/runsApiDouble';
+import type { RunsApiDouble } from '#devstack/runsApiDouble';
 import { committedAtLogEnd } from '../bench/groupOffsets';
 import { sourcesWithTwoIds } from './account';
 import type { BudgetLane } from './combined';

@@ -17,7 +17,7 @@ const START_ATTEMPTS = 5;
 /** How long a restarted broker may take to catch up before the soak goes on without it (and says so). */
 const ISR_CATCH_UP_MS = 120_000;
 
-export { activeControllerFromQuorumState } from '../../devstack/stack/quorumState';
+export { activeControllerFromQuorumState } from '#devstack/stack/quorumState';
 
 export interface ServerFaults {
   readonly victims: readonly ServerVictim[];

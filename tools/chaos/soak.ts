@@ -14,9 +14,9 @@
 import crypto from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { Kafka, logLevel, type Producer } from 'kafkajs';
-import { childEnv } from '../../devstack/config';
-import type { RelayProcess } from '../../devstack/relayProcess';
-import { RunsApiDouble } from '../../devstack/runsApiDouble';
+import { childEnv } from '#devstack/config';
+import type { RelayProcess } from '#devstack/relayProcess';
+import { RunsApiDouble } from '#devstack/runsApiDouble';
 import { ensureTopics } from 'poimen-relay/internal/kafka/topics';
 import { ANSWER_TO_COMPLETION_MS, relayFleet, runFaults, scriptApiFaults } from './faults';
 import { planTraffic, prng, publish, soakTopicSpecs } from './traffic';

@@ -3,9 +3,9 @@
  * result without importing the orchestration that calls it.
  */
 import type { Kafka } from 'kafkajs';
-import type { ClusterServiceName } from '../../devstack/stack/clusterStack';
-import type { StackProfile } from '../../devstack/stack/profiles';
-import type { ServiceName } from '../../devstack/stack/services';
+import type { ClusterServiceName } from '#devstack/stack/clusterStack';
+import type { StackProfile } from '#devstack/stack/profiles';
+import type { ServiceName } from '#devstack/stack/services';
 import type { DedupAccount, DlqAccount } from './account';
 
 /** Kills and restarts the shared services; the local stack or testcontainers provide it. */

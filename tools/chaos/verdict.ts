@@ -6,7 +6,7 @@ import type { Client } from '@temporalio/client';
 import { topics, workflowId } from 'poimen-relay/internal/contract/index';
 import { readDeadLetters } from 'poimen-relay/internal/kafka/dlqReader';
 import { poll } from 'poimen-relay/internal/poll';
-import type { RunsApiDouble } from '../../devstack/runsApiDouble';
+import type { RunsApiDouble } from '#devstack/runsApiDouble';
 import { committedAtLogEnd } from '../bench/groupOffsets';
 import { type AttemptTimeout, dedupAccount, dlqAccount, sourcesWithTwoIds } from './account';
 import type { FaultLog } from './faults';
