@@ -32,9 +32,9 @@ const kafkaOnlyInPort = {
 // The product boundary: nothing under src/ (what ships) imports the dev stack (devstack/, at the repository's
 // root: the local stack, the demo and their `poimen-dev` commands), tools/ or test/; none of them is in the image.
 // Import paths are matched as written; src/ has no folder named devstack, tools or test, so a path naming one of
-// them can only mean them.
+// them can only mean them. `#devstack/*` (package.json's `imports`: the built dev stack) is the dev stack too.
 const devstack = {
-  regex: '(^|/)devstack(/|$)',
+  regex: '(^|/|#)devstack(/|$)',
   message:
     'Product code does not import the dev stack (devstack/): it is not part of the relay; its commands have their own entry.',
 };
@@ -49,6 +49,17 @@ const srcByPath = {
   regex: '^(\\.\\./)+src(/|$)',
   message:
     'devstack/ and tools/ use the built product: import poimen-relay/internal/<module under src/>, not ../src.',
+};
+// The dev stack as its build (tsconfig.json says why): tools/ names a module of devstack/ as `#devstack/<module>`,
+// never by a relative path, which would compile a second copy of devstack/ into dist-tools/. devstack/ itself
+// names its modules by relative path only (its build maps no `#devstack/*`).
+const devstackByPath = {
+  regex: '^(\\.\\./)+devstack(/|$)',
+  message: 'tools/ uses the built dev stack: import #devstack/<module under devstack/>, not ../devstack.',
+};
+const devstackSelfByName = {
+  regex: '^#devstack(/|$)',
+  message: 'devstack/ imports its own modules by relative path: #devstack/* is for tools/.',
 };
 const selfByName = {
   regex: '^poimen-relay(/|$)',
@@ -79,7 +90,7 @@ const restrictImports = ({
     // pattern that admits `import type` must not hide a boundary.
     patterns: [
       ...(product ? [devstack, selfByName] : []),
-      ...(consumer ? [srcByPath] : []),
+      ...(consumer ? [srcByPath, devstackSelfByName] : []),
       outsideSrc,
       ...(otel ? [otelOnlyInPort] : []),
       ...(workflow ? workflowPatterns : []),
@@ -193,7 +204,8 @@ export default tseslint.config(
     rules: { '@typescript-eslint/no-restricted-imports': restrictImports({ product: true }) },
   },
   {
-    // The benchmark and the chaos soak share what they need with the tests through the dev stack, never test/.
+    // The benchmark and the chaos soak share what they need with the tests through the dev stack, never test/;
+    // they use the product and the dev stack as built (poimen-relay/internal/*, #devstack/*).
     files: ['tools/**/*.ts'],
     rules: {
       '@typescript-eslint/no-restricted-imports': [
@@ -206,6 +218,7 @@ export default tseslint.config(
                 'tools/ does not import test/: what both need lives in devstack/ (e.g. devstack/runsApiDouble).',
             },
             srcByPath,
+            devstackByPath,
           ],
         },
       ],
@@ -213,7 +226,7 @@ export default tseslint.config(
   },
   {
     // The dev stack may use the product (as poimen-relay/internal/*; kafkajs only through src/kafka), never
-    // tools/ or test/.
+    // tools/ or test/; itself by relative path, not as #devstack/*.
     files: ['devstack/**/*.ts'],
     rules: { '@typescript-eslint/no-restricted-imports': restrictImports({ kafkajs: true, consumer: true }) },
   },

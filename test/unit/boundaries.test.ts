@@ -4,7 +4,8 @@
  * their own entry), while the dev stack may use the product; neither src/ nor devstack/ imports tools/ or test/,
  * and tools/ does not import test/ (what the benchmark and the tests share lives in devstack/). The dev stack and
  * tools/ use the product as its built package (`poimen-relay/internal/*`), never src/ by relative path, and src/
- * does not name itself by the package's name.
+ * does not name itself by the package's name; tools/ uses the dev stack as its build (`#devstack/*`), never
+ * devstack/ by relative path, and the dev stack does not name itself that way.
  * ESLint runs in a child process (its flat config is
  * an ES module, which jest's module sandbox does not load); the sources are linted as text under the paths
  * given, so no file is written into src/.
@@ -208,11 +209,46 @@ describe('import boundaries (eslint.config.mjs)', () => {
       {
         file: 'tools/chaos/probe.ts',
         code: lines(
-          "import { RunsApiDouble } from '../../devstack/runsApiDouble';",
+          "import { RunsApiDouble } from '#devstack/runsApiDouble';",
           "import { Kafka } from 'kafkajs';",
           "import { waitFor } from 'poimen-relay/internal/poll';",
+          "import type { StackProfile } from '#devstack/stack/profiles';",
+          "import { soak } from './soak';",
+          "import { rig } from '../bench/rig';",
         ),
         expected: [],
+      },
+      // tools/ uses the dev stack as its build: never devstack/ by relative path, type imports and re-exports
+      // included (either would compile a copy of devstack/ into dist-tools/).
+      {
+        file: 'tools/bench/probe.ts',
+        code: lines(
+          "import { freePort } from '../../devstack/ports';",
+          "import type { RunsApiDouble } from '../../devstack/runsApiDouble';",
+          "export { activeControllerFromQuorumState } from '../../devstack/stack/quorumState';",
+          "import '../devstack/config';",
+        ),
+        expected: [1, 2, 3, 4],
+      },
+      // The built dev stack is still the dev stack: refused under src/; the dev stack names itself by path.
+      {
+        file: 'src/ingest/probe.ts',
+        code: lines("import { freePort } from '#devstack/ports';", "import '#devstack';"),
+        expected: [1, 2],
+      },
+      {
+        file: 'src/workflows/probe.ts',
+        code: lines("import type { LocalStack } from '#devstack/stack/stack';"),
+        expected: [1],
+      },
+      { file: 'src/kafka/probe.ts', code: lines("import '#devstack/kafka';"), expected: [1] },
+      {
+        file: 'devstack/stack/probe.ts',
+        code: lines(
+          "import { freePort } from '#devstack/ports';",
+          "import { freePort as p } from '../ports';",
+        ),
+        expected: [1],
       },
       // tools/ uses the product as its built package too.
       {
