@@ -1,5 +1,6 @@
 /** Parsing of single environment values: each value is checked by a schema, and a bad one throws a ConfigError
  * whose one line names the variable (a secret's value is never echoed). */
+import fs from 'node:fs';
 import { z } from 'zod';
 import { TENANT_PATTERN } from '../contract/names';
 import { ConfigError } from '../errors';
@@ -62,6 +63,15 @@ export const headerToken = nonEmpty.regex(
   /^[\x21-\x7e]([\x20-\x7e\t]*[\x21-\x7e])?$/,
   'must be printable ASCII (a header value)',
 );
+
+/** A path the process can read now, as a regular file. */
+export const readableFile = nonEmpty.refine((p) => {
+  try {
+    return fs.statSync(p).isFile() && (fs.accessSync(p, fs.constants.R_OK), true);
+  } catch {
+    return false;
+  }
+}, 'is not a readable file');
 
 export const regex = z.string().transform((v, ctx) => {
   try {

@@ -16,6 +16,8 @@ import {
   loadClientConfigProfile,
 } from '@temporalio/envconfig';
 import { ConfigError } from '../errors';
+import type { ParsedVar } from './envVar';
+import { read } from './schema';
 import { TEMPORAL } from './vars/temporal';
 
 type Env = Record<string, string | undefined>;
@@ -80,29 +82,37 @@ export function withTemporalEnvConfig<T extends SpecTemporal>(
   pem: PemChecks,
   spec: T,
 ): T & TemporalSettings {
-  const configFile = env.TEMPORAL_CONFIG_FILE;
-  if (set(configFile) && !isReadableFile(configFile)) {
-    throw new ConfigError('TEMPORAL_CONFIG_FILE', `= ${JSON.stringify(configFile)}: is not a readable file`);
+  const T = TEMPORAL;
+  // Read through their rows: a bad value (an unreadable file, TEMPORAL_TLS=maybe) stops here with its one line.
+  const row = <V>(r: ParsedVar<V>) => read(env, r.name, r.schema);
+  const configFile = row(T.TEMPORAL_CONFIG_FILE);
+  const profileName = row(T.TEMPORAL_PROFILE);
+  const apiKeyFile = row(T.TEMPORAL_API_KEY_FILE);
+  const tlsFlag = row(T.TEMPORAL_TLS);
+  if (row(T.TEMPORAL_TLS_DISABLE_HOST_VERIFICATION) === true) {
+    throw new ConfigError(
+      T.TEMPORAL_TLS_DISABLE_HOST_VERIFICATION.name,
+      `is not supported (the TypeScript SDK cannot skip it): set ${T.TEMPORAL_TLS_SERVER_NAME.name} to the certificate’s name`,
+    );
   }
   // GRPC meta variables are applied below: the SDK turns only the first `_` of a name into `-`.
   const sdkEnv: Record<string, string> = {};
   for (const [k, v] of Object.entries(env))
     if (v !== undefined && !k.startsWith(GRPC_META_PREFIX)) sdkEnv[k] = v;
-  const where = set(configFile) ? configFile : DEFAULT_FILE;
+  const where = configFile ?? DEFAULT_FILE;
   let profiles: Record<string, ClientConfigProfile>;
   try {
     profiles = loadClientConfig({ overrideEnvVars: sdkEnv }).profiles;
   } catch (err) {
     throw new ConfigError(
-      set(configFile) ? 'TEMPORAL_CONFIG_FILE' : 'the Temporal config file',
+      configFile !== undefined ? T.TEMPORAL_CONFIG_FILE.name : 'the Temporal config file',
       `= ${JSON.stringify(where)}: does not load (${reason(err)})`,
     );
   }
-  const profileName = set(env.TEMPORAL_PROFILE) ? env.TEMPORAL_PROFILE : undefined;
   if (profileName !== undefined && !(profileName in profiles)) {
     const known = Object.keys(profiles).join(', ') || 'none';
     throw new ConfigError(
-      'TEMPORAL_PROFILE',
+      T.TEMPORAL_PROFILE.name,
       `= ${JSON.stringify(profileName)}: no such profile in ${where} (${known})`,
     );
   }
@@ -115,49 +125,41 @@ export function withTemporalEnvConfig<T extends SpecTemporal>(
   const inFile = (key: string) => `${where} [profile.${profileName ?? 'default'}] ${key}`;
   const fromEnvOr = (names: string[], key: string) => names.find((n) => set(env[n])) ?? inFile(key);
 
-  const address = set(env.TEMPORAL_ADDRESS) ? spec.address : (p.address ?? spec.address);
+  const address = set(env[T.TEMPORAL_ADDRESS.name]) ? spec.address : (p.address ?? spec.address);
   if (!HOST_PORT.test(address)) {
     throw new ConfigError(inFile('address'), `= ${JSON.stringify(address)}: must be host:port`);
   }
-  const namespace = set(env.TEMPORAL_NAMESPACE) ? spec.namespace : p.namespace || spec.namespace;
+  const namespace = set(env[T.TEMPORAL_NAMESPACE.name]) ? spec.namespace : p.namespace || spec.namespace;
 
-  const apiKeyFile = env.TEMPORAL_API_KEY_FILE;
   let apiKey = spec.apiKey ?? (p.apiKey || undefined);
-  if (set(apiKeyFile)) {
-    if (set(env.TEMPORAL_API_KEY)) {
-      throw new ConfigError('TEMPORAL_API_KEY_FILE', 'is set together with TEMPORAL_API_KEY: set only one');
+  if (apiKeyFile !== undefined) {
+    if (set(env[T.TEMPORAL_API_KEY.name])) {
+      throw new ConfigError(
+        T.TEMPORAL_API_KEY_FILE.name,
+        `is set together with ${T.TEMPORAL_API_KEY.name}: set only one`,
+      );
     }
     readApiKeyFile(apiKeyFile);
     apiKey = undefined;
   } else if (apiKey !== undefined && !HEADER_VALUE.test(apiKey)) {
     throw new ConfigError(
-      fromEnvOr(['TEMPORAL_API_KEY'], 'api_key'),
+      fromEnvOr([T.TEMPORAL_API_KEY.name], 'api_key'),
       '= <redacted>: must be printable ASCII',
     );
   }
 
-  const tlsFlag = env.TEMPORAL_TLS?.trim();
-  if (set(tlsFlag) && !['true', 'false', '1', '0'].includes(tlsFlag)) {
-    throw new ConfigError('TEMPORAL_TLS', `= ${JSON.stringify(tlsFlag)}: must be true or false`);
-  }
-  if (['true', '1'].includes(env.TEMPORAL_TLS_DISABLE_HOST_VERIFICATION?.trim() ?? '')) {
-    throw new ConfigError(
-      'TEMPORAL_TLS_DISABLE_HOST_VERIFICATION',
-      'is not supported (the TypeScript SDK cannot skip it): set TEMPORAL_TLS_SERVER_NAME to the certificate’s name',
-    );
-  }
   const tlsDisabled = p.tls?.disabled === true;
   const tls = tlsSettings(spec, p, pem, fromEnvOr, inFile);
   if (tlsDisabled && tls && (tls.certPath || tls.certPem || tls.caPath || tls.caPem || spec.tls)) {
     throw new ConfigError(
-      set(tlsFlag) ? 'TEMPORAL_TLS' : inFile('tls.disabled'),
+      tlsFlag !== undefined ? T.TEMPORAL_TLS.name : inFile('tls.disabled'),
       'turns TLS off but certificates are configured too',
     );
   }
   const grpcMeta = grpcMetadata(env, p.grpcMeta, inFile('grpc_meta'));
-  if (grpcMeta && 'authorization' in grpcMeta && (apiKey !== undefined || set(apiKeyFile))) {
+  if (grpcMeta && 'authorization' in grpcMeta && (apiKey !== undefined || apiKeyFile !== undefined)) {
     throw new ConfigError(
-      'TEMPORAL_GRPC_META_AUTHORIZATION',
+      `${GRPC_META_PREFIX}AUTHORIZATION`,
       'is set together with an API key: set only one',
     );
   }
@@ -168,7 +170,7 @@ export function withTemporalEnvConfig<T extends SpecTemporal>(
     address,
     namespace,
     ...(apiKey !== undefined ? { apiKey } : {}),
-    ...(set(apiKeyFile) ? { apiKeyFile } : {}),
+    ...(apiKeyFile !== undefined ? { apiKeyFile } : {}),
     ...(tlsDisabled ? { tlsDisabled } : tls ? { tls } : {}),
     ...(grpcMeta ? { grpcMeta } : {}),
     ...(profile ? { profile } : {}),
@@ -181,11 +183,14 @@ export function readApiKeyFile(file: string): string {
   try {
     key = fs.readFileSync(file, 'utf8').trim();
   } catch {
-    throw new ConfigError('TEMPORAL_API_KEY_FILE', `= ${JSON.stringify(file)}: is not a readable file`);
+    throw new ConfigError(
+      TEMPORAL.TEMPORAL_API_KEY_FILE.name,
+      `= ${JSON.stringify(file)}: is not a readable file`,
+    );
   }
   if (!HEADER_VALUE.test(key)) {
     throw new ConfigError(
-      'TEMPORAL_API_KEY_FILE',
+      TEMPORAL.TEMPORAL_API_KEY_FILE.name,
       `= ${JSON.stringify(file)}: must hold one key of printable ASCII (it is empty or not a header value)`,
     );
   }
@@ -205,10 +210,13 @@ function tlsSettings(
   const from: TemporalTls['from'] = {};
   if (!spec.tls?.certPath && (t?.clientCert || t?.clientKey)) {
     const certFrom = fromEnvOr(
-      ['TEMPORAL_TLS_CLIENT_CERT_PATH', 'TEMPORAL_TLS_CLIENT_CERT_DATA'],
+      [TEMPORAL.TEMPORAL_TLS_CLIENT_CERT_PATH.name, TEMPORAL.TEMPORAL_TLS_CLIENT_CERT_DATA.name],
       'client_cert',
     );
-    const keyFrom = fromEnvOr(['TEMPORAL_TLS_CLIENT_KEY_PATH', 'TEMPORAL_TLS_CLIENT_KEY_DATA'], 'client_key');
+    const keyFrom = fromEnvOr(
+      [TEMPORAL.TEMPORAL_TLS_CLIENT_KEY_PATH.name, TEMPORAL.TEMPORAL_TLS_CLIENT_KEY_DATA.name],
+      'client_key',
+    );
     if (!t.clientCert || !t.clientKey) {
       // The missing half is named after where the given half came from (a variable, or the file).
       const given = t.clientCert ? certFrom : keyFrom;
@@ -232,7 +240,7 @@ function tlsSettings(
   }
   if (!spec.tls?.caPath && t?.serverCACert) {
     const caFrom = fromEnvOr(
-      ['TEMPORAL_TLS_SERVER_CA_CERT_PATH', 'TEMPORAL_TLS_SERVER_CA_CERT_DATA'],
+      [TEMPORAL.TEMPORAL_TLS_SERVER_CA_CERT_PATH.name, TEMPORAL.TEMPORAL_TLS_SERVER_CA_CERT_DATA.name],
       'server_ca_cert',
     );
     const ca = material(t.serverCACert, caFrom, pem.ca);

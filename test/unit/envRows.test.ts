@@ -173,6 +173,15 @@ describe('the loaders spell no variable', () => {
     expect(spelled.map((l) => `${l.file}:${l.line} ${l.text}`)).toEqual([]);
   });
 
+  it('temporalEnv.ts names a variable only by its row (its messages name Temporal’s config file keys too)', () => {
+    const rowNames = new Set(ENV_VARS.map((v) => v.name));
+    const named = literalsOf('temporalEnv.ts')
+      .filter((l) => !l.numeric)
+      .flatMap((l) => [...l.text.matchAll(new RegExp(NAME_WORD, 'g'))].map((m) => ({ ...l, name: m[0] })))
+      .filter((l) => rowNames.has(l.name));
+    expect(named.map((l) => `${l.file}:${l.line} ${l.name}`)).toEqual([]);
+  });
+
   it('defaults.ts holds no number at all: its values are the rows’', () => {
     expect(literalsOf('defaults.ts').filter((l) => l.numeric)).toEqual([]);
   });

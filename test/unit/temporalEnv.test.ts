@@ -164,6 +164,11 @@ describe('Temporal connection settings under Temporal’s own names', () => {
     ['TEMPORAL_API_KEY_FILE', { TEMPORAL_API_KEY_FILE: '<key>', TEMPORAL_API_KEY: 'k' }, 'set only one'],
     ['TEMPORAL_API_KEY_FILE', { TEMPORAL_API_KEY_FILE: '<empty>' }, 'must hold one key'],
     ['TEMPORAL_TLS', { TEMPORAL_TLS: 'maybe' }, 'must be true or false'],
+    [
+      'TEMPORAL_TLS_DISABLE_HOST_VERIFICATION',
+      { TEMPORAL_TLS_DISABLE_HOST_VERIFICATION: 'yes' },
+      'must be true or false',
+    ],
     ['TEMPORAL_TLS', { TEMPORAL_TLS: 'false', TEMPORAL_TLS_CA: '<ca>' }, 'certificates are configured too'],
     [
       'TEMPORAL_TLS_DISABLE_HOST_VERIFICATION',

@@ -1,13 +1,23 @@
 /**
  * Rows of the env table for Temporal: the frontend, namespace and task queue, and how to reach and authenticate
  * to it, in the contract's names and in Temporal's own (the TOML profile, and the standard names the SDK reads
- * itself). The contract's names are parsed here; Temporal's are read by temporalEnv.ts, which owns their
- * precedence, or by the SDK, so their rows carry no schema. Each row is the variable's one home (envVar.ts).
+ * itself). The contract's names and the Temporal names the relay checks itself are parsed here; temporalEnv.ts
+ * reads them through these rows and owns their precedence. The names only the SDK reads (`sdk`) carry no schema.
+ * Each row is the variable's one home (envVar.ts).
  */
 import { DEFAULT_TASK_QUEUE } from '../../contract/names';
 import { RELAY, TEMPORAL_USERS, parsed, rows } from '../envVar';
-import { hostPort, httpUrl, nonEmpty } from '../schema';
+import { z } from 'zod';
+import { hostPort, httpUrl, nonEmpty, readableFile } from '../schema';
 import { caFile, certFile, keyFile } from '../tls';
+
+/**
+ * A switch as Temporal's loader reads it (envconfig takes `true` and `1` as on, anything else as off), so the relay
+ * refuses what the SDK would silently take for off.
+ */
+const temporalBool = z
+  .enum(['true', 'false', '1', '0'], { message: 'must be true or false' })
+  .transform((v) => v === 'true' || v === '1');
 
 export const TEMPORAL = rows({
   TEMPORAL_ADDRESS: parsed({
@@ -57,31 +67,36 @@ export const TEMPORAL = rows({
     connection: true,
     schema: caFile,
   }),
-  TEMPORAL_API_KEY_FILE: {
+  TEMPORAL_API_KEY_FILE: parsed({
     description: 'API key read from this file and re-read on rotation, without a restart',
     readBy: TEMPORAL_USERS,
     connection: true,
-  },
-  TEMPORAL_CONFIG_FILE: {
+    schema: nonEmpty,
+  }),
+  TEMPORAL_CONFIG_FILE: parsed({
     description: "Temporal's TOML client config file (default ~/.config/temporalio/temporal.toml)",
     readBy: TEMPORAL_USERS,
     connection: true,
-  },
-  TEMPORAL_PROFILE: {
+    schema: readableFile,
+  }),
+  TEMPORAL_PROFILE: parsed({
     description: 'the profile of that file to use (default: default)',
     readBy: TEMPORAL_USERS,
     connection: true,
-  },
-  TEMPORAL_TLS: {
+    schema: nonEmpty,
+  }),
+  TEMPORAL_TLS: parsed({
     description: 'true: TLS with the system roots; false: no TLS',
     readBy: TEMPORAL_USERS,
     connection: true,
-  },
-  TEMPORAL_TLS_DISABLE_HOST_VERIFICATION: {
+    schema: temporalBool,
+  }),
+  TEMPORAL_TLS_DISABLE_HOST_VERIFICATION: parsed({
     description: 'refused when true: the TypeScript SDK cannot skip the check',
     readBy: TEMPORAL_USERS,
     connection: true,
-  },
+    schema: temporalBool,
+  }),
   TEMPORAL_TLS_CLIENT_CERT_PATH: {
     description: "Temporal's name for the client certificate (also _DATA inline); read by the SDK",
     readBy: TEMPORAL_USERS,
