@@ -2,7 +2,9 @@
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
+import { defaultOf } from 'poimen-relay/internal/config/envVar';
 import { type Env, bool, intIn, nonEmpty, port, read } from 'poimen-relay/internal/config/schema';
+import { TEMPORAL } from 'poimen-relay/internal/config/vars/temporal';
 
 /** Where the local development stack keeps its downloads (cache) and its data and logs (state). */
 export interface StackConfig {
@@ -42,6 +44,8 @@ export interface ClusterStackConfig {
   startTimeoutMs: number;
 }
 
+const NAMESPACE = TEMPORAL.TEMPORAL_NAMESPACE;
+
 export function loadStackConfig(env: Env = process.env): StackConfig {
   const home = os.homedir();
   const cacheDir = read(env, 'POIMEN_CACHE_DIR', nonEmpty, path.join(home, '.cache', 'poimen-relay'));
@@ -65,7 +69,8 @@ export function loadStackConfig(env: Env = process.env): StackConfig {
     temporalPort,
     temporalUiPort: read(env, 'POIMEN_STACK_TEMPORAL_UI_PORT', port, temporalPort + 1000),
     temporalMetricsPort: read(env, 'POIMEN_STACK_TEMPORAL_METRICS_PORT', port, temporalPort + 1001),
-    namespace: read(env, 'TEMPORAL_NAMESPACE', nonEmpty, 'default'),
+    // The relay's row: the stack makes sure the namespace the relay uses exists, under its name and default.
+    namespace: read(env, NAMESPACE.name, NAMESPACE.schema, defaultOf(NAMESPACE, 'cli')),
     startTimeoutMs: read(env, 'POIMEN_STACK_START_TIMEOUT_MS', intIn(1000, 600_000), 60_000),
     temporalInMemory: read(env, 'POIMEN_STACK_TEMPORAL_IN_MEMORY', bool, false),
     temporalFairness: read(env, 'POIMEN_STACK_TEMPORAL_FAIRNESS', bool, true),

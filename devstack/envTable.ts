@@ -3,6 +3,11 @@
  * commands' `--help` lists them, and test/unit/envTable.test.ts keeps the table equal to what the loader reads.
  * Not the relay's: `poimen-relay config` and the relay's own table (src/config/envTable.ts) never name them.
  */
+import { defaultOf } from 'poimen-relay/internal/config/envVar';
+import { TEMPORAL } from 'poimen-relay/internal/config/vars/temporal';
+
+const NAMESPACE = TEMPORAL.TEMPORAL_NAMESPACE;
+
 export interface StackEnvVar {
   name: string;
   description: string;
@@ -27,7 +32,10 @@ export const STACK_ENV_VARS: readonly StackEnvVar[] = [
     name: 'POIMEN_STACK_TEMPORAL_DYNAMIC_CONFIG',
     description: 'extra dynamic config of the dev server, key=value ...',
   },
-  { name: 'TEMPORAL_NAMESPACE', description: 'the namespace the stack makes sure exists (default: default)' },
+  {
+    name: NAMESPACE.name,
+    description: `the namespace the stack makes sure exists (default: ${defaultOf(NAMESPACE, 'cli')})`,
+  },
   {
     name: 'POIMEN_CLUSTER_KAFKA_PORT',
     description: "the cluster profile's first broker port (three brokers)",

@@ -45,6 +45,8 @@ test("the dev stack's table names exactly the variables its loader reads, and th
     expect({ name: v.name, ok: /^[^\n]{10,120}$/.test(v.description) }).toEqual({ name: v.name, ok: true });
   // The one name both read: the relay's namespace is the one the stack makes sure exists.
   expect(ENV_VARS.filter((v) => names.includes(v.name)).map((v) => v.name)).toEqual(['TEMPORAL_NAMESPACE']);
+  // And its default: unset, the stack makes the namespace the relay then uses.
+  expect(loadStackConfig({}).namespace).toBe(loadRelayConfig('cli', {}).temporal.namespace);
 });
 
 test('each variable once, described in one line, read by someone', () => {
