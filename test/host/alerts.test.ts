@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parse } from 'yaml';
+import { RUNBOOK_URL, runbookSection } from '../support/runbook';
 
 const root = path.resolve(__dirname, '..', '..');
 const RULES = 'deploy/prometheus/alerts.yml';
@@ -82,7 +83,7 @@ describe('deploy/prometheus/alerts.yml (promtool)', () => {
       });
       for (const c of firing) {
         for (const a of c.exp_alerts ?? [])
-          expect(a.exp_annotations?.runbook_url).toMatch(/^docs\/runbook\.md#/);
+          expect(runbookSection(a.exp_annotations?.runbook_url)).toBeDefined();
       }
     }
   });
@@ -103,8 +104,9 @@ describe('deploy/prometheus/alerts.yml (promtool)', () => {
     );
     for (const r of rules.filter((x) => x.alert)) {
       const url = r.annotations?.runbook_url ?? '';
-      const [file, anchor] = url.split('#');
-      expect({ alert: r.alert, file }).toEqual({ alert: r.alert, file: 'docs/runbook.md' });
+      const [file] = url.split('#');
+      const anchor = runbookSection(url);
+      expect({ alert: r.alert, file }).toEqual({ alert: r.alert, file: RUNBOOK_URL });
       expect({ alert: r.alert, anchor: anchors.includes(anchor ?? '') }).toEqual({
         alert: r.alert,
         anchor: true,

@@ -8,6 +8,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
+import { RUNBOOK_URL, runbookSection } from '../support/runbook';
 
 const root = path.resolve(__dirname, '..', '..');
 const read = (rel: string): string => fs.readFileSync(path.join(root, rel), 'utf8');
@@ -99,7 +100,14 @@ describe('links between the docs', () => {
 });
 
 describe('the alert runbook', () => {
-  it('links every alert of deploy/prometheus/alerts.yml to a section of docs/runbook.md', () => {
+  it('has one absolute base, the project’s repository of package.json', () => {
+    const pkg = JSON.parse(read('package.json')) as { homepage?: string; repository?: { url?: string } };
+    expect(pkg.homepage).toMatch(/^https:\/\/[^/]+\/[^/]+\/[^/]+$/);
+    expect(pkg.repository?.url).toBe(`git+${pkg.homepage}.git`);
+    expect(RUNBOOK_URL).toBe(`${pkg.homepage}/blob/main/docs/runbook.md`);
+  });
+
+  it('links every alert of deploy/prometheus/alerts.yml to a section of docs/runbook.md, by an absolute URL', () => {
     const anchors = anchorsOf(read('docs/runbook.md'));
     const rules = (
       parse(read('deploy/prometheus/alerts.yml')) as {
@@ -108,7 +116,7 @@ describe('the alert runbook', () => {
     ).groups.flatMap((g) => g.rules);
     expect(rules.length).toBeGreaterThan(0);
     for (const r of rules) {
-      const anchor = /^docs\/runbook\.md#(.+)$/.exec(r.annotations?.runbook_url ?? '')?.[1];
+      const anchor = runbookSection(r.annotations?.runbook_url);
       expect({ alert: r.alert, anchor: anchors.includes(anchor ?? '') }).toEqual({
         alert: r.alert,
         anchor: true,
