@@ -2,7 +2,8 @@
  * Where the alerts' runbook_url annotations point: docs/runbook.md in the project's repository, whose address is
  * package.json `homepage` (its one home), so Alertmanager and Grafana can follow the link from anywhere. Every
  * runbook_url of deploy/prometheus/alerts.yml (and of the PrometheusRule generated from it) is this plus
- * `#<section>` (docs/operations.md#alert-runbook-links).
+ * `#<section>`; an operator points them at a copy with deploy/k8s/components/runbook-base
+ * (docs/operations.md#alert-runbook-links).
  */
 import fs from 'node:fs';
 import path from 'node:path';
