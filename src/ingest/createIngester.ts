@@ -4,7 +4,7 @@
  */
 import { Client } from '@temporalio/client';
 import type { RelayConfig } from '../config';
-import { createKafka } from '../kafka/client';
+import { closeKafkaAuth, createKafka } from '../kafka/client';
 import { DlqPublisher } from '../kafka/dlqPublisher';
 import { type Closeable, type RelayService, type RelayServiceDeps, closeOnce } from '../lifecycle';
 import { checkTemporalTls, createClientConnection } from '../temporal/connection';
@@ -36,6 +36,8 @@ export async function createIngester(
     }
 
     const kafka = createKafka(cfg.kafka, logger);
+    // Closed after every Kafka client of this process (reverse order): a token grant then in flight ends.
+    parts.push({ name: 'Kafka token', close: async () => closeKafkaAuth(cfg.kafka) });
     const dlq = new DlqPublisher(kafka, metrics, logger.child({ component: 'dlq' }));
     parts.push({ name: 'DLQ producer', close: () => dlq.close() });
     const client = new Client({

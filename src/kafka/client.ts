@@ -79,6 +79,17 @@ function tokenProviderOf(sasl: OAuthSasl): OAuthTokenProvider {
 }
 
 /**
+ * The process is done with Kafka (every client of `cfg` disconnected): with OAUTHBEARER, its token provider's grant
+ * in flight ends and its refreshes stop, so an endpoint that is down or slow does not keep the process from exiting
+ * (a grant's retries take up to 30 s). A client made from `cfg` afterwards gets a provider of its own.
+ */
+export function closeKafkaAuth(cfg: KafkaConfig): void {
+  if (cfg.sasl?.mechanism !== 'oauthbearer') return;
+  tokenProviders.get(cfg.sasl)?.close();
+  tokenProviders.delete(cfg.sasl);
+}
+
+/**
  * With OAUTHBEARER, the token endpoint's last failed attempt since it last granted a token: the cause to report
  * when a caller stops waiting for a connection (a command's connect timeout) while the grant is still retried.
  */

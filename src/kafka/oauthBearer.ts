@@ -6,6 +6,7 @@
  * A failed grant is an OAuthTokenError whose one-line message names the endpoint variable and the status, never
  * the secret and never the token.
  */
+import { setTimeout as setTimeoutPromise } from 'node:timers/promises';
 import { request } from 'undici';
 import { parseRetryAfter } from '../activities/classify';
 import type { OAuthClientCredentials } from '../config';
@@ -42,8 +43,8 @@ export interface TokenProviderOptions {
   timeoutMs?: number;
   /** The clock, in ms (tests move it). */
   now?: () => number;
-  /** How a wait between attempts is waited (tests record it). */
-  sleep?: (ms: number) => Promise<void>;
+  /** How a wait between attempts is waited (tests record it); it ends early when `signal` aborts. */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
   /** How a background refresh is set for later (tests run it by hand); by default a timer that holds no process. */
   schedule?: (run: () => void, ms: number) => void;
 }
@@ -90,7 +91,9 @@ export class OAuthTokenProvider {
   private retryFor: Cached | undefined;
   private readonly timeoutMs: number;
   private readonly now: () => number;
-  private readonly sleep: (ms: number) => Promise<void>;
+  private readonly sleep: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** Aborted by close(): the grant in flight and its waits end, and no refresh is asked for again. */
+  private readonly closing = new AbortController();
   private readonly schedule: (run: () => void, ms: number) => void;
   private readonly where: string;
 
@@ -100,7 +103,8 @@ export class OAuthTokenProvider {
   ) {
     this.timeoutMs = opts.timeoutMs ?? 10_000;
     this.now = opts.now ?? Date.now;
-    this.sleep = opts.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
+    this.sleep =
+      opts.sleep ?? ((ms, signal) => setTimeoutPromise(ms, undefined, { signal }).catch(() => undefined));
     this.schedule = opts.schedule ?? ((run, ms) => void setTimeout(run, ms).unref());
     this.where = shownUrl(creds.tokenEndpointUrl);
   }
@@ -123,8 +127,17 @@ export class OAuthTokenProvider {
   /** What a caller that stopped waiting for a token was waiting on: the endpoint's last failed attempt, if any. */
   readonly lastFailure = (): OAuthTokenError | undefined => this.failed;
 
+  /**
+   * The process is done with Kafka: a grant in flight (its request, or its wait between attempts, up to 30 s)
+   * ends now with an error and nothing is asked again, so the provider keeps no process from exiting.
+   * Idempotent. A token asked for afterwards is the cached one while it is valid.
+   */
+  close = (): void => this.closing.abort();
+  private closed = () =>
+    new OAuthTokenError(`${this.where}: no token asked for, the client is closing`, false);
+
   private refreshInBackground(): void {
-    if (this.inFlight) return;
+    if (this.inFlight || this.closing.signal.aborted) return;
     const before = this.cached;
     // Its failure is the cached token's to outlive (the call after its expiry reports it), and a timer asks again
     // once the wait the endpoint called for is over (10 s at least): an idle client would otherwise keep the old
@@ -167,6 +180,7 @@ export class OAuthTokenProvider {
     if (this.held && this.now() < this.held.untilMs) throw this.held.err;
     const startedMs = this.now();
     for (let attempt = 1; ; attempt++) {
+      if (this.closing.signal.aborted) throw this.closed();
       try {
         const got = await this.grantOnce();
         this.held = this.failed = undefined;
@@ -189,7 +203,7 @@ export class OAuthTokenProvider {
           this.held = { err, untilMs: this.now() + waitMs };
           throw err;
         }
-        await this.sleep(waitMs);
+        await this.sleep(waitMs, this.closing.signal);
       }
     }
   }
@@ -218,7 +232,7 @@ export class OAuthTokenProvider {
             : {}),
         },
         body: form.toString(),
-        signal: AbortSignal.timeout(this.timeoutMs),
+        signal: AbortSignal.any([AbortSignal.timeout(this.timeoutMs), this.closing.signal]),
       });
       status = res.statusCode;
       retryAfter = res.headers['retry-after'];
@@ -226,6 +240,7 @@ export class OAuthTokenProvider {
     } catch (err) {
       // AbortSignal.timeout's reason is a DOMException, which is not an Error in every realm.
       const timedOut = (err as { name?: unknown } | undefined)?.name === 'TimeoutError';
+      if (this.closing.signal.aborted) throw this.closed();
       const code = timedOut ? `no answer within ${this.timeoutMs} ms` : networkCode(err);
       throw new OAuthTokenError(`${this.where} is unreachable (${code})`, false);
     }

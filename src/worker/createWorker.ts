@@ -15,7 +15,7 @@ import { Agent } from 'undici';
 import type { RelayConfig } from '../config';
 import { createActivities } from '../activities';
 import { createBreakerGate } from '../activities/breakerGate';
-import { createKafka } from '../kafka/client';
+import { closeKafkaAuth, createKafka } from '../kafka/client';
 import { DlqPublisher } from '../kafka/dlqPublisher';
 import { SourceRecordReader } from '../kafka/sourceRecord';
 import type { Logger } from '../logger';
@@ -104,6 +104,8 @@ async function assemble(
   parts.push({ name: 'runs API pool', close: () => dispatcher.close() });
 
   const kafka = createKafka(cfg.kafka, logger);
+  // Closed after every Kafka client of this process (reverse order): a token grant then in flight ends.
+  parts.push({ name: 'Kafka token', close: async () => closeKafkaAuth(cfg.kafka) });
   const dlq = new DlqPublisher(kafka, metrics, logger.child({ component: 'dlq' }));
   parts.push({ name: 'DLQ producer', close: () => dlq.close() });
   const sources = new SourceRecordReader(kafka, SOURCE_READ_TIMEOUT_MS);

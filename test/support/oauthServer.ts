@@ -40,6 +40,8 @@ export class OAuthServer {
   failWith: { status: number; error: string; retryAfter?: string; times?: number } | undefined;
   /** When set, a grant is answered only once this has settled (a slow endpoint). */
   answerAfter: Promise<unknown> | undefined;
+  /** Grant requests received whole, answered or not yet (see answerAfter). */
+  received = 0;
   private issued = 0;
   private readonly keys = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
   private readonly kid = crypto.randomUUID();
@@ -98,10 +100,10 @@ export class OAuthServer {
     req.setEncoding('utf8');
     req.on('data', (c: string) => (raw += c));
     // Dropped: the answer is written by grant(), after the hold a test may have set.
-    req.on(
-      'end',
-      () => void (this.answerAfter ?? Promise.resolve()).finally(() => this.grant(req, raw, json)),
-    );
+    req.on('end', () => {
+      this.received++;
+      void (this.answerAfter ?? Promise.resolve()).finally(() => this.grant(req, raw, json));
+    });
   }
 
   private grant(
