@@ -128,6 +128,12 @@ export function classifyKafkaError(err: unknown, cfg: KafkaConfig): unknown {
   // The token endpoint did not answer (or failed): the brokers were never asked.
   const tokenFailure = links.find((e) => e instanceof OAuthTokenError);
   if (tokenFailure) return new UnreachableError((tokenFailure as unknown as OAuthTokenError).message);
+  // kafkajs drops a refused FindCoordinator (GROUP_AUTHORIZATION_FAILED) and reports only that no broker named a
+  // coordinator: the same as brokers still electing one, so both causes are named.
+  if (links.some((e) => e['name'] === 'KafkaJSGroupCoordinatorNotFound'))
+    return new UnreachableError(
+      `${kafkaWhere(cfg)} named no coordinator for the consumer group: still starting, or ${principal(cfg)} may not Describe/Read the group (check its ACLs)`,
+    );
   if (links.some((e) => KAFKA_NO_ANSWER.has(String(e['name']))))
     return new UnreachableError(`${kafkaWhere(cfg)} is unreachable (${innermost(err)})`);
   return err;

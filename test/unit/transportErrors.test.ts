@@ -2,8 +2,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { KafkaConfig } from '../../src/config';
-import { ConfigError } from '../../src/errors';
-import { kafkaAccessProblem } from '../../src/kafka/errors';
+import {
+  KafkaJSConnectionError,
+  KafkaJSGroupCoordinatorNotFound,
+  KafkaJSNumberOfRetriesExceeded,
+} from 'kafkajs';
+import { ConfigError, UnreachableError } from '../../src/errors';
+import { classifyKafkaError, kafkaAccessProblem } from '../../src/kafka/errors';
 import { checkTemporalTls } from '../../src/temporal/connection';
 import { handshakeFailure, tlsAlert, tlsRefusal } from '../../src/tlsErrors';
 
@@ -153,5 +158,42 @@ describe('checkTemporalTls: files that do not load are one ConfigError line, not
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe("a command's Kafka failure as one line", () => {
+  // As kafkajs throws it (its typings leave out the message its constructor takes).
+  const coordinatorNotFound = () =>
+    new (KafkaJSGroupCoordinatorNotFound as unknown as new (m: string) => Error)(
+      'Failed to find group coordinator',
+    );
+  const cfg = {
+    brokers: ['k1:9094'],
+    clientId: 'c',
+    groupId: 'g',
+    sasl: { mechanism: 'scram-sha-256', username: 'ops', password: 'hunter2' },
+  } as KafkaConfig;
+
+  test.each([
+    ['as kafkajs bails with it', () => coordinatorNotFound()],
+    [
+      'after retries',
+      () => {
+        const e = coordinatorNotFound();
+        return new KafkaJSNumberOfRetriesExceeded(e, { retryCount: 5, retryTime: 3000, cause: e } as never);
+      },
+    ],
+  ])('no coordinator for the group (%s) names the group ACL besides a starting cluster', (_, lost) => {
+    // kafkajs drops a refused lookup (GROUP_AUTHORIZATION_FAILED) and reports only this.
+    const out = classifyKafkaError(lost(), cfg);
+    expect(out).toBeInstanceOf(UnreachableError);
+    expect((out as Error).message).toBe(
+      'Kafka at k1:9094 named no coordinator for the consumer group: still starting, or user "ops" may not Describe/Read the group (check its ACLs)',
+    );
+  });
+
+  test('a broker that does not answer stays "unreachable", with its cause', () => {
+    const out = classifyKafkaError(new KafkaJSConnectionError('Connection error: connect ECONNREFUSED'), cfg);
+    expect((out as Error).message).toBe('Kafka at k1:9094 is unreachable (connect ECONNREFUSED)');
   });
 });
