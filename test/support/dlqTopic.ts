@@ -1,23 +1,83 @@
 /**
- * Reads a DLQ topic from its first offset to the end it had when the read began (not "until n records
- * arrived"), so a duplicate dead letter shows as well as a missing one, through the product's reader
- * (src/kafka/dlqReader.ts). A read whose consumer fails (e.g. the group coordinator still loading after a broker
- * restart) is made again from the start with a fresh group; records are kept by partition and offset.
+ * The tests' reads of a DLQ topic, all through the product's reader (src/kafka/dlqReader.ts): a read to the end
+ * the topic had when it began (not "until n records arrived"), so a duplicate dead letter shows as well as a
+ * missing one, and a wait until a number of dead letters are there. A read whose consumer fails (e.g. the group
+ * coordinator still loading after a broker restart) is made again from the start with a fresh group; records are
+ * kept by partition and offset.
  */
 import type { Kafka } from 'kafkajs';
 import type { DlqRecord } from '../../src/contract';
-import { readDeadLetters } from '../../src/kafka/dlqReader';
+import { type DeadLetter, readDeadLetters } from '../../src/kafka/dlqReader';
+import { type PartitionRange, watermarks } from '../../src/kafka/readRange';
 import { waitFor } from './wait';
+
+const GROUP_PREFIX = 'it-dlq-read';
 
 export async function readTopicToEnd(kafka: Kafka, topic: string): Promise<(DlqRecord | undefined)[]> {
   const admin = kafka.admin();
   await admin.connect();
   try {
     const letters = await waitFor(
-      () => readDeadLetters(kafka, admin, topic, { groupPrefix: 'it-dlq-read', timeoutMs: 60_000 }),
+      () => readDeadLetters(kafka, admin, topic, { groupPrefix: GROUP_PREFIX, timeoutMs: 60_000 }),
       { timeoutMs: 120_000, what: `${topic} read to its end` },
     );
     return letters.map((d) => d.record);
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/** A dead letter as read back, with the DLQ topic it was read from. */
+export interface TopicDeadLetter extends DeadLetter {
+  topic: string;
+}
+
+/**
+ * Every dead letter of the DLQ topics `dlqTopics` (in that order, each in partition and offset order), once at
+ * least `expected` of them are DLQ records (a value that is not one does not count, and is returned with its
+ * `raw`): each check reads every topic to the end it had then, so what arrived beyond `expected` by then (a
+ * duplicate) is returned too. Throws after `timeoutMs` naming `what` and how many DLQ records were there.
+ */
+export async function waitForDeadLetters(
+  kafka: Kafka,
+  dlqTopics: string[],
+  expected: number,
+  opts: { timeoutMs?: number; what?: string } = {},
+): Promise<TopicDeadLetter[]> {
+  const { timeoutMs = 60_000, what = `${expected} dead letters in ${dlqTopics.join(', ')}` } = opts;
+  const admin = kafka.admin();
+  await admin.connect();
+  let have = 0;
+  try {
+    return await waitFor(
+      async () => {
+        // The topics' extents first (cheap, one topic at a time: kafkajs fails concurrent offset fetches while
+        // metadata changes); they bound the dead letters there, so a read is made only once it can be enough.
+        const extents: { topic: string; ranges: PartitionRange[] }[] = [];
+        for (const topic of dlqTopics) {
+          const marks = [...(await watermarks(admin, topic))];
+          extents.push({
+            topic,
+            ranges: marks.map(([partition, m]) => ({ partition, start: m.low, end: m.high })),
+          });
+        }
+        const stored = extents.flatMap((e) => e.ranges).reduce((n, r) => n + Number(r.end - r.start), 0);
+        if (stored < expected) return undefined;
+        const read = await Promise.all(
+          extents.map(async ({ topic, ranges }) =>
+            (
+              await readDeadLetters(kafka, admin, topic, { ranges, groupPrefix: GROUP_PREFIX, timeoutMs })
+            ).map((letter) => ({ ...letter, topic })),
+          ),
+        );
+        const letters = read.flat();
+        have = letters.filter((l) => l.record).length;
+        return have >= expected && letters;
+      },
+      { timeoutMs, intervalMs: 250, what },
+    );
+  } catch (err) {
+    throw new Error(`${(err as Error).message}; DLQ records there: ${have}`, { cause: err });
   } finally {
     await admin.disconnect();
   }

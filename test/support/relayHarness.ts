@@ -4,9 +4,10 @@
  */
 import { Client, Connection } from '@temporalio/client';
 import { Kafka, type Producer, logLevel, type IHeaders } from 'kafkajs';
-import { topics, workflowId, type DlqRecord, parseDlqRecord } from '../../src/contract';
+import { topics, workflowId, type DlqRecord } from '../../src/contract';
 import { ensureTopics, tenantTopicSpecs } from '../../src/kafka/topics';
 import { type ConflictAllowance, expectConflictsBounded } from './conflicts';
+import { waitForDeadLetters } from './dlqTopic';
 import { uniqueName, uniqueTenant } from './names';
 import { type RelayProcess, relayEnv, startRelayProcess } from './relay';
 import { RunsApiDouble } from '../../devstack/runsApiDouble';
@@ -115,7 +116,6 @@ export async function createHarness(
   });
   const processes: RelayProcess[] = [];
   const allowances: ConflictAllowance[] = [];
-  const dlqConsumers: { disconnect(): Promise<void> }[] = [];
 
   const h: Harness = {
     tenant,
@@ -157,31 +157,13 @@ export async function createHarness(
       return (await h.readDlqMessages(expected, timeoutMs)).map((m) => m.record);
     },
     async readDlqMessages(expected, timeoutMs = 60_000) {
-      const topic = topics.dlq(tenant);
-      const consumer = kafka.consumer({ groupId: uniqueName('it-dlq-reader') });
-      dlqConsumers.push(consumer);
-      const messages: { key: string | null; record: DlqRecord }[] = [];
-      const next = new Map<number, number>();
-      await consumer.connect();
-      await consumer.subscribe({ topic, fromBeginning: true });
-      await consumer.run({
-        eachMessage: async ({ partition, message }) => {
-          next.set(partition, Number(message.offset) + 1);
-          const record = parseDlqRecord(message.value);
-          if (record) messages.push({ key: message.key?.toString('utf8') ?? null, record });
-        },
-      });
-      await waitFor(() => messages.length >= expected, { timeoutMs, what: `${expected} DLQ records` });
-      // Then to the end of the topic as it is now: a duplicate dead letter must not go unseen.
-      const admin = kafka.admin();
-      await admin.connect();
-      const ends = await admin.fetchTopicOffsets(topic).finally(() => admin.disconnect());
-      await waitFor(() => ends.every((e) => (next.get(e.partition) ?? 0) >= Number(e.high)), {
+      const letters = await waitForDeadLetters(kafka, [topics.dlq(tenant)], expected, {
         timeoutMs,
-        what: `the DLQ topic read to its end (${ends.map((e) => e.high).join(',')})`,
+        what: `${expected} DLQ records`,
       });
-      await consumer.disconnect();
-      return messages;
+      return letters.flatMap(({ key, record }) =>
+        record ? [{ key: key?.toString('utf8') ?? null, record }] : [],
+      );
     },
     wfId: (key) => workflowId(tenant, key),
     async offsets(t = tenant) {
@@ -238,7 +220,6 @@ export async function createHarness(
     },
     async cleanup() {
       await Promise.all(processes.map((p) => p.kill()));
-      await Promise.all(dlqConsumers.map((c) => c.disconnect().catch(() => undefined)));
       await producer.disconnect().catch(() => undefined);
       await api.close();
       await connection.close();
