@@ -6,8 +6,9 @@
  * exactly one run, Temporal holds exactly one execution per dispatch, the group committed to the log end.
  */
 import { loadStackConfig } from '../../../devstack/config';
-import { parseDlqRecord, topics } from '../../../src/contract';
+import { topics } from '../../../src/contract';
 import { ClusterStack, KAFKA_NODES } from '../../../devstack/stack/clusterStack';
+import { waitForDeadLetters } from '../../support/dlqTopic';
 import { type Harness, createHarness } from '../../support/relayHarness';
 import type { RelayProcess } from '../../support/relay';
 import { waitFor } from '../../support/wait';
@@ -320,61 +321,24 @@ export async function waitFullIsr(h: Harness, timeoutMs = 120_000): Promise<void
   }
 }
 
-/** Every dead letter on every tenant's DLQ topic, read to the end once at least `expected` are there. */
+/**
+ * Every dead letter on every tenant's DLQ topic, read to the end once at least `expected` are there, through
+ * the product's reader (test/support/dlqTopic.ts).
+ */
 export async function readAllDlq(
   h: Harness,
   expected: number,
   timeoutMs = 120_000,
 ): Promise<{ tenant: string; key: string; at: string }[]> {
-  const out: { tenant: string; key: string; at: string }[] = [];
-  const next = new Map<string, number>();
-  const consumer = h.kafka.consumer({
-    groupId: `cluster-dlq-${Date.now()}-${Math.random().toString(36).slice(2)}`,
-  });
-  await consumer.connect();
-  try {
-    await consumer.subscribe({ topics: h.tenants.map((t) => topics.dlq(t)), fromBeginning: true });
-    await consumer.run({
-      eachMessage: async ({ topic, partition, message }) => {
-        next.set(`${topic}/${partition}`, Number(message.offset) + 1);
-        const record = parseDlqRecord(message.value);
-        if (record) {
-          out.push({
-            tenant: record.tenant_id,
-            key: record.dispatch_key ?? '',
-            at: `${topic}/${partition}@${message.offset}`,
-          });
-        }
-      },
-    });
-    await waitFor(() => out.length >= expected, {
-      timeoutMs,
-      what: `${expected} dead letters (have ${out.length})`,
-    });
-    // Sequentially, each retried: kafkajs fails a concurrent fetchTopicOffsets while metadata is changing.
-    const admin = h.kafka.admin();
-    await admin.connect();
-    const ends: { topic: string; offsets: { partition: number; high: string }[] }[] = [];
-    try {
-      for (const t of h.tenants) {
-        const topic = topics.dlq(t);
-        ends.push({
-          topic,
-          offsets: await waitFor(() => admin.fetchTopicOffsets(topic), { what: `${topic} end` }),
-        });
-      }
-    } finally {
-      await admin.disconnect();
-    }
-    await waitFor(
-      () =>
-        ends.every((e) =>
-          e.offsets.every((o) => (next.get(`${e.topic}/${o.partition}`) ?? 0) >= Number(o.high)),
-        ),
-      { timeoutMs, what: 'every DLQ topic read to its end' },
-    );
-    return out;
-  } finally {
-    await consumer.disconnect();
-  }
+  const letters = await waitForDeadLetters(
+    h.kafka,
+    h.tenants.map((t) => topics.dlq(t)),
+    expected,
+    { timeoutMs, what: `${expected} dead letters` },
+  );
+  return letters.flatMap(({ topic, partition, offset, record }) =>
+    record
+      ? [{ tenant: record.tenant_id, key: record.dispatch_key ?? '', at: `${topic}/${partition}@${offset}` }]
+      : [],
+  );
 }
