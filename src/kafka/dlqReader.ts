@@ -49,9 +49,14 @@ export async function readDeadLetters(
 ): Promise<DeadLetter[]> {
   const found: DeadLetter[] = [];
   await scanDeadLetters(kafka, admin, topic, opts, (letter) => found.push(letter));
-  return found.sort((a, b) =>
-    a.partition !== b.partition ? a.partition - b.partition : Number(BigInt(a.offset) - BigInt(b.offset)),
-  );
+  return found.sort(byPartitionAndOffset);
+}
+
+/** Dead letters in partition and offset order (readDeadLetters' order), for a sort. */
+export function byPartitionAndOffset(a: DeadLetter, b: DeadLetter): number {
+  return a.partition !== b.partition
+    ? a.partition - b.partition
+    : Number(BigInt(a.offset) - BigInt(b.offset));
 }
 
 export interface ScanOptions {
@@ -61,15 +66,17 @@ export interface ScanOptions {
 }
 
 /**
- * As readDeadLetters, handing each dead letter (once, with its Kafka timestamp in ms) to `each` as it is read,
- * in no particular order across partitions, so a caller that only aggregates (`dlq summary`) keeps no record.
+ * As readDeadLetters, handing each dead letter (once, with its Kafka timestamp in ms and the message as stored)
+ * to `each` as it is read, in no particular order across partitions, so a caller that only aggregates (`dlq
+ * summary`) keeps no record, and one that checks what was written (a test: the bytes, the headers) reads them
+ * here too.
  */
 export async function scanDeadLetters(
   kafka: Kafka,
   admin: Admin,
   topic: string,
   opts: ScanOptions,
-  each: (letter: DeadLetter, timestampMs: number) => void,
+  each: (letter: DeadLetter, timestampMs: number, message: KafkaMessage) => void,
 ): Promise<void> {
   const ranges =
     opts.ranges ??
@@ -90,7 +97,7 @@ export async function scanDeadLetters(
       const at = `${partition}/${message.offset}`;
       if (seen.has(at)) return;
       seen.add(at);
-      each(deadLetterOf(partition, message), Number(message.timestamp));
+      each(deadLetterOf(partition, message), Number(message.timestamp), message);
     },
   });
 }

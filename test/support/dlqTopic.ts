@@ -5,9 +5,14 @@
  * coordinator still loading after a broker restart) is made again from the start with a fresh group; records are
  * kept by partition and offset.
  */
-import type { Kafka } from 'kafkajs';
+import type { Admin, Kafka, KafkaMessage } from 'kafkajs';
 import type { DlqRecord } from '../../src/contract';
-import { type DeadLetter, readDeadLetters } from '../../src/kafka/dlqReader';
+import {
+  type DeadLetter,
+  byPartitionAndOffset,
+  readDeadLetters,
+  scanDeadLetters,
+} from '../../src/kafka/dlqReader';
 import { type PartitionRange, watermarks } from '../../src/kafka/readRange';
 import { waitFor } from './wait';
 
@@ -27,9 +32,27 @@ export async function readTopicToEnd(kafka: Kafka, topic: string): Promise<(DlqR
   }
 }
 
-/** A dead letter as read back, with the DLQ topic it was read from. */
+/** A dead letter as read back, with the DLQ topic it was read from and the message as stored there. */
 export interface TopicDeadLetter extends DeadLetter {
   topic: string;
+  timestampMs: number;
+  /** The Kafka message as written (its value byte for byte, its headers), for a check of what was written. */
+  message: KafkaMessage;
+}
+
+/** One read of `topic`'s `ranges`, in partition and offset order. */
+async function readLetters(
+  kafka: Kafka,
+  admin: Admin,
+  topic: string,
+  ranges: PartitionRange[],
+  timeoutMs: number,
+): Promise<TopicDeadLetter[]> {
+  const found: TopicDeadLetter[] = [];
+  await scanDeadLetters(kafka, admin, topic, { ranges, groupPrefix: GROUP_PREFIX, timeoutMs }, (l, ts, m) =>
+    found.push({ ...l, topic, timestampMs: ts, message: m }),
+  );
+  return found.sort(byPartitionAndOffset);
 }
 
 /**
@@ -64,11 +87,7 @@ export async function waitForDeadLetters(
         const stored = extents.flatMap((e) => e.ranges).reduce((n, r) => n + Number(r.end - r.start), 0);
         if (stored < expected) return undefined;
         const read = await Promise.all(
-          extents.map(async ({ topic, ranges }) =>
-            (
-              await readDeadLetters(kafka, admin, topic, { ranges, groupPrefix: GROUP_PREFIX, timeoutMs })
-            ).map((letter) => ({ ...letter, topic })),
-          ),
+          extents.map(({ topic, ranges }) => readLetters(kafka, admin, topic, ranges, timeoutMs)),
         );
         const letters = read.flat();
         have = letters.filter((l) => l.record).length;
