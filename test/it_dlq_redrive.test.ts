@@ -11,7 +11,7 @@ import type { Admin } from 'kafkajs';
 import { type DlqRecord, REDRIVE_COUNT_HEADER, buildDlqRecord, topics } from '../src/contract';
 import { dlqBacklog } from '../src/ops/dlq';
 import { type CliResult, cliEnv, runCli } from './support/cli';
-import { readAll, republished } from './support/dlqScenario';
+import { readAll, readDeadLetterStore, republished } from './support/dlqScenario';
 import { type Harness, createHarness } from './support/relayHarness';
 import { waitFor } from './support/wait';
 
@@ -42,14 +42,8 @@ function json<T>(res: CliResult): T {
 const redrive = async (tenant: string, ...args: string[]): Promise<Summary> =>
   json<Summary>(await runCli(['dlq', 'redrive', '--tenant', tenant, '--json', ...args], cliEnv(), 120_000));
 
-async function dlqOf(hh: Harness, a: Admin, tenant: string, expected: number): Promise<DlqRecord[]> {
-  return waitFor(
-    async () => {
-      const records = (await readAll(hh, a, topics.dlq(tenant))).map((s) => s.record!);
-      return records.length >= expected ? records : false;
-    },
-    { what: `${expected} dead letter(s) of ${tenant}` },
-  );
+async function dlqOf(hh: Harness, tenant: string, expected: number): Promise<DlqRecord[]> {
+  return (await readDeadLetterStore(hh, topics.dlq(tenant), expected)).map((s) => s.record!);
 }
 
 test('redrive after recovery: one 201 for the recovered dispatch; the one still failing stays put at --max', async () => {
@@ -69,14 +63,14 @@ test('redrive after recovery: one 201 for the recovered dispatch; the one still 
   await hh.publish(hh.dispatchValue('recovers'));
   await hh.publish(hh.dispatchValue('stays'));
   await hh.publish(hh.dispatchValue('untouched'), { topic: topics.dispatch(other) });
-  const first = await dlqOf(hh, a, tenant, 2);
+  const first = await dlqOf(hh, tenant, 2);
   expect(first.map((r) => [r.dispatch_key, r.type, r.http_status])).toEqual(
     expect.arrayContaining([
       ['recovers', 'dispatch_failure', 503],
       ['stays', 'dispatch_failure', 503],
     ]),
   );
-  await dlqOf(hh, a, other, 1);
+  await dlqOf(hh, other, 1);
 
   // Not an hour old yet: nothing re-published, both still pending.
   expect(await redrive(tenant, '--after', '1h', '--max', '1')).toMatchObject({
@@ -105,7 +99,7 @@ test('redrive after recovery: one 201 for the recovered dispatch; the one still 
   expect(answers.at(-1)).toBe(201);
 
   // The one still failing is dead-lettered again, its redrive count visible in the dead letter.
-  const second = await dlqOf(hh, a, tenant, 3);
+  const second = await dlqOf(hh, tenant, 3);
   const again = second[2]!;
   expect(again.dispatch_key).toBe('stays');
   expect(again.source.headers[REDRIVE_COUNT_HEADER]).toBe('1');
@@ -150,7 +144,7 @@ test('a redriven record that retention deletes before the dispatch fails again s
   const a = admin;
 
   await hh.publish(hh.dispatchValue('gone'));
-  await dlqOf(hh, a, tenant, 1);
+  await dlqOf(hh, tenant, 1);
   expect(await redrive(tenant, '--after', '0s', '--max', '1')).toMatchObject({ replayed: 1 });
   // The redriven run's first attempt has been made: delete every record of the topic, as retention would.
   await waitFor(async () => hh.api.requestsFor('gone').length >= 3, {
@@ -163,7 +157,7 @@ test('a redriven record that retention deletes before the dispatch fails again s
     partitions: ends.map((p) => ({ partition: p.partition, offset: p.high })),
   });
 
-  const second = await dlqOf(hh, a, tenant, 2);
+  const second = await dlqOf(hh, tenant, 2);
   expect(second[1]!.error).toContain('is no longer in Kafka');
   expect(second[1]!.source.headers[REDRIVE_COUNT_HEADER]).toBe('1');
   // --max 1 is used up although the dead letter could not carry the record's own headers.

@@ -13,7 +13,7 @@ import { EXIT } from '../src/errors';
 import { watermarks } from '../src/kafka/readRange';
 import { dlqBacklog } from '../src/ops/dlq';
 import { type CliResult, REPO_ROOT, runCli, cliEnv } from './support/cli';
-import { type Stored, deadLetter, readAll, republished } from './support/dlqScenario';
+import { type Stored, deadLetter, readDeadLetterStore, republished } from './support/dlqScenario';
 import { metricValue } from './support/relay';
 import { type Harness, createHarness } from './support/relayHarness';
 import { waitFor } from './support/wait';
@@ -47,8 +47,8 @@ async function replay(tenant: string, ...args: string[]): Promise<Summary> {
   );
 }
 
-async function dlqRecords(hh: Harness, a: Admin): Promise<(Stored & { record: DlqRecord })[]> {
-  const stored = await readAll(hh, a, topics.dlq(hh.tenant));
+async function dlqRecords(hh: Harness): Promise<(Stored & { record: DlqRecord })[]> {
+  const stored = await readDeadLetterStore(hh, topics.dlq(hh.tenant));
   return stored.map((s) => ({ ...s, record: s.record! }));
 }
 
@@ -95,7 +95,7 @@ describe('dlq replay with filters leaves the records it passes over counted as n
   test('--id: the other records stay in the backlog; a later unfiltered replay replays them, none twice', async () => {
     const { hh, a, dlq } = await setup();
     await deadLetter(hh, a, ['a', 'b', 'c', 'd']);
-    const recs = await dlqRecords(hh, a);
+    const recs = await dlqRecords(hh);
     const id = (k: string) => recs.find((r) => r.record.dispatch_key === k)!.record.id;
 
     expect(await replay(hh.tenant, '--id', id('b'), id('d'))).toMatchObject({ replayed: 2, filtered: 2 });
@@ -121,7 +121,7 @@ describe('dlq replay with filters leaves the records it passes over counted as n
       what: 'the malformed dead letter',
     });
     await deadLetter(hh, a, ['b']);
-    const recs = await dlqRecords(hh, a);
+    const recs = await dlqRecords(hh);
     expect(recs.map((r) => r.record.type)).toEqual([
       'dispatch_failure',
       'malformed_dispatch',
@@ -156,7 +156,7 @@ describe('dlq replay with filters leaves the records it passes over counted as n
     const cutoff = Date.now() + 1;
     await waitFor(() => Date.now() > cutoff, { intervalMs: 5 });
     await deadLetter(hh, a, ['new-1', 'new-2']);
-    const recs = await dlqRecords(hh, a);
+    const recs = await dlqRecords(hh);
     expect(Date.parse(recs[0]!.record.timestamp)).toBeLessThan(cutoff);
 
     const since = new Date(cutoff).toISOString();

@@ -11,7 +11,7 @@ import { ensureTopics, tenantTopicSpecs } from '../src/kafka/topics';
 import { watermarks } from '../src/kafka/readRange';
 import { type ReplaySummary, dlqBacklog } from '../src/ops/dlq';
 import { type CliResult, cliEnv, runCli } from './support/cli';
-import { deadLetter, readAll, republished } from './support/dlqScenario';
+import { deadLetter, readDeadLetterStore, republished } from './support/dlqScenario';
 import { uniqueTenant } from './support/names';
 import { metricValue } from './support/relay';
 import { type Harness, createHarness } from './support/relayHarness';
@@ -107,7 +107,7 @@ test('send-test publishes N marked, §6-valid dead letters; dlq list shows them 
   });
   expect(new Set(sent.ids).size).toBe(3);
 
-  const stored = await readAll(hh, a, dlq);
+  const stored = await readDeadLetterStore(hh, dlq);
   expect(stored.map((s) => s.record?.id)).toEqual(sent.ids);
   for (const [i, s] of stored.entries()) {
     // The mark is a header; the value keeps to §6: its fields only, a §6 type, nothing to replay.
@@ -158,7 +158,7 @@ test('replay of real and test dead letters re-publishes only the real ones, --fo
   await deadLetter(hh, a, ['real-a']);
   const sent = await sendTest(hh.tenant, 2);
   await deadLetter(hh, a, ['real-b']);
-  const stored = await readAll(hh, a, dlq);
+  const stored = await readDeadLetterStore(hh, dlq);
   const realIds = stored.filter((s) => !sent.ids.includes(s.record!.id)).map((s) => s.record!.id);
   expect(realIds).toHaveLength(2);
 
@@ -194,7 +194,7 @@ test('purge-tests lowers the backlog by exactly the test dead letters; the real 
   const first = await sendTest(hh.tenant, 2);
   await deadLetter(hh, a, ['keep-2']);
   const second = await sendTest(hh.tenant, 1);
-  const stored = await readAll(hh, a, dlq);
+  const stored = await readDeadLetterStore(hh, dlq);
   expect(stored).toHaveLength(5);
   const oldestRealMs = Date.parse(stored[0]!.record!.timestamp);
   await waitFor(async () => metricValue(await ingester.metrics(), 'dlq_consumer_lag', { topic: dlq }) === 5, {

@@ -10,7 +10,7 @@ import { watermarks } from '../src/kafka/readRange';
 import { dlqBacklog } from '../src/ops/dlq';
 import { type DlqSummary, summarizeDlq } from '../src/ops/dlqSummary';
 import { type CliResult, cliEnv, runCli, startCli } from './support/cli';
-import { readAll } from './support/dlqScenario';
+import { readDeadLetterStore } from './support/dlqScenario';
 import { type RelayProcess, metricSum } from './support/relay';
 import { type Harness, createHarness } from './support/relayHarness';
 import { waitFor } from './support/wait';
@@ -64,7 +64,7 @@ test('groups every tenant’s dead letters; reads without consuming, beside a ru
   await waitFor(async () => (await dlqEnd(a, t1)) === 6 && (await dlqEnd(a, t2)) === 2, {
     what: 'six dead letters of t1 and two of t2',
   });
-  const stored = (await readAll(h, a, topics.dlq(t1))).map((s) => s.record!);
+  const stored = (await readDeadLetterStore(h, topics.dlq(t1))).map((s) => s.record!);
   const byKey = (k: string) => stored.find((r) => r.dispatch_key === k)!;
 
   // Progress recorded by an operator before: a's dead letter discarded (the group commits past it).
