@@ -1,7 +1,8 @@
 /**
  * Least-privilege Kafka ACLs: a broker running StandardAuthorizer with nothing allowed unless an ACL says so
  * (test/support/authKafka.ts), the relay authenticated by its client certificate (`User:CN=poimen-relay`) and
- * granted exactly the ingester's and worker's rows of docs/operations.md ("Kafka ACLs"), read from the document.
+ * granted exactly the ingester's and worker's rows of docs/access.md ("The ACLs, role by role"), read from
+ * the document.
  * The happy path still holds: a record starts its workflow, a malformed record and a refused dispatch are
  * dead-lettered (the worker's with the source record read back, not rebuilt), offsets and metrics are
  * read, and no Kafka call of either process is refused. A tenant with no ACLs is not seen at all. Each operator

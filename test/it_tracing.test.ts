@@ -1,5 +1,5 @@
 /**
- * End-to-end tracing (docs/operations.md, "Tracing"): with an OTLP endpoint set, one record's trace runs from its
+ * End-to-end tracing (docs/metrics.md, "Tracing"): with an OTLP endpoint set, one record's trace runs from its
  * producer through the ingester's span, the workflow start, the workflow, the call's activity and the HTTP call,
  * whose context is the `traceparent` the runs API receives. A real OTLP/HTTP receiver (node:http, JSON), real
  * Kafka and Temporal, the relay's processes.

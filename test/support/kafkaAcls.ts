@@ -1,7 +1,7 @@
 /**
- * The least-privilege Kafka ACLs as docs/operations.md lists them ("Kafka ACLs"), read from the document so the
- * suite grants exactly what operators are told to grant, no more: a row the relay does not need, or one it needs
- * and the table lacks, shows up as a test failure.
+ * The least-privilege Kafka ACLs as docs/access.md lists them ("The ACLs, role by role"), read from the
+ * document so the suite grants exactly what operators are told to grant, no more: a row the relay does not
+ * need, or one it needs and the table lacks, shows up as a test failure.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -36,14 +36,14 @@ const OPERATIONS: Record<string, AclOperationTypes> = {
 const code = (cell: string) => /^`([^`]+)`$/.exec(cell.trim())?.[1];
 
 /** The rows of the table whose header starts `| role | resource | pattern | name | operations |`. */
-export function documentedAcls(doc = path.join(REPO_ROOT, 'docs', 'operations.md')): AclRow[] {
+export function documentedAcls(doc = path.join(REPO_ROOT, 'docs', 'access.md')): AclRow[] {
   const lines = fs.readFileSync(doc, 'utf8').split('\n');
   const header = lines.findIndex((l) =>
     /^\|\s*role\s*\|\s*resource\s*\|\s*pattern\s*\|\s*name\s*\|\s*operations\s*\|/.test(l),
   );
   if (header < 0)
     throw new Error(
-      'docs/operations.md has no Kafka ACL table (| role | resource | pattern | name | operations |)',
+      'docs/access.md has no Kafka ACL table (| role | resource | pattern | name | operations |)',
     );
   const rows: AclRow[] = [];
   for (const line of lines.slice(header + 2)) {

@@ -1,7 +1,8 @@
 /**
- * The operator commands of the Kafka ACL suite (test/it_kafka_acls.test.ts): each command runs under a certificate
- * of its own, granted exactly its rows of docs/operations.md ("Kafka ACLs"), so a row one command needs and only
- * another's lists fails the test; and dead letters written as the worker writes them, by the super user.
+ * The operator commands of the Kafka ACL suite (test/it_kafka_acls.test.ts): each command runs under a
+ * certificate of its own, granted exactly its rows of docs/access.md ("The ACLs, role by role"), so a row one
+ * command needs and only another's lists fails the test; and dead letters written as the worker writes them,
+ * by the super user.
  */
 import path from 'node:path';
 import type { Admin, Producer } from 'kafkajs';

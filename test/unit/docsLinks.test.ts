@@ -133,7 +133,7 @@ describe('the alert runbook', () => {
 });
 
 describe('the guides', () => {
-  it.each(['docs/operations.md', 'docs/runbook.md', 'docs/cli.md'])(
+  it.each(['docs/operations.md', 'docs/runbook.md', 'docs/cli.md', 'docs/metrics.md', 'docs/access.md'])(
     '%s opens with a table of contents that reaches every section',
     (doc) => {
       const text = read(doc);
