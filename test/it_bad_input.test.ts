@@ -1,5 +1,5 @@
 /**
- * The bad-input corpus end to end (issue #6): real Kafka, real Temporal, the relay's real processes. Every
+ * The bad-input corpus end to end: real Kafka, real Temporal, the relay's real processes. Every
  * malformed record is followed by a valid one; hostile-but-valid records (lying keys and headers, extra fields,
  * edge-of-limit values) are mixed in. The whole corpus is published in one go.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 6, the chaos soak (quick size): dispatches with ~10 % duplicates and ~2 % malformed records are
+ * The chaos soak (quick size): dispatches with ~10 % duplicates and ~2 % malformed records are
  * published while the ingester, both workers, the Kafka broker and the Temporal server (SQLite) are killed
  * with SIGKILL and restarted, and the runs API answers ~20 % 503s and drops sockets. `npm run chaos` runs
  * the same soak at 10,000 dispatches; its summary is committed under tools/results/.

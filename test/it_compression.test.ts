@@ -1,5 +1,5 @@
 /**
- * Compressed records (issue 10, item 1). Tenants' producers are Java services and librdkafka clients, commonly
+ * Compressed records. Tenants' producers are Java services and librdkafka clients, commonly
  * configured with snappy, lz4 or zstd; kafkajs ships only gzip. Records of every Kafka codec, written by Apache
  * Kafka's own Java producer, must each be relayed exactly once and committed to the log end. And whatever goes
  * wrong in decoding a batch, one tenant's records never stop another tenant's.
@@ -31,7 +31,7 @@ function dispatchInput(codec: string, i: number): Record<string, unknown> {
   return i < 4 ? { codec, i, text: `${codec} dispatch ${i} `.repeat(2500) } : { codec, i, unicode: 'zoë ✓' };
 }
 
-describe('compressed records (issue 10.1)', () => {
+describe('compressed records of every Kafka codec', () => {
   test('records of every codec (none, gzip, snappy, lz4, zstd) from the Java producer are each relayed exactly once, workflows complete, offsets committed to the log end', async () => {
     h = await createHarness({ partitions: 2 });
     await h.startWorker();
@@ -86,7 +86,7 @@ describe('compressed records (issue 10.1)', () => {
   });
 });
 
-describe('a record batch that cannot be decoded (issue 10.1, isolation)', () => {
+describe('a record batch that cannot be decoded is isolated to its partition', () => {
   test('the decode probe names exactly the partition and offset of the batch that cannot be decoded', async () => {
     const a = uniqueTenant();
     const b = uniqueTenant();

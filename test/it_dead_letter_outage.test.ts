@@ -1,5 +1,5 @@
 /**
- * Issue 10 item 7: a dispatch dead-lettered while Kafka is down. Each `deadLetter` attempt that runs out of
+ * A dispatch dead-lettered while Kafka is down. Each `deadLetter` attempt that runs out of
  * time must stop publishing, so that when Kafka is back the dispatch has exactly one dead letter, not one per
  * attempt that was still trying. Real Kafka, real Temporal, the relay's real worker process.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 10 item 4: the DLQ publisher (the relay's own class, in this process) against the real broker. Many
+ * The DLQ publisher (the relay's own class, in this process) against the real broker. Many
  * dead letters are published at once, as concurrent `deadLetter` activities and the ingester do, while the
  * broker is killed or a produce response is lost on the wire; every one of them must reach the DLQ topic.
  * The topic is read to its end afterwards, so a duplicate shows as well as a loss.
@@ -91,7 +91,7 @@ async function dlqTopicFor(kafka: Kafka): Promise<string> {
   return tenant;
 }
 
-describe('DLQ publisher under broker faults (issue 10 item 4)', () => {
+describe('DLQ publisher under broker faults: every dead letter reaches the topic', () => {
   let dlq: DlqPublisher | undefined;
   afterEach(async () => {
     await dlq?.close();

@@ -1,9 +1,9 @@
 /**
- * Issue 12, on a shortened time scale (budget 90 s, longest backoff 5 s): a runs-API outage shorter than the retry
- * budget dead-letters nothing and the API sees a bounded number of calls while it is down; one longer than the
- * budget dead-letters every dispatch exactly once, at its budget and not before. Real Kafka, real Temporal, the
- * relay's own processes and the runs API double; the scenarios use separate queues and doubles, so they run
- * at once (inside one jest test: see runAtOnce).
+ * The retry budget through a runs-API outage, on a shortened time scale (budget 90 s, longest backoff 5 s):
+ * an outage shorter than the retry budget dead-letters nothing and the API sees a bounded number of calls
+ * while it is down; one longer than the budget dead-letters every dispatch exactly once, at its budget and
+ * not before. Real Kafka, real Temporal, the relay's own processes and the runs API double; the scenarios use
+ * separate queues and doubles, so they run at once (inside one jest test: see runAtOnce).
  */
 import type { Client } from '@temporalio/client';
 import { topics } from '../src/contract';

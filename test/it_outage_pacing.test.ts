@@ -1,9 +1,9 @@
 /**
- * Issue 12, on a shortened time scale: after an outage the backlog reaches the just-recovered API no faster than
- * RUNS_API_MAX_RPS across two worker processes, and drains; a credential the API rejects for 30 s (a token
- * rotated late) dead-letters nothing. Real Kafka, real Temporal, the relay's own processes and the runs API
- * double; the two scenarios use separate queues and doubles, so they run at once (inside one jest test: see
- * runAtOnce).
+ * Pacing after a runs-API outage, on a shortened time scale: after an outage the backlog reaches the
+ * just-recovered API no faster than RUNS_API_MAX_RPS across two worker processes, and drains; a credential
+ * the API rejects for 30 s (a token rotated late) dead-letters nothing. Real Kafka, real Temporal, the
+ * relay's own processes and the runs API double; the two scenarios use separate queues and doubles, so they
+ * run at once (inside one jest test: see runAtOnce).
  */
 import { topics } from '../src/contract';
 import { readTopicToEnd } from './support/dlqTopic';

@@ -1,5 +1,5 @@
 /**
- * Secrets and tenant isolation end to end (issue #6): real Kafka, real Temporal, the relay's real processes.
+ * Secrets and tenant isolation end to end: real Kafka, real Temporal, the relay's real processes.
  *
  * - The API token never appears in anything a run produces, even when the API echoes it back in error bodies.
  * - The tenant comes only from the topic; a record claiming another tenant is dead-lettered in its own tenant's

@@ -1,5 +1,5 @@
 /**
- * Issue #6, transport security with real services and the relay's real processes: Kafka over SASL/SCRAM + TLS
+ * Transport security with real services and the relay's real processes: Kafka over SASL/SCRAM + TLS
  * (a dedicated broker with a SASL_SSL listener), Temporal over mTLS with an API key (HAProxy terminating TLS in
  * front of the dev server, client certificate required), the runs API over HTTPS with a custom CA. All of it is
  * configured through the environment only (contract §8 plus KAFKA_SSL_CA and RUNS_API_CA, docs/configuration.md).
@@ -168,7 +168,7 @@ function logsOf(w: World): string {
   return w.processes.map((p) => fs.readFileSync(p.logFile, 'utf8')).join('\n');
 }
 
-describe('transport security (issue #6)', () => {
+describe('transport security: SASL_SSL Kafka, mTLS Temporal, an HTTPS runs API', () => {
   test('a dispatch crosses SASL_SSL Kafka, mTLS Temporal with an API key and an HTTPS runs API: exactly one run', async () => {
     const w = await createWorld();
     await start(w, 'worker');

@@ -1,5 +1,5 @@
 /**
- * Shared pieces of the runs-API outage suites (issue 12): many dispatches at once, the documented bound on calls
+ * Shared pieces of the runs-API outage suites: many dispatches at once, the documented bound on calls
  * during an outage, what the API saw per dispatch, and its rate over sliding windows.
  */
 import type { RelayProcess } from '../../devstack/relayProcess';

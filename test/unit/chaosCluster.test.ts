@@ -1,5 +1,5 @@
 /**
- * The chaos soak on the cluster profile (issue 13): it finds the active KRaft controller from the nodes' quorum
+ * The chaos soak on the cluster profile: it finds the active KRaft controller from the nodes' quorum
  * state (Kafka's client API names a random broker under KRaft), declares replicated topics that keep acked
  * records through one broker kill, and fails a cluster soak that never killed PostgreSQL.
  */

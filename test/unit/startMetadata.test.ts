@@ -1,5 +1,5 @@
 /**
- * What the Web UI shows for a dispatch execution (issue 14, item 4): a one-line summary `tenant · workflow_ref ·
+ * What the Web UI shows for a dispatch execution: a one-line summary `tenant · workflow_ref ·
  * dispatch_key`, and details naming the source record and what the relay does. Producer text cannot put a link,
  * code or a second line into them.
  */

@@ -13,7 +13,7 @@ describe('the policy of an execution whose input carries none', () => {
   });
 
   it('is a frozen copy, not the configuration module (the workflow bundle holds no config code)', () => {
-    // The contract's defaults moved to a time budget (issue 12); executions without a policy keep the old count.
+    // The contract's defaults moved to a time budget; executions without a policy keep the old count.
     expect(DEFAULT_DISPATCH_POLICY).not.toEqual({
       attemptTimeoutMs: RUNS_API_TIMEOUT_MS_DEFAULT,
       ...RETRY_DEFAULTS,

@@ -1,5 +1,5 @@
 /**
- * One round of the fairness phase (issue 14 item 1): tenant B publishes a steady trickle, first alone, then while
+ * One round of the fairness phase: tenant B publishes a steady trickle, first alone, then while
  * tenant A publishes a large backlog at once. B's record→API latency in both windows of the same round says
  * whether A's flood makes B wait behind it; the history of each of B's executions says where the wait is. The
  * rounds, and what each changes, are in ./fairnessPhase.ts.

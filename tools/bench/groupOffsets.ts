@@ -1,6 +1,6 @@
 /**
  * Whether a consumer group has committed every partition of a topic up to its log end: the end-of-drain check of
- * the benchmark and the chaos soak (issue 10 item 6: an uncommitted tail is redelivered on every rebalance).
+ * the benchmark and the chaos soak (an uncommitted tail is redelivered on every rebalance).
  */
 import type { Kafka } from 'kafkajs';
 import { waitUntil } from 'poimen-relay/internal/poll';

@@ -1,5 +1,5 @@
 /**
- * The outage phase (issue 12): a pre-loaded backlog drains through the relay, and when half of it has reached
+ * The outage phase: a pre-loaded backlog drains through the relay, and when half of it has reached
  * the runs API the API answers 503 to every call for a while, then recovers. What it measures is what an
  * outage costs: calls the API took while down (the breaker's bound), dead letters (none while the retry budget
  * lasts), and how fast the backlog drains once the API is back, against this phase's own healthy rate.

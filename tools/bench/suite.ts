@@ -79,7 +79,7 @@ export const SIZES = {
 export interface Report {
   fields: Record<string, unknown>;
   rows: [string, string][];
-  /** Whether each relay drain ended with its group committed to the log end (issue 10 item 6). */
+  /** Whether each relay drain ended with its group committed to the log end (no tail left to redeliver). */
   atLogEnd: boolean[];
 }
 

@@ -1,7 +1,7 @@
 /**
- * The chaos soak (issue 6): dispatches with duplicates and malformed records are published while a
+ * The chaos soak: dispatches with duplicates and malformed records are published while a
  * controller SIGKILLs and restarts the ingesters, the workers, the Kafka broker and the Temporal server (on the
- * cluster profile: one of three brokers at a time, the Temporal server and its PostgreSQL; issue 13), and the
+ * cluster profile: one of three brokers at a time, the Temporal server and its PostgreSQL), and the
  * runs API answers a share of 503s and drops sockets. Afterwards it checks the promise the relay
  * sells — nothing lost, nothing doubled — against the wire (the API double's requests), Kafka (DLQ records,
  * group lag) and Temporal (executions), never against the relay's own account of itself.
