@@ -3,6 +3,7 @@
  * process without collisions. Label values never carry secrets: codes, topics, tenants and partitions only.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { INGEST } from './config/vars/ingest';
 import { readBuildInfo } from './version';
 
 export interface RelayMetrics {
@@ -106,7 +107,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean; role?: ProcessRo
     }),
     openBudget: new Gauge({
       name: 'poimen_ingest_open_budget',
-      help: 'Open dispatches this ingester shares among its active tenants now (what the relay completes, with headroom; at most POIMEN_INGEST_MAX_OPEN)',
+      help: `Open dispatches this ingester shares among its active tenants now (what the relay completes, with headroom; at most ${INGEST.POIMEN_INGEST_MAX_OPEN.name})`,
       registers,
     }),
     tenantOpenDispatches: new Gauge({

@@ -4,6 +4,7 @@
  */
 import { ApplicationFailure, type Context } from '@temporalio/activity';
 import type { Logger } from '../logger';
+import { RUNS_API } from '../config/vars/runsApi';
 import type { RelayMetrics } from '../metrics';
 import {
   type BreakerWaitDetails,
@@ -218,7 +219,7 @@ export function createBreakerGate(
             // server within the task queue's rate limit.
             throw ApplicationFailure.create({
               type: RUNS_API_UNAVAILABLE,
-              message: 'runs API recovered; the call is retried within RUNS_API_MAX_RPS',
+              message: `runs API recovered; the call is retried within ${RUNS_API.RUNS_API_MAX_RPS.name}`,
               details: [{ httpStatus: null, attempt } satisfies PostRunFailureDetails],
               nextRetryDelay: 1 + Math.floor(Math.random() * RELEASE_SPREAD_MS),
             });

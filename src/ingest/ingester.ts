@@ -15,6 +15,7 @@
  */
 import type { KafkaClient, KafkaConsumer } from '../kafka/port';
 import { ConfigError } from '../errors';
+import { KAFKA } from '../config/vars/kafka';
 import { kafkaAccessProblem } from '../kafka/errors';
 import { codecErrorIn } from '../kafka/codecs';
 import type { Logger } from '../logger';
@@ -159,7 +160,7 @@ export class Ingester {
       this.ignoredTopics.add(t);
       this.logger.warn(
         { topic: t },
-        'topic matches DISPATCH_TOPIC_PATTERN but is not poimen.<tenant>.dispatch; ignored',
+        `topic matches ${KAFKA.DISPATCH_TOPIC_PATTERN.name} but is not poimen.<tenant>.dispatch; ignored`,
       );
     });
   }

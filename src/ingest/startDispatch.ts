@@ -8,6 +8,7 @@
 import { type Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { ValueError, type SearchAttributePair } from '@temporalio/common';
 import type { KafkaRecord } from '../kafka/port';
+import { INGEST } from '../config/vars/ingest';
 import {
   WORKFLOW_TYPE,
   buildDlqRecord,
@@ -238,7 +239,7 @@ export async function handleRecord(
     if (encodedBytes > ctx.maxInputBytes) {
       return deadLetter(
         'malformed_dispatch',
-        `workflow input encodes to ${encodedBytes} bytes, over the ${ctx.maxInputBytes} Temporal accepts (POIMEN_TEMPORAL_MAX_INPUT_BYTES)`,
+        `workflow input encodes to ${encodedBytes} bytes, over the ${ctx.maxInputBytes} Temporal accepts (${INGEST.POIMEN_TEMPORAL_MAX_INPUT_BYTES.name})`,
         dispatch.dispatch_key,
       );
     }

@@ -6,6 +6,7 @@
  * Temporal's twin is src/temporal/errors.ts (classifyTemporalError).
  */
 import type { KafkaConfig } from '../config';
+import { KAFKA } from '../config/vars/kafka';
 import { AccessRefusedError, UnreachableError, errorChain, isUserFacingError } from '../errors';
 import { handshakeFailure, tlsRefusal } from '../tlsErrors';
 import { OAuthTokenError } from './oauthBearer';
@@ -24,12 +25,12 @@ function saslRefusal(cfg: KafkaConfig): { variable: string; reason: string } {
   // next request instead), so what comes here is the login refused before that: the mechanism not enabled.
   if (cfg.sasl?.mechanism === 'oauthbearer')
     return {
-      variable: 'KAFKA_SASL_MECHANISM',
+      variable: KAFKA.KAFKA_SASL_MECHANISM.name,
       reason: `= oauthbearer was refused by ${where} (${principal(cfg)}: authentication failed)`,
     };
   const who = cfg.sasl ? `${cfg.sasl.mechanism} ${principal(cfg)}` : 'SASL';
   return {
-    variable: 'KAFKA_SASL_USERNAME/KAFKA_SASL_PASSWORD',
+    variable: `${KAFKA.KAFKA_SASL_USERNAME.name}/${KAFKA.KAFKA_SASL_PASSWORD.name}`,
     reason: `were rejected by ${where} (${who}: authentication failed)`,
   };
 }
@@ -58,9 +59,12 @@ export function kafkaAccessProblem(
       const detail = String(code);
       if (refusal === 'untrusted-server') {
         return cfg.sslCaPath
-          ? { variable: 'KAFKA_SSL_CA', reason: `does not fit ${where}: TLS handshake failed (${detail})` }
+          ? {
+              variable: KAFKA.KAFKA_SSL_CA.name,
+              reason: `does not fit ${where}: TLS handshake failed (${detail})`,
+            }
           : {
-              variable: 'KAFKA_SSL',
+              variable: KAFKA.KAFKA_SSL.name,
               reason: `= true but the TLS handshake with ${where} failed (${detail})`,
             };
       }
@@ -69,13 +73,13 @@ export function kafkaAccessProblem(
       // or KAFKA_SSL_CA or a client certificate implies it.
       if (refusal === 'refused-by-server') {
         return {
-          variable: 'KAFKA_SSL_CERT/KAFKA_SSL_KEY',
+          variable: `${KAFKA.KAFKA_SSL_CERT.name}/${KAFKA.KAFKA_SSL_KEY.name}`,
           reason: cfg.sslCertPath
             ? `were refused by ${where} (${detail})`
             : `are unset but ${where} requires a client certificate (${detail})`,
         };
       }
-      return { variable: 'KAFKA_SSL', reason: `is on but with ${where}: ${handshakeFailure(code)}` };
+      return { variable: KAFKA.KAFKA_SSL.name, reason: `is on but with ${where}: ${handshakeFailure(code)}` };
     }
     e = (e as { cause?: unknown }).cause;
   }

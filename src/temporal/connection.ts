@@ -6,6 +6,7 @@ import { Connection, type ConnectionOptions } from '@temporalio/client';
 import { NativeConnection, type NativeConnectionOptions } from '@temporalio/worker';
 import type { TemporalConfig } from '../config';
 import type { TemporalTls } from '../config/temporalEnv';
+import { TEMPORAL } from '../config/vars/temporal';
 import { ConfigError } from '../errors';
 import type { Logger } from '../logger';
 import { handshakeFailure, tlsRefusal } from '../tlsErrors';
@@ -93,8 +94,9 @@ export async function checkTemporalTls(cfg: TemporalConfig, timeoutMs = 10_000):
   if (!usesTls(cfg)) return;
   const [host, port] = splitAddress(cfg.address);
   const serverName = cfg.tls?.serverName ?? (net.isIP(host) ? undefined : host);
-  const certVars = cfg.tls?.from?.cert ?? 'TEMPORAL_TLS_CERT/TEMPORAL_TLS_KEY';
-  const caVar = cfg.tls?.from?.ca ?? 'TEMPORAL_TLS_CA';
+  const certVars =
+    cfg.tls?.from?.cert ?? `${TEMPORAL.TEMPORAL_TLS_CERT.name}/${TEMPORAL.TEMPORAL_TLS_KEY.name}`;
+  const caVar = cfg.tls?.from?.ca ?? TEMPORAL.TEMPORAL_TLS_CA.name;
   const code = await new Promise<unknown>((resolve, reject) => {
     let socket: TLSSocket;
     try {
@@ -143,7 +145,7 @@ export async function checkTemporalTls(cfg: TemporalConfig, timeoutMs = 10_000):
   // The certificate is trusted but names another server: the name it is checked against is what to fix.
   if (code === 'ERR_TLS_CERT_ALTNAME_INVALID' || code === 'HOSTNAME_MISMATCH') {
     throw new ConfigError(
-      'TEMPORAL_TLS_SERVER_NAME',
+      TEMPORAL.TEMPORAL_TLS_SERVER_NAME.name,
       cfg.tls?.serverName
         ? `= ${JSON.stringify(cfg.tls.serverName)}: is not a name in the certificate of ${where} (${detail})`
         : `is unset and the certificate of ${where} does not name ${host} (${detail})`,
@@ -151,7 +153,7 @@ export async function checkTemporalTls(cfg: TemporalConfig, timeoutMs = 10_000):
   }
   if (refusal === 'untrusted-server') {
     throw new ConfigError(
-      cfg.tls?.caPath || cfg.tls?.caPem ? caVar : 'TEMPORAL_TLS_CA (unset: system roots)',
+      cfg.tls?.caPath || cfg.tls?.caPem ? caVar : `${TEMPORAL.TEMPORAL_TLS_CA.name} (unset: system roots)`,
       `does not verify the certificate of ${where} (${detail})`,
     );
   }
@@ -167,7 +169,7 @@ export async function checkTemporalTls(cfg: TemporalConfig, timeoutMs = 10_000):
   // what turned TLS on. An API key alone does, since Temporal Cloud takes it only over TLS.
   if (!cfg.tls) {
     throw new ConfigError(
-      cfg.apiKeyFile ? 'TEMPORAL_API_KEY_FILE' : 'TEMPORAL_API_KEY',
+      cfg.apiKeyFile ? TEMPORAL.TEMPORAL_API_KEY_FILE.name : TEMPORAL.TEMPORAL_API_KEY.name,
       `is set, which turns TLS on, but with ${where}: ${handshakeFailure(code)}`,
     );
   }

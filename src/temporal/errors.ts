@@ -5,6 +5,7 @@
  * anything else is left as it is (a bug, printed with its stack). A start's refusals are ./startRefusal's.
  */
 import type { TemporalConfig } from '../config';
+import { TEMPORAL } from '../config/vars/temporal';
 import { AccessRefusedError, NotFoundError, UnreachableError, isUserFacingError } from '../errors';
 import { GRPC, GRPC_NAME, grpcStatus } from './grpcStatus';
 
@@ -27,7 +28,7 @@ export function classifyTemporalError(
     case GRPC.UNAUTHENTICATED:
     case GRPC.PERMISSION_DENIED:
       return new AccessRefusedError(
-        `${where} refused this client (${name}: ${details}); check TEMPORAL_API_KEY, TEMPORAL_TLS_CERT/TEMPORAL_TLS_KEY`,
+        `${where} refused this client (${name}: ${details}); check ${TEMPORAL.TEMPORAL_API_KEY.name}, ${TEMPORAL.TEMPORAL_TLS_CERT.name}/${TEMPORAL.TEMPORAL_TLS_KEY.name}`,
       );
     case GRPC.NOT_FOUND:
       return new NotFoundError(`namespace ${namespace} does not exist on ${where} (${details})`);

@@ -5,6 +5,7 @@
  * would wait in Kafka for good while the process looked healthy. Asked once at start instead, with one line.
  */
 import type { Connection } from '@temporalio/client';
+import { INGEST } from '../config/vars/ingest';
 import { ConfigError } from '../errors';
 import { GRPC, GRPC_NAME, grpcStatus } from './grpcStatus';
 
@@ -26,8 +27,8 @@ export async function requireHistoryAccess(connection: Connection, namespace: st
     const status = grpcStatus(err);
     if (status?.code !== GRPC.PERMISSION_DENIED && status?.code !== GRPC.UNAUTHENTICATED) return;
     throw new ConfigError(
-      'POIMEN_INGEST_MAX_OPEN',
-      `needs the ingester's Temporal credentials to read workflow history on namespace ${namespace} to see dispatches close, and Temporal refused it (${GRPC_NAME[status.code]}: ${status.details.split('\n')[0]}); grant GetWorkflowExecutionHistory, or set POIMEN_INGEST_MAX_OPEN=0 and leave POIMEN_INGEST_TENANT_MAX_OPEN unset to turn admission off`,
+      INGEST.POIMEN_INGEST_MAX_OPEN.name,
+      `needs the ingester's Temporal credentials to read workflow history on namespace ${namespace} to see dispatches close, and Temporal refused it (${GRPC_NAME[status.code]}: ${status.details.split('\n')[0]}); grant GetWorkflowExecutionHistory, or set ${INGEST.POIMEN_INGEST_MAX_OPEN.name}=0 and leave ${INGEST.POIMEN_INGEST_TENANT_MAX_OPEN.name} unset to turn admission off`,
     );
   }
 }

@@ -2,6 +2,7 @@ import { temporal } from '@temporalio/proto';
 import type { Connection } from '@temporalio/client';
 import { SearchAttributeType, defineSearchAttributeKey } from '@temporalio/common';
 import { SEARCH_ATTRIBUTE_NAMES, type SearchAttributeName } from '../contract';
+import { TEMPORAL } from '../config/vars/temporal';
 import { ConfigError, StackError } from '../errors';
 import { GRPC, GRPC_NAME, grpcStatus } from './grpcStatus';
 
@@ -85,7 +86,7 @@ export async function requireSearchAttributes(
       const status = grpcStatus(err);
       if (status?.code === GRPC.PERMISSION_DENIED || status?.code === GRPC.UNAUTHENTICATED) {
         throw new ConfigError(
-          'TEMPORAL_API_KEY/TEMPORAL_TLS_CERT',
+          `${TEMPORAL.TEMPORAL_API_KEY.name}/${TEMPORAL.TEMPORAL_TLS_CERT.name}`,
           `are refused by Temporal on namespace ${namespace} (${GRPC_NAME[status.code]}: ${status.details.split('\n')[0]})`,
         );
       }
