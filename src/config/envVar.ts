@@ -33,8 +33,9 @@ export interface EnvVar {
    */
   connection?: true;
   /**
-   * Read from the environment by an SDK itself (Temporal's envconfig, OpenTelemetry's), never by the relay's
-   * loaders: honoured, so listed, but with no schema or default here.
+   * Read from the environment by an SDK itself (Temporal's envconfig, OpenTelemetry's), not through the relay's
+   * loaders: honoured, so listed, with no default here (the SDK's applies). A schema, when the row has one, is
+   * only checked at start (otelEnv.ts): the value stays the SDK's to read.
    */
   sdk?: true;
 }

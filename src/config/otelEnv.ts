@@ -6,17 +6,22 @@
  * tracing/tracing.ts builds the SDK from the result.
  */
 import type { TracingConfig } from '../tracing/tracing';
-import { type Role, defaultOf, varReader } from './envVar';
+import { type EnvVar, type ParsedVar, type Role, defaultOf, varReader } from './envVar';
 import { type Env, read } from './schema';
 import { TRACING } from './vars/tracing';
 
 /**
  * Standard variables the SDK reads itself, as the specification says (batch span processor, exporter timeout):
- * honoured, never parsed here (their rows say `sdk`). test/unit/envTable.test.ts adds them to what it observes.
+ * honoured, and only checked here (their rows say `sdk`): the SDK takes them from the environment, with its own
+ * defaults. test/unit/envTable.test.ts adds them to what it observes.
  */
 export const OTEL_SDK_ENV: readonly string[] = Object.values(TRACING)
   .filter((v) => 'sdk' in v)
   .map((v) => v.name);
+/** Those of them the relay checks at start: their rows have a schema. */
+const SDK_CHECKED = Object.values<EnvVar>(TRACING).filter(
+  (v): v is ParsedVar<unknown> => v.sdk === true && 'schema' in v,
+);
 
 /**
  * On when OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT is set and OTEL_SDK_DISABLED is not
@@ -47,6 +52,9 @@ export function tracingOf(env: Env, role: Role): { tracing?: TracingConfig } {
   );
   const samplerName = v(t.OTEL_TRACES_SAMPLER);
   const samplerRatio = v(t.OTEL_TRACES_SAMPLER_ARG);
+  // What the SDK reads itself is checked too (a bad value would be a diagnostic and the SDK's default), but its
+  // value is not handed over: the SDK stays the one that reads it.
+  for (const row of SDK_CHECKED) v(row);
   const grpc = proto === 'grpc';
   const tracesUrl = traces ?? (generic === undefined ? undefined : grpc ? generic : `${generic}/v1/traces`);
   if (disabled || tracesUrl === undefined) return {};

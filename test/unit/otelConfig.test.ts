@@ -73,6 +73,14 @@ test.each([
   ['OTEL_EXPORTER_OTLP_HEADERS', 'bad header=1', 'is not key=value'],
   ['OTEL_EXPORTER_OTLP_TRACES_HEADERS', 'x=%0A', 'not printable ASCII'],
   ['OTEL_EXPORTER_OTLP_HEADERS', 'a=1,Authorization:Bearer s3cr3t-t0ken', 'entry 2 is not key=value'],
+  // Read by the SDK itself, which would log a diagnostic and take its default: checked at start all the same.
+  ['OTEL_BSP_SCHEDULE_DELAY', '-1', 'must be a whole number'],
+  ['OTEL_BSP_SCHEDULE_DELAY', '5s', 'must be a whole number'],
+  ['OTEL_BSP_MAX_QUEUE_SIZE', '0', 'must be >= 1'],
+  ['OTEL_BSP_MAX_EXPORT_BATCH_SIZE', 'lots', 'must be a whole number'],
+  ['OTEL_BSP_EXPORT_TIMEOUT', '2147483648', 'must be <= 2147483647'],
+  ['OTEL_EXPORTER_OTLP_TIMEOUT', '0', 'must be >= 1'],
+  ['OTEL_EXPORTER_OTLP_TRACES_TIMEOUT', '1.5', 'must be a whole number'],
 ])('%s=%s stops the process with one line naming the variable', (name, value, why) => {
   // Checked with tracing off too: a typo shows at start, not on the day tracing is turned on.
   for (const env of [{ [name]: value }, { ...ENDPOINT, [name]: value }]) {
@@ -90,6 +98,29 @@ test.each([
     // A header is a credential: no part of the value is echoed.
     if (name.includes('HEADERS')) expect(message).not.toMatch(/s3cr3t|Bearer|bad header/);
   }
+});
+
+test('the variables the SDK reads itself are checked, not handed over: the SDK still reads them', () => {
+  const sdkSet = {
+    OTEL_BSP_SCHEDULE_DELAY: '0',
+    OTEL_BSP_MAX_QUEUE_SIZE: '4096',
+    OTEL_BSP_MAX_EXPORT_BATCH_SIZE: ' 256 ',
+    OTEL_BSP_EXPORT_TIMEOUT: '10000',
+    OTEL_EXPORTER_OTLP_TIMEOUT: '5000',
+    OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: '2147483647',
+  };
+  expect(tracing(sdkSet)).toEqual(tracing({}));
+  const { settings } = explainRelayConfig('ingester', { ...ENDPOINT, ...sdkSet });
+  const of = (name: string) => settings.find((s) => s.name === name);
+  expect(of('OTEL_BSP_MAX_EXPORT_BATCH_SIZE')).toEqual({
+    name: 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE',
+    value: '256',
+    source: 'environment',
+  });
+  // Unset, the SDK's own default applies: the relay names none.
+  expect(
+    explainRelayConfig('ingester', ENDPOINT).settings.find((s) => s.name === 'OTEL_BSP_SCHEDULE_DELAY'),
+  ).toEqual({ name: 'OTEL_BSP_SCHEDULE_DELAY', value: null, source: 'unset' });
 });
 
 test("a bad header list does not echo the headers' values (they carry credentials)", () => {

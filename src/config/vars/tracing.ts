@@ -1,12 +1,16 @@
 /**
  * Rows of the env table for tracing: the OpenTelemetry standard variables the relay honours (the SDK environment
- * specification), with the parsers of their values. Those the SDK reads itself carry no schema (`sdk`);
- * otelEnv.ts builds the tracing configuration from the others. Each row is the variable's one home (envVar.ts).
+ * specification), with the parsers of their values. Those the SDK reads itself (`sdk`) have a schema only to be
+ * checked at start; otelEnv.ts builds the tracing configuration from the others. Each row is the variable's one
+ * home (envVar.ts).
  */
 import { z } from 'zod';
 import type { OtlpProtocol, SamplerName } from '../../tracing/tracing';
 import { RELAY, parsed, perRole, rows } from '../envVar';
-import { bool, httpUrl, nonEmpty } from '../schema';
+import { bool, httpUrl, intIn, nonEmpty } from '../schema';
+
+/** The longest delay setTimeout takes (2^31 - 1 ms). */
+const MAX_TIMER_MS = 2_147_483_647;
 
 export const OTLP_PROTOCOLS: readonly OtlpProtocol[] = ['http/protobuf', 'http/json', 'grpc'];
 export const SAMPLERS: readonly SamplerName[] = [
@@ -137,34 +141,45 @@ export const TRACING = rows({
     schema: ratio,
     default: 1,
   }),
-  OTEL_BSP_SCHEDULE_DELAY: {
+  // The six below are read by the SDK itself, from the environment: the relay only checks them at start (their
+  // schema) and hands nothing over, so a bad value stops the start with one line instead of a diagnostic the SDK
+  // logs before it falls back to its default. No default here: the SDK's own applies. The bound is setTimeout's
+  // (a longer delay fires at once), a count's too (no batch is that large).
+  OTEL_BSP_SCHEDULE_DELAY: parsed({
     description: 'ms between two exports of buffered spans; read by the SDK',
     readBy: RELAY,
     sdk: true,
-  },
-  OTEL_BSP_MAX_QUEUE_SIZE: {
+    schema: intIn(0, MAX_TIMER_MS),
+  }),
+  OTEL_BSP_MAX_QUEUE_SIZE: parsed({
     description: 'spans buffered at most; read by the SDK',
     readBy: RELAY,
     sdk: true,
-  },
-  OTEL_BSP_MAX_EXPORT_BATCH_SIZE: {
+    schema: intIn(1, MAX_TIMER_MS),
+  }),
+  OTEL_BSP_MAX_EXPORT_BATCH_SIZE: parsed({
     description: 'spans per export at most; read by the SDK',
     readBy: RELAY,
     sdk: true,
-  },
-  OTEL_BSP_EXPORT_TIMEOUT: {
+    schema: intIn(1, MAX_TIMER_MS),
+  }),
+  OTEL_BSP_EXPORT_TIMEOUT: parsed({
     description: 'ms one export may take; read by the SDK',
     readBy: RELAY,
     sdk: true,
-  },
-  OTEL_EXPORTER_OTLP_TIMEOUT: {
+    schema: intIn(1, MAX_TIMER_MS),
+  }),
+  // The exporter's timeouts: the SDK takes a number > 0 and ignores any other with a diagnostic.
+  OTEL_EXPORTER_OTLP_TIMEOUT: parsed({
     description: 'ms one OTLP request may take; read by the SDK',
     readBy: RELAY,
     sdk: true,
-  },
-  OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: {
+    schema: intIn(1, MAX_TIMER_MS),
+  }),
+  OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: parsed({
     description: 'ms one OTLP traces request may take; read by the SDK',
     readBy: RELAY,
     sdk: true,
-  },
+    schema: intIn(1, MAX_TIMER_MS),
+  }),
 });
