@@ -99,6 +99,12 @@ export function withTemporalEnvConfig<T extends SpecTemporal>(
   const sdkEnv: Record<string, string> = {};
   for (const [k, v] of Object.entries(env))
     if (v !== undefined && !k.startsWith(GRPC_META_PREFIX)) sdkEnv[k] = v;
+  // The SDK reads these again from its copy: it gets them as the relay checked them (trimmed, true/false), so a
+  // stray space cannot mean one thing here and another there (a file not read, TLS off).
+  const checked = { configFile, profileName, tls: tlsFlag === undefined ? undefined : String(tlsFlag) };
+  if (checked.configFile !== undefined) sdkEnv[T.TEMPORAL_CONFIG_FILE.name] = checked.configFile;
+  if (checked.profileName !== undefined) sdkEnv[T.TEMPORAL_PROFILE.name] = checked.profileName;
+  if (checked.tls !== undefined) sdkEnv[T.TEMPORAL_TLS.name] = checked.tls;
   const where = configFile ?? DEFAULT_FILE;
   let profiles: Record<string, ClientConfigProfile>;
   try {
