@@ -7,12 +7,12 @@
  * the secret and never the token.
  */
 import { setTimeout as setTimeoutPromise } from 'node:timers/promises';
-import { request } from 'undici';
 import { parseRetryAfter } from '../activities/classify';
 import type { OAuthClientCredentials } from '../config';
 import { TOKEN_ENDPOINT_VARIABLE } from '../config/kafkaSasl';
 import { shownUrl } from '../redact';
-import { basicAuth, jwtExpiryMs, networkCode, oauthErrorCode, transientStatus } from './oauthAnswer';
+import { basicAuth, jwtExpiryMs, oauthErrorCode, transientStatus } from './oauthAnswer';
+import { postTokenRequest } from './tokenRequest';
 
 /**
  * The grant failed. `refused`: the endpoint answered and said no (a 4xx but 408, 425 and 429, or an answer
@@ -53,8 +53,6 @@ export interface TokenProviderOptions {
 const REFRESH_AT_SHARE = 0.8;
 /** An answer without `expires_in` nor a JWT `exp` is used this long (RFC 6749 leaves the lifetime optional). */
 const UNKNOWN_LIFETIME_MS = 60_000;
-/** A token endpoint's answer is a small JSON object; more than this is not read. */
-const MAX_ANSWER_BYTES = 64 * 1024;
 /**
  * A grant the endpoint could not serve is tried again, up to this many attempts, after 1 s, 2 s, 4 s, or after the
  * Retry-After it sent, of at most 30 s; a wait that would end past 30 s from the first attempt is not made.
@@ -218,12 +216,9 @@ export class OAuthTokenProvider {
     if (scope) form.set('scope', scope);
     if (audience) form.set('audience', audience);
     const startedMs = this.now();
-    let status: number;
-    let body: string;
-    let retryAfter: string | string[] | undefined;
-    try {
-      const res = await request(this.creds.tokenEndpointUrl, {
-        method: 'POST',
+    const answer = await postTokenRequest(
+      this.creds.tokenEndpointUrl,
+      {
         headers: {
           'content-type': 'application/x-www-form-urlencoded',
           accept: 'application/json',
@@ -231,24 +226,18 @@ export class OAuthTokenProvider {
             ? { authorization: basicAuth(clientId, clientSecret) }
             : {}),
         },
-        body: form.toString(),
-        signal: AbortSignal.any([AbortSignal.timeout(this.timeoutMs), this.closing.signal]),
-      });
-      status = res.statusCode;
-      retryAfter = res.headers['retry-after'];
-      body = await this.readBounded(res.body);
-    } catch (err) {
-      // AbortSignal.timeout's reason is a DOMException, which is not an Error in every realm.
-      const timedOut = (err as { name?: unknown } | undefined)?.name === 'TimeoutError';
-      if (this.closing.signal.aborted) throw this.closed();
-      const code = timedOut ? `no answer within ${this.timeoutMs} ms` : networkCode(err);
+        form: form.toString(),
+      },
+      { timeoutMs: this.timeoutMs, closing: this.closing.signal },
+    );
+    if ('failed' in answer) {
+      if (answer.failed === 'closing') throw this.closed();
+      const code = answer.failed === 'timeout' ? `no answer within ${this.timeoutMs} ms` : answer.code;
       throw new OAuthTokenError(`${this.where} is unreachable (${code})`, false);
     }
+    const { status, body, retryAfter } = answer;
     if (transientStatus(status)) {
-      const retryAfterMs = parseRetryAfter(
-        Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
-        this.now(),
-      );
+      const retryAfterMs = parseRetryAfter(retryAfter, this.now());
       throw new OAuthTokenError(`${this.where} answered HTTP ${status}`, false, retryAfterMs);
     }
     if (status !== 200) {
@@ -259,20 +248,6 @@ export class OAuthTokenProvider {
       );
     }
     return this.parse(body, startedMs);
-  }
-
-  private async readBounded(stream: AsyncIterable<Buffer> & { destroy(): void }): Promise<string> {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of stream) {
-      size += chunk.length;
-      if (size > MAX_ANSWER_BYTES) {
-        stream.destroy();
-        break;
-      }
-      chunks.push(chunk);
-    }
-    return Buffer.concat(chunks).toString('utf8');
   }
 
   /** The token of a 200 answer; its lifetime counted from when the grant was sent (the safe side). */

@@ -1,0 +1,47 @@
+/**
+ * The token request's own timeout fires even when the garbage collector runs while the request waits. A timeout signal held only by AbortSignal.any can be collected and never fire
+ * (nodejs/node#57736, see src/activities/runsApiCall.ts and docs/design.md); the grant then waits on an endpoint
+ * that accepted the connection but never answers for as long as the process lives (until close()).
+ */
+import v8 from 'node:v8';
+import vm from 'node:vm';
+import type { OAuthClientCredentials } from '../../src/config';
+import { OAuthTokenError, OAuthTokenProvider } from '../../src/kafka/oauthBearer';
+import { OAuthServer } from '../support/oauthServer';
+
+v8.setFlagsFromString('--expose-gc');
+const gc = vm.runInNewContext('gc') as () => void;
+
+let server: OAuthServer;
+beforeEach(async () => {
+  server = await OAuthServer.start({ clientId: 'relay', clientSecret: 's', lifetimeS: 100 });
+});
+afterEach(async () => {
+  await server.close();
+});
+
+test('a token request that gets no answer times out though the garbage collector runs meanwhile', async () => {
+  server.answerAfter = new Promise<void>(() => undefined); // accepted, never answered
+  const creds: OAuthClientCredentials = {
+    tokenEndpointUrl: server.tokenUrl,
+    clientId: 'relay',
+    clientSecret: 's',
+    clientAuth: 'client_secret_basic',
+  };
+  const p = new OAuthTokenProvider(creds, { timeoutMs: 200, sleep: async () => undefined });
+  const collecting = setInterval(gc, 20);
+  try {
+    const outcome = await Promise.race([
+      p.token().then(
+        () => 'granted',
+        (e: unknown) => e,
+      ),
+      new Promise((r) => setTimeout(() => r('still waiting after 4 s'), 4_000)),
+    ]);
+    expect(outcome).toBeInstanceOf(OAuthTokenError);
+    expect((outcome as Error).message).toMatch(/no answer within 200 ms/);
+  } finally {
+    clearInterval(collecting);
+    (p as { close?: () => void }).close?.();
+  }
+});
