@@ -4,7 +4,7 @@
  */
 import { Client } from '@temporalio/client';
 import type { RelayConfig } from '../config';
-import { closeKafkaAuth, createKafka } from '../kafka/client';
+import { createKafka, holdKafkaAuth } from '../kafka/client';
 import { DlqPublisher } from '../kafka/dlqPublisher';
 import { type Closeable, type RelayService, type RelayServiceDeps, closeOnce } from '../lifecycle';
 import { checkTemporalTls, createClientConnection } from '../temporal/connection';
@@ -35,9 +35,10 @@ export async function createIngester(
       await requireHistoryAccess(connection, cfg.temporal.namespace);
     }
 
+    // Let go after every Kafka client of this service (reverse order): a token grant then in flight ends.
+    const releaseKafkaAuth = holdKafkaAuth(cfg.kafka);
+    parts.push({ name: 'Kafka token', close: async () => releaseKafkaAuth() });
     const kafka = createKafka(cfg.kafka, logger);
-    // Closed after every Kafka client of this process (reverse order): a token grant then in flight ends.
-    parts.push({ name: 'Kafka token', close: async () => closeKafkaAuth(cfg.kafka) });
     const dlq = new DlqPublisher(kafka, metrics, logger.child({ component: 'dlq' }));
     parts.push({ name: 'DLQ producer', close: () => dlq.close() });
     const client = new Client({

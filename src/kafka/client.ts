@@ -78,15 +78,31 @@ function tokenProviderOf(sasl: OAuthSasl): OAuthTokenProvider {
   return provider;
 }
 
+/** Services holding each token provider: the last to let go closes it. */
+const holders = new WeakMap<OAuthTokenProvider, number>();
+
 /**
- * The process is done with Kafka (every client of `cfg` disconnected): with OAUTHBEARER, its token provider's grant
- * in flight ends and its refreshes stop, so an endpoint that is down or slow does not keep the process from exiting
- * (a grant's retries take up to 30 s). A client made from `cfg` afterwards gets a provider of its own.
+ * A service (ingester, worker) holds its configuration's OAUTHBEARER token provider while it runs, and lets go once
+ * its Kafka clients are disconnected. When the last service made from that configuration lets go, the provider's
+ * grant in flight ends and its refreshes stop, so an endpoint that is down or slow does not keep the process from
+ * exiting (a grant's retries take up to 30 s); another service still running keeps it. Returns the release,
+ * which may be called more than once. A service made from the configuration afterwards gets a new provider.
  */
-export function closeKafkaAuth(cfg: KafkaConfig): void {
-  if (cfg.sasl?.mechanism !== 'oauthbearer') return;
-  tokenProviders.get(cfg.sasl)?.close();
-  tokenProviders.delete(cfg.sasl);
+export function holdKafkaAuth(cfg: KafkaConfig): () => void {
+  const sasl = cfg.sasl;
+  if (sasl?.mechanism !== 'oauthbearer') return () => undefined;
+  const provider = tokenProviderOf(sasl);
+  holders.set(provider, (holders.get(provider) ?? 0) + 1);
+  let held = true;
+  return () => {
+    if (!held) return;
+    held = false;
+    const left = (holders.get(provider) ?? 1) - 1;
+    holders.set(provider, left);
+    if (left > 0) return;
+    provider.close();
+    if (tokenProviders.get(sasl) === provider) tokenProviders.delete(sasl);
+  };
 }
 
 /**

@@ -15,7 +15,7 @@ import { Agent } from 'undici';
 import type { RelayConfig } from '../config';
 import { createActivities } from '../activities';
 import { createBreakerGate } from '../activities/breakerGate';
-import { closeKafkaAuth, createKafka } from '../kafka/client';
+import { createKafka, holdKafkaAuth } from '../kafka/client';
 import { DlqPublisher } from '../kafka/dlqPublisher';
 import { SourceRecordReader } from '../kafka/sourceRecord';
 import type { Logger } from '../logger';
@@ -103,9 +103,10 @@ async function assemble(
   });
   parts.push({ name: 'runs API pool', close: () => dispatcher.close() });
 
+  // Let go after every Kafka client of this service (reverse order): a token grant then in flight ends.
+  const releaseKafkaAuth = holdKafkaAuth(cfg.kafka);
+  parts.push({ name: 'Kafka token', close: async () => releaseKafkaAuth() });
   const kafka = createKafka(cfg.kafka, logger);
-  // Closed after every Kafka client of this process (reverse order): a token grant then in flight ends.
-  parts.push({ name: 'Kafka token', close: async () => closeKafkaAuth(cfg.kafka) });
   const dlq = new DlqPublisher(kafka, metrics, logger.child({ component: 'dlq' }));
   parts.push({ name: 'DLQ producer', close: () => dlq.close() });
   const sources = new SourceRecordReader(kafka, SOURCE_READ_TIMEOUT_MS);
