@@ -32,10 +32,10 @@ const waiting = () =>
     { logger: new DefaultLogger('ERROR', () => undefined) },
   );
 
-function setup() {
+function setup(probeIntervalMs = PROBE_MS, paced = false) {
   const metrics = createMetrics();
   const gate = createBreakerGate(
-    { failures: 2, probeIntervalMs: PROBE_MS, paced: false },
+    { failures: 2, probeIntervalMs, paced },
     metrics,
     createLogger('unit', 'silent'),
   );
@@ -111,6 +111,19 @@ async function openBreaker(failing: Set<string>) {
     gate.release(tenant, pass);
     return tenant;
   };
+  /** The admitted attempt's call is cancelled (worker shutdown): nothing was learnt. Returns its tenant. */
+  const cancelled = async (): Promise<string> => {
+    const { i, tenant, pass } = await Promise.race(pending.values());
+    pending.delete(i);
+    expect(pass.global).toBeDefined();
+    gate.record(tenant, pass, {
+      verdict: timeout,
+      answer: timedOut,
+      cancelled: true,
+      startedMs: performance.now(),
+    });
+    return tenant;
+  };
   /** Probes until the breaker closes (or `max` probes), then lets the rest call; returns the probes' tenants. */
   const probesUntilClosed = async (max: number): Promise<string[]> => {
     const probes: string[] = [];
@@ -118,7 +131,7 @@ async function openBreaker(failing: Set<string>) {
     if ((await circuit()) === 0) await Promise.all(pending.values());
     return probes;
   };
-  return { queue, probe, released, probesUntilClosed };
+  return { queue, probe, released, cancelled, fail, probesUntilClosed };
 }
 
 test("a tenant that has probed lets another tenant's waiting attempt take the next probe", async () => {
@@ -225,4 +238,42 @@ test('an attempt whose heartbeat throws as it is admitted gives the probe back',
     new Promise<'held'>((resolve) => setTimeout(() => resolve('held'), 5 * PROBE_MS).unref()),
   ]);
   expect(next).toEqual({ global: expect.any(Number) });
+});
+
+test("a cancelled probe, or a call that was not the probe, leaves its tenant's turn", async () => {
+  const b = await openBreaker(new Set(['x', 'z']));
+  await b.queue(['x', 'x']);
+  expect(await b.probe()).toBe('x');
+  // A call of z admitted before the breaker opened fails late: it was no probe, z has not had its turn.
+  b.fail('z');
+  await b.queue(['z', 'z']);
+  // z's probe is cancelled: still z's turn.
+  expect(await b.cancelled()).toBe('z');
+  expect(await b.probe()).toBe('z');
+});
+
+test('a probe given back without a call goes to the next waiting attempt at once, not an interval later', async () => {
+  const { gate, fail } = setup(2_000);
+  fail('x');
+  fail('x');
+  const attempts = [0, 1].map((n) =>
+    waiting()
+      .run(async (): Promise<Pass> => gate.enter(Context.current(), 'x', 1_000))
+      .then((pass) => ({ n, pass })),
+  );
+  const admitted = await Promise.race(attempts);
+  expect(admitted.pass.global).toBeDefined();
+  const givenBack = performance.now();
+  gate.release('x', admitted.pass);
+  const next = await attempts[1 - admitted.n]!;
+  expect(performance.now() - givenBack).toBeLessThan(1_000);
+  expect(next.pass.global).toBeDefined();
+});
+
+test('with RUNS_API_MAX_RPS, a waiting attempt admitted as the probe calls (it is not sent back to the queue)', async () => {
+  const { gate, fail } = setup(PROBE_MS, true);
+  fail('x');
+  fail('x');
+  const pass: Pass = await waiting().run(async () => gate.enter(Context.current(), 'x', 1_000));
+  expect(pass.global).toBeDefined();
 });

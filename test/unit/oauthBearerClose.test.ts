@@ -70,3 +70,21 @@ test('a token got before closing is still handed out while valid; no refresh is 
   await new Promise((r) => setTimeout(r, 50));
   expect(server.grants).toHaveLength(1);
 });
+
+test("closing during a grant's last attempt ends it as closing, not as the endpoint's failure", async () => {
+  server.failWith = { status: 503, error: 'temporarily_unavailable', times: 3 };
+  let sleeps = 0;
+  let answer!: () => void;
+  const p = new OAuthTokenProvider(creds(), {
+    timeoutMs: 60_000,
+    sleep: async () => {
+      // After the third failure, the fourth (last) attempt gets no answer until the test says.
+      if (++sleeps === 3) server.answerAfter = new Promise<void>((resolve) => (answer = resolve));
+    },
+  });
+  const token = p.token().catch((e: unknown) => e);
+  await until('the last attempt sent', () => server.received === 4);
+  p.close();
+  expect(((await token) as Error).message).toMatch(/closing/);
+  answer();
+});
