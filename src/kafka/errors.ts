@@ -136,7 +136,7 @@ export function classifyKafkaError(err: unknown, cfg: KafkaConfig): unknown {
   // coordinator: the same as brokers still electing one, so both causes are named.
   if (links.some((e) => e['name'] === 'KafkaJSGroupCoordinatorNotFound'))
     return new UnreachableError(
-      `${kafkaWhere(cfg)} named no coordinator for the consumer group: still starting, or ${principal(cfg)} may not Describe/Read the group (check its ACLs)`,
+      `${kafkaWhere(cfg)} named no coordinator for the consumer group: unreachable or still starting, or ${principal(cfg)} may not Describe/Read the group (check its ACLs)`,
     );
   if (links.some((e) => KAFKA_NO_ANSWER.has(String(e['name']))))
     return new UnreachableError(`${kafkaWhere(cfg)} is unreachable (${innermost(err)})`);

@@ -188,7 +188,7 @@ describe("a command's Kafka failure as one line", () => {
     const out = classifyKafkaError(lost(), cfg);
     expect(out).toBeInstanceOf(UnreachableError);
     expect((out as Error).message).toBe(
-      'Kafka at k1:9094 named no coordinator for the consumer group: still starting, or user "ops" may not Describe/Read the group (check its ACLs)',
+      'Kafka at k1:9094 named no coordinator for the consumer group: unreachable or still starting, or user "ops" may not Describe/Read the group (check its ACLs)',
     );
   });
 
