@@ -6,27 +6,16 @@
  */
 import type { KafkaConfig, OAuthClientCredentials } from '../../src/config';
 import { holdKafkaAuth, kafkaSaslOptions } from '../../src/kafka/client';
-import { OAuthServer } from '../support/oauthServer';
+import { tokenEndpointPerTest } from '../support/tokenEndpoint';
 
-let server: OAuthServer;
-beforeEach(async () => {
-  server = await OAuthServer.start({ clientId: 'relay', clientSecret: 's', lifetimeS: 1 });
-});
-afterEach(async () => {
-  await server.close();
-});
+const endpoint = tokenEndpointPerTest({ clientId: 'relay', clientSecret: 's', lifetimeS: 1 });
 
 type Provider = () => Promise<{ value: string }>;
 const providerOf = (cfg: KafkaConfig): Provider =>
   (kafkaSaslOptions(cfg) as unknown as { oauthBearerProvider: Provider }).oauthBearerProvider;
 
 function config(): KafkaConfig {
-  const oauth: OAuthClientCredentials = {
-    tokenEndpointUrl: server.tokenUrl,
-    clientId: 'relay',
-    clientSecret: 's',
-    clientAuth: 'client_secret_basic',
-  };
+  const oauth: OAuthClientCredentials = endpoint.credentials();
   return {
     brokers: ['127.0.0.1:9092'],
     clientId: 'relay',
@@ -49,10 +38,10 @@ test("one service's close leaves another service of the same configuration able 
   await expect(b()).resolves.toEqual({ value: expect.any(String) });
   releaseB();
   // The last release closed it: no token is asked for any more.
-  const before = server.grants.length;
+  const before = endpoint.server.grants.length;
   await new Promise((r) => setTimeout(r, 1_200));
   await expect(b()).rejects.toThrow(/closing/);
-  expect(server.grants).toHaveLength(before);
+  expect(endpoint.server.grants).toHaveLength(before);
 });
 
 test('a service made after the last release gets a provider of its own', async () => {

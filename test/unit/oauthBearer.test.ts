@@ -12,27 +12,11 @@ import { loadRelayConfig } from '../../src/config';
 import { createKafka } from '../../src/kafka/client';
 import { type OAuthBearerToken, OAuthTokenError, OAuthTokenProvider } from '../../src/kafka/oauthBearer';
 import { createLogger } from '../../src/logger';
-import { OAuthServer } from '../support/oauthServer';
+import { tokenEndpointPerTest } from '../support/tokenEndpoint';
 
 const SECRET = 's3cret: with+odd/chars';
-let server: OAuthServer;
-
-beforeEach(async () => {
-  server = await OAuthServer.start({ clientId: 'relay client', clientSecret: SECRET, lifetimeS: 100 });
-});
-afterEach(async () => {
-  await server.close();
-});
-
-function creds(over: Partial<OAuthClientCredentials> = {}): OAuthClientCredentials {
-  return {
-    tokenEndpointUrl: server.tokenUrl,
-    clientId: 'relay client',
-    clientSecret: SECRET,
-    clientAuth: 'client_secret_basic',
-    ...over,
-  };
-}
+const endpoint = tokenEndpointPerTest({ clientId: 'relay client', clientSecret: SECRET, lifetimeS: 100 });
+const creds = (over: Partial<OAuthClientCredentials> = {}) => endpoint.credentials(over);
 
 /** A clock the test moves by hand, starting at the real now (the server's `exp` is real time). */
 function manualClock(): { now: () => number; advance: (ms: number) => void } {
@@ -53,13 +37,7 @@ async function replaced(provider: OAuthTokenProvider, old: OAuthBearerToken): Pr
 
 /** The token endpoint again, answering without `expires_in` (the lifetime is then the JWT's `exp`). */
 async function serveWithoutExpiresIn(): Promise<void> {
-  await server.close();
-  server = await OAuthServer.start({
-    clientId: 'relay client',
-    clientSecret: SECRET,
-    lifetimeS: 100,
-    omitExpiresIn: true,
-  });
+  await endpoint.restart({ omitExpiresIn: true });
 }
 
 /** No wait between the attempts of a grant (their pacing: oauthBearerRetry.test.ts). */
@@ -82,7 +60,7 @@ test('the grant goes by HTTP Basic with scope and audience; the token is cached 
   );
   const first = await provider.token();
   expect(first.value.split('.')).toHaveLength(3);
-  expect(server.grants).toEqual([
+  expect(endpoint.server.grants).toEqual([
     {
       auth: 'basic',
       form: { grant_type: 'client_credentials', scope: 'kafka.read kafka.write', audience: 'kafka' },
@@ -92,13 +70,13 @@ test('the grant goes by HTTP Basic with scope and audience; the token is cached 
 
   clock.advance(79_000);
   expect(await provider.token()).toEqual(first);
-  expect(server.grants).toHaveLength(1);
+  expect(endpoint.server.grants).toHaveLength(1);
 
   // Past the refresh point: still the valid token at once, a new one got in the background for the next call.
   clock.advance(2_000);
   expect(await provider.token()).toEqual(first);
   await replaced(provider, first);
-  expect(server.grants).toHaveLength(2);
+  expect(endpoint.server.grants).toHaveLength(2);
 });
 
 test('past 80% of its lifetime a valid token is handed out at once and refreshed in the background', async () => {
@@ -108,13 +86,13 @@ test('past 80% of its lifetime a valid token is handed out at once and refreshed
   clock.advance(85_000);
   // A slow endpoint: a reconnect's SASL handshake (kafkajs asks midway) must not wait for it.
   let release = () => {};
-  server.answerAfter = new Promise<void>((r) => (release = r));
+  endpoint.server.answerAfter = new Promise<void>((r) => (release = r));
   const waited = new Promise((r) => setTimeout(() => r('waited for the endpoint'), 1_000).unref());
   expect(await Promise.race([provider.token(), waited])).toEqual(first);
   expect(await Promise.race([provider.token(), waited])).toEqual(first);
   release();
   await replaced(provider, first);
-  expect(server.grants).toHaveLength(2);
+  expect(endpoint.server.grants).toHaveLength(2);
 });
 
 test('a timer refreshes the token at 80% of its lifetime, with no call to prompt it', async () => {
@@ -127,12 +105,12 @@ test('a timer refreshes the token at 80% of its lifetime, with no call to prompt
   // The clock is left before the refresh point, where a call would not refresh: only the timer does.
   timers[0]!.run();
   await replaced(provider, first);
-  expect(server.grants).toHaveLength(2);
+  expect(endpoint.server.grants).toHaveLength(2);
   expect(timers.map((t) => t.ms)).toEqual([80_000, 80_000]);
   // A timer of a token since replaced does nothing.
   timers[0]!.run();
   await new Promise((r) => setTimeout(r, 50));
-  expect(server.grants).toHaveLength(2);
+  expect(endpoint.server.grants).toHaveLength(2);
 });
 
 test('a background refresh that fails is asked again by a timer, so an idle client renews before expiry', async () => {
@@ -141,13 +119,13 @@ test('a background refresh that fails is asked again by a timer, so an idle clie
   const schedule = (run: () => void, ms: number) => void timers.push({ run, ms });
   const provider = new OAuthTokenProvider(creds(), { ...clock, ...noWaits, schedule });
   const first = await provider.token();
-  server.failWith = { status: 503, error: 'temporarily_unavailable' };
+  endpoint.server.failWith = { status: 503, error: 'temporarily_unavailable' };
   timers[0]!.run();
   // The refresh fails (four attempts, held for the 8 s its last one called for): a timer asks again 10 s later.
   for (let i = 0; i < 100 && timers.length < 2; i++) await new Promise((r) => setTimeout(r, 20));
   expect(timers.map((t) => t.ms)).toEqual([80_000, 10_000]);
   expect(await provider.token()).toEqual(first);
-  server.failWith = undefined;
+  endpoint.server.failWith = undefined;
   clock.advance(10_000);
   timers[1]!.run();
   await replaced(provider, first);
@@ -166,7 +144,7 @@ test('the refresh timer waits 10 s at least, so a token already due is not fetch
 test('client_secret_post sends the id and secret in the form, no Authorization header', async () => {
   const provider = new OAuthTokenProvider(creds({ clientAuth: 'client_secret_post' }));
   await provider.token();
-  expect(server.grants).toEqual([
+  expect(endpoint.server.grants).toEqual([
     {
       auth: 'post',
       form: { grant_type: 'client_credentials', client_id: 'relay client', client_secret: SECRET },
@@ -179,7 +157,7 @@ test('callers of the same moment share one grant', async () => {
   const provider = new OAuthTokenProvider(creds());
   const tokens = await Promise.all([provider.token(), provider.token(), provider.token()]);
   expect(new Set(tokens.map((t) => t.value)).size).toBe(1);
-  expect(server.grants).toHaveLength(1);
+  expect(endpoint.server.grants).toHaveLength(1);
 });
 
 test("without expires_in, the JWT's exp sets the lifetime", async () => {
@@ -189,17 +167,17 @@ test("without expires_in, the JWT's exp sets the lifetime", async () => {
   await provider.token();
   clock.advance(75_000);
   await provider.token();
-  expect(server.grants).toHaveLength(1);
+  expect(endpoint.server.grants).toHaveLength(1);
   clock.advance(10_000);
   await replaced(provider, await provider.token());
-  expect(server.grants).toHaveLength(2);
+  expect(endpoint.server.grants).toHaveLength(2);
 });
 
 test('a refused grant (401) is one line naming the endpoint variable and the status, not retriable, no secret', async () => {
   const provider = new OAuthTokenProvider(creds({ clientSecret: `wrong-${SECRET}` }));
   const err = await failure(provider.token());
   expect(err.message).toBe(
-    `KAFKA_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL ${server.tokenUrl} refused the client credentials grant of client "relay client": HTTP 401 invalid_client`,
+    `KAFKA_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL ${endpoint.server.tokenUrl} refused the client credentials grant of client "relay client": HTTP 401 invalid_client`,
   );
   expect(err).toMatchObject({ refused: true, retriable: false });
   expect(err.message).not.toContain('s3cret');
@@ -219,9 +197,11 @@ test('an unreachable endpoint and a 5xx are retriable failures naming the variab
   );
   expect(gone).toMatchObject({ refused: false, retriable: true });
 
-  server.failWith = { status: 503, error: 'temporarily_unavailable' };
+  endpoint.server.failWith = { status: 503, error: 'temporarily_unavailable' };
   const down = await failure(new OAuthTokenProvider(creds(), noWaits).token());
-  expect(down.message).toBe(`KAFKA_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL ${server.tokenUrl} answered HTTP 503`);
+  expect(down.message).toBe(
+    `KAFKA_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL ${endpoint.server.tokenUrl} answered HTTP 503`,
+  );
   expect(down.refused).toBe(false);
 });
 
@@ -246,19 +226,19 @@ test('a failed refresh keeps handing out the token while it has not expired, the
   const clock = manualClock();
   const provider = new OAuthTokenProvider(creds(), { ...clock, ...noWaits });
   const first = await provider.token();
-  server.failWith = { status: 503, error: 'temporarily_unavailable' };
+  endpoint.server.failWith = { status: 503, error: 'temporarily_unavailable' };
   clock.advance(90_000);
   expect(await provider.token()).toEqual(first);
   clock.advance(11_000);
   await failure(provider.token());
-  server.failWith = undefined;
+  endpoint.server.failWith = undefined;
   // The endpoint is asked again once the wait its last failure called for (8 s, the backoff after a fourth attempt) has passed.
   clock.advance(8_000);
   expect((await provider.token()).value).not.toBe(first.value);
 });
 
 test('a 200 answer without an access_token is a refusal (the URL is not a token endpoint)', async () => {
-  const provider = new OAuthTokenProvider(creds({ tokenEndpointUrl: `${server.url}/jwks` }));
+  const provider = new OAuthTokenProvider(creds({ tokenEndpointUrl: `${endpoint.server.url}/jwks` }));
   // GET-only path: the server answers 404, a refusal too.
   expect((await failure(provider.token())).refused).toBe(true);
 
@@ -285,7 +265,7 @@ test('a Kafka client asks for its token before it dials a broker: a refused gran
   const cfg = loadRelayConfig('cli', {
     KAFKA_BROKERS: `127.0.0.1:${port}`,
     KAFKA_SASL_MECHANISM: 'oauthbearer',
-    KAFKA_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL: server.tokenUrl,
+    KAFKA_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL: endpoint.server.tokenUrl,
     KAFKA_SASL_OAUTHBEARER_CLIENT_ID: 'relay client',
     KAFKA_SASL_OAUTHBEARER_CLIENT_SECRET: 'not-the-secret',
   });
@@ -296,5 +276,5 @@ test('a Kafka client asks for its token before it dials a broker: a refused gran
       /refused the client credentials grant of client "relay client": HTTP 401 invalid_client$/,
     );
   }
-  expect(server.grants.map((g) => g.status)).toEqual([401]); // one provider: the refusal held (oauthBearerRetry)
+  expect(endpoint.server.grants.map((g) => g.status)).toEqual([401]); // one provider: the refusal held (oauthBearerRetry)
 });

@@ -4,26 +4,12 @@
  * Retry-After (up to 30 s of retries) does not keep the process from exiting, and nothing is asked again.
  * Against the real node:http token endpoint of test/support/oauthServer.ts, with real timers.
  */
-import type { OAuthClientCredentials } from '../../src/config';
 import { OAuthTokenError, OAuthTokenProvider } from '../../src/kafka/oauthBearer';
-import { OAuthServer } from '../support/oauthServer';
+import { tokenEndpointPerTest } from '../support/tokenEndpoint';
 
 const SECRET = 'the-client-secret';
-let server: OAuthServer;
-
-beforeEach(async () => {
-  server = await OAuthServer.start({ clientId: 'relay', clientSecret: SECRET, lifetimeS: 100 });
-});
-afterEach(async () => {
-  await server.close();
-});
-
-const creds = (): OAuthClientCredentials => ({
-  tokenEndpointUrl: server.tokenUrl,
-  clientId: 'relay',
-  clientSecret: SECRET,
-  clientAuth: 'client_secret_basic',
-});
+const endpoint = tokenEndpointPerTest({ clientId: 'relay', clientSecret: SECRET, lifetimeS: 100 });
+const creds = () => endpoint.credentials();
 
 async function until(what: string, ok: () => boolean): Promise<void> {
   for (let n = 0; n < 200 && !ok(); n++) await new Promise((r) => setTimeout(r, 10));
@@ -31,14 +17,14 @@ async function until(what: string, ok: () => boolean): Promise<void> {
 }
 
 test('closing ends a grant waiting out a Retry-After at once, and asks nothing more', async () => {
-  server.failWith = { status: 503, error: 'temporarily_unavailable', retryAfter: '20' };
+  endpoint.server.failWith = { status: 503, error: 'temporarily_unavailable', retryAfter: '20' };
   const p = new OAuthTokenProvider(creds());
   const started = performance.now();
   const token = p.token().then(
     () => undefined,
     (e: unknown) => e,
   );
-  await until('the first grant', () => server.grants.length === 1);
+  await until('the first grant', () => endpoint.server.grants.length === 1);
   p.close();
   const err = await token;
   expect(err).toBeInstanceOf(OAuthTokenError);
@@ -46,15 +32,15 @@ test('closing ends a grant waiting out a Retry-After at once, and asks nothing m
   // Not the 20 s the endpoint asked for.
   expect(performance.now() - started).toBeLessThan(5_000);
   expect(await p.token().catch((e: unknown) => e)).toBeInstanceOf(OAuthTokenError);
-  expect(server.grants).toHaveLength(1);
+  expect(endpoint.server.grants).toHaveLength(1);
 });
 
 test('closing ends a grant whose answer has not come yet', async () => {
   let answer!: () => void;
-  server.answerAfter = new Promise<void>((resolve) => (answer = resolve));
+  endpoint.server.answerAfter = new Promise<void>((resolve) => (answer = resolve));
   const p = new OAuthTokenProvider(creds(), { timeoutMs: 60_000 });
   const token = p.token().catch((e: unknown) => e);
-  await until('the grant sent', () => server.received > 0);
+  await until('the grant sent', () => endpoint.server.received > 0);
   p.close();
   expect(((await token) as Error).message).toMatch(/closing/);
   answer();
@@ -68,22 +54,22 @@ test('a token got before closing is still handed out while valid; no refresh is 
   t += 90_000; // past the refresh point (80 % of 100 s), before expiry
   expect((await p.token()).value).toBe(first);
   await new Promise((r) => setTimeout(r, 50));
-  expect(server.grants).toHaveLength(1);
+  expect(endpoint.server.grants).toHaveLength(1);
 });
 
 test("closing during a grant's last attempt ends it as closing, not as the endpoint's failure", async () => {
-  server.failWith = { status: 503, error: 'temporarily_unavailable', times: 3 };
+  endpoint.server.failWith = { status: 503, error: 'temporarily_unavailable', times: 3 };
   let sleeps = 0;
   let answer!: () => void;
   const p = new OAuthTokenProvider(creds(), {
     timeoutMs: 60_000,
     sleep: async () => {
       // After the third failure, the fourth (last) attempt gets no answer until the test says.
-      if (++sleeps === 3) server.answerAfter = new Promise<void>((resolve) => (answer = resolve));
+      if (++sleeps === 3) endpoint.server.answerAfter = new Promise<void>((resolve) => (answer = resolve));
     },
   });
   const token = p.token().catch((e: unknown) => e);
-  await until('the last attempt sent', () => server.received === 4);
+  await until('the last attempt sent', () => endpoint.server.received === 4);
   p.close();
   expect(((await token) as Error).message).toMatch(/closing/);
   answer();

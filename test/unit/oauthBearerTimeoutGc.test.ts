@@ -7,27 +7,16 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import type { OAuthClientCredentials } from '../../src/config';
 import { OAuthTokenError, OAuthTokenProvider } from '../../src/kafka/oauthBearer';
-import { OAuthServer } from '../support/oauthServer';
+import { tokenEndpointPerTest } from '../support/tokenEndpoint';
 
 v8.setFlagsFromString('--expose-gc');
 const gc = vm.runInNewContext('gc') as () => void;
 
-let server: OAuthServer;
-beforeEach(async () => {
-  server = await OAuthServer.start({ clientId: 'relay', clientSecret: 's', lifetimeS: 100 });
-});
-afterEach(async () => {
-  await server.close();
-});
+const endpoint = tokenEndpointPerTest({ clientId: 'relay', clientSecret: 's', lifetimeS: 100 });
 
 test('a token request that gets no answer times out though the garbage collector runs meanwhile', async () => {
-  server.answerAfter = new Promise<void>(() => undefined); // accepted, never answered
-  const creds: OAuthClientCredentials = {
-    tokenEndpointUrl: server.tokenUrl,
-    clientId: 'relay',
-    clientSecret: 's',
-    clientAuth: 'client_secret_basic',
-  };
+  endpoint.server.answerAfter = new Promise<void>(() => undefined); // accepted, never answered
+  const creds: OAuthClientCredentials = endpoint.credentials();
   const p = new OAuthTokenProvider(creds, { timeoutMs: 200, sleep: async () => undefined });
   const collecting = setInterval(gc, 20);
   try {
