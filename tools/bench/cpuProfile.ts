@@ -1,5 +1,5 @@
 /**
- * Reading V8 CPU profiles (`node --cpu-prof`'s .cpuprofile files) for the worker profiler (./profileWorker.ts):
+ * Reading V8 CPU profiles (`node --cpu-prof`'s .cpuprofile files) for the relay profiler (./profileRelay.ts):
  * the time of each sample inside a window, and its sum per function and per package or file group, self (the
  * sample's leaf) and total (anywhere on its stack, once per sample). Pure functions over the profile's JSON.
  */

@@ -1,11 +1,13 @@
 /**
- * `npm run profile:worker [-- --n 3000]`: where the worker's CPU per dispatch goes. On the local dev stack, one
- * ingester and one worker (the worker under `node --cpu-prof`) drain n pre-loaded dispatches into the runs API
- * double; the worker is then stopped gracefully so V8 writes its profiles (one per JS thread: the main thread and
- * the workflow threads). Prints the worker's CPU per dispatch by OS thread (/proc, over the drain's window) and,
- * per JS thread, the top functions and packages by self and total time within the same window (./cpuProfile.ts).
- * Writes tools/results/<date>-profile-worker[-n<n>][-<label>].json; the .cpuprofile files stay in the stack's
- * logs dir for DevTools.
+ * `npm run profile -- --role worker|ingest [--n 3000] [--set KEY=VALUE …]` (`npm run profile:worker` for the
+ * worker): where one relay process's CPU per dispatch goes. On the local dev stack, one ingester and one worker
+ * (the profiled one under `node --cpu-prof`) drain n pre-loaded dispatches into the runs API double; the profiled
+ * process is then stopped gracefully so V8 writes its profiles (one per JS thread: the main thread and, in the
+ * worker, the workflow threads). Prints its CPU per dispatch by OS thread (/proc, over the drain's window) and, per
+ * JS thread, the top functions and packages by self and total time within the same window (./cpuProfile.ts).
+ * `--set` gives both processes a relay setting (e.g. POIMEN_INGEST_MAX_OPEN=0: admission off), to profile two
+ * settings side by side. Writes tools/results/<date>-profile-<role>[-n<n>][-<label>].json; the .cpuprofile files
+ * stay in the stack's logs dir for DevTools.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -102,13 +104,32 @@ const positive = (v: string) => {
   return n;
 };
 
+const role = (v: string): 'worker' | 'ingest' => {
+  if (v !== 'worker' && v !== 'ingest') throw new Error(`not a role to profile (worker or ingest): ${v}`);
+  return v;
+};
+
+const setting = (v: string, acc: Record<string, string>): Record<string, string> => {
+  const eq = v.indexOf('=');
+  if (eq <= 0) throw new Error(`not KEY=VALUE: ${v}`);
+  return { ...acc, [v.slice(0, eq)]: v.slice(eq + 1) };
+};
+
 async function main(): Promise<void> {
-  const opts = new Command('profile:worker')
+  const opts = new Command('profile')
+    .option('--role <role>', 'the process to profile: worker or ingest', role, 'worker')
+    .option('--set <KEY=VALUE>', 'a relay setting for both processes (repeatable)', setting, {})
     .option('--n <n>', 'dispatches to drain (default 3000)', positive, 3000)
     .option('--label <label>', 'appended to the result file name (e.g. before, after)')
     .option('--interval-us <us>', 'V8 sampling interval in microseconds (default 1000)', positive, 1000)
     .parse(process.argv)
-    .opts<{ n: number; label?: string; intervalUs: number }>();
+    .opts<{
+      role: 'worker' | 'ingest';
+      set: Record<string, string>;
+      n: number;
+      label?: string;
+      intervalUs: number;
+    }>();
   const cfg = loadStackConfig();
   await openStack(cfg, 'dev', consoleProgress('profile')).up();
   const endpoints = stackEndpoints(cfg, 'dev');
@@ -125,7 +146,9 @@ async function main(): Promise<void> {
     logsDir,
     kafka,
   };
-  const profDir = fs.mkdtempSync(path.join(logsDir, 'worker-cpuprofile-'));
+  const profDir = fs.mkdtempSync(path.join(logsDir, `${opts.role}-cpuprofile-`));
+  const profFlags = [`--cpu-prof`, `--cpu-prof-dir=${profDir}`, `--cpu-prof-interval=${opts.intervalUs}`];
+  const profiled = (r: 'worker' | 'ingest') => (r === opts.role ? { execArgv: profFlags } : {});
   const api = await RunsApiDouble.start({ record: false });
   const tenant = await newTenant(t, 4);
   await preload(t, tenant, opts.n, 'prof');
@@ -133,16 +156,16 @@ async function main(): Promise<void> {
     TEMPORAL_TASK_QUEUE: `bench-prof-${tenant}`,
     KAFKA_GROUP_ID: `bench-prof-${tenant}`,
     DISPATCH_TOPIC_PATTERN: `^poimen\\.${tenant}\\.dispatch$`,
+    ...opts.set,
   });
-  const profFlags = [`--cpu-prof`, `--cpu-prof-dir=${profDir}`, `--cpu-prof-interval=${opts.intervalUs}`];
   const worker = await startRelayProcess({
     role: 'worker',
     env,
     metricsPort: await freePort(),
     logFile: path.join(logsDir, 'bench-profile-worker.log'),
-    execArgv: profFlags,
+    ...profiled('worker'),
   });
-  const pid = worker.child.pid!;
+  let pid = 0;
   let window: {
     fromUs: number;
     toUs: number;
@@ -155,7 +178,9 @@ async function main(): Promise<void> {
       env,
       metricsPort: await freePort(),
       logFile: path.join(logsDir, 'bench-profile-ingest.log'),
+      ...profiled('ingest'),
     });
+    pid = (opts.role === 'worker' ? worker : ingester).child.pid!;
     try {
       // The window opens once both are up (start-up is a one-off) and closes when the API has the last run.
       const cpu = threadCpu(pid);
@@ -174,7 +199,8 @@ async function main(): Promise<void> {
     if (code !== 0) process.stderr.write(`profile: the worker exited with ${String(code)}\n`);
   }
   const files = fs.readdirSync(profDir).filter((f) => f.endsWith('.cpuprofile'));
-  if (files.length === 0) throw new Error(`no .cpuprofile in ${profDir}: did the worker exit normally?`);
+  if (files.length === 0)
+    throw new Error(`no .cpuprofile in ${profDir}: did the ${opts.role} exit normally?`);
   const d = window.dispatches;
   const byName: Record<string, number> = {};
   for (const th of window.threads) byName[th.name] = (byName[th.name] ?? 0) + th.ms;
@@ -183,7 +209,7 @@ async function main(): Promise<void> {
   const mainCpuMs = window.threads.find((th) => th.tid === pid)!.ms;
   const out: string[] = [];
   out.push(
-    `worker CPU over the drain (/proc, without the profiler's own thread ${PROFILER_THREAD}): ${round(cpuMs / d, 3)} ms per dispatch (${d} dispatches, ${round((window.toUs - window.fromUs) / 1e6)} s)`,
+    `${opts.role} CPU over the drain (/proc, without the profiler's own thread ${PROFILER_THREAD}): ${round(cpuMs / d, 3)} ms per dispatch (${d} dispatches, ${round((window.toUs - window.fromUs) / 1e6)} s)`,
   );
   for (const [name, ms] of byThread) out.push(`  ${name.padEnd(24)} ${(ms / d).toFixed(3)} ms/dispatch`);
   const busiest = window.threads
@@ -232,11 +258,18 @@ async function main(): Promise<void> {
   const result = {
     date: new Date().toISOString(),
     machine: { cores: os.cpus().length, cpu: os.cpus()[0]?.model, node: process.version },
-    settings: { n: opts.n, partitions: 4, sampling_interval_us: opts.intervalUs, profile: 'dev' },
+    role: opts.role,
+    settings: {
+      n: opts.n,
+      partitions: 4,
+      sampling_interval_us: opts.intervalUs,
+      profile: 'dev',
+      relay: opts.set,
+    },
     dispatches: d,
     window_s: round((window.toUs - window.fromUs) / 1e6),
-    worker_cpu_ms_per_dispatch: round(cpuMs / d, 3),
-    worker_cpu_ms_per_dispatch_by_thread: Object.fromEntries(byThread.map(([k, v]) => [k, round(v / d, 3)])),
+    cpu_ms_per_dispatch: round(cpuMs / d, 3),
+    cpu_ms_per_dispatch_by_thread: Object.fromEntries(byThread.map(([k, v]) => [k, round(v / d, 3)])),
     busiest_threads: busiest.map((th) => ({
       tid: th.tid,
       name: th.name,
@@ -246,7 +279,7 @@ async function main(): Promise<void> {
   };
   const dir = path.join(PACKAGE_ROOT, 'tools', 'results');
   const suffix = `${opts.n === 3000 ? '' : `-n${opts.n}`}${opts.label ? `-${opts.label}` : ''}`;
-  const file = path.join(dir, `${result.date.slice(0, 10)}-profile-worker${suffix}.json`);
+  const file = path.join(dir, `${result.date.slice(0, 10)}-profile-${opts.role}${suffix}.json`);
   fs.writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
   process.stdout.write(`\nwritten to ${path.relative(process.cwd(), file)}; profiles in ${profDir}\n`);
 }
