@@ -8,10 +8,10 @@ import path from 'node:path';
 import type { Producer } from 'kafkajs';
 import { topics } from 'poimen-relay/internal/contract/index';
 import { freePort } from '#devstack/ports';
-import { startRelayProcess } from '#devstack/relayProcess';
+import { metricValue, startRelayProcess } from '#devstack/relayProcess';
 import { waitUntil } from 'poimen-relay/internal/poll';
 import { RunsApiDouble } from '#devstack/runsApiDouble';
-import { cpuWindow, perSecond } from './cpu';
+import { cpuMsPerDispatch, cpuWindow, perSecond } from './cpu';
 import { round } from './measure';
 import { type Sent, windowFigures } from './fairnessWindow';
 import { type BenchTarget, dispatchValue, newTenant, relayEnv, startWorkers } from './rig';
@@ -188,7 +188,9 @@ export async function fairnessRound(
 
 /**
  * Tenant A alone: `o.loneN` records published at once, nothing else on the relay. Its runs per second from its
- * first run to its last say whether admission caps a lone tenant (work-conserving: the same rate as without it).
+ * first run to its last say whether admission caps a lone tenant (work-conserving: the same rate as without it);
+ * its CPU per dispatch in each process, what admission costs it; and what admission kept open while A still had
+ * records waiting in Kafka (its gauge read every 250 ms), whether the pipeline downstream ever ran short of work.
  */
 export async function loneRound(
   t: BenchTarget,
@@ -198,10 +200,17 @@ export async function loneRound(
 ) {
   const a = await newTenant(t, o.partitions);
   const relay = await startRoundRelay(t, { kind: 'lone', label, tenants: [a] }, settings);
-  const { api } = relay;
+  const { api, ingester, workers } = relay;
   const producer = t.kafka.producer();
   await producer.connect();
+  const pids = {
+    ingester: [ingester.child.pid!],
+    worker: workers.map((w) => w.child.pid!),
+    ...(t.serverPids?.() ?? { temporal: [], postgres: [], kafka: [] }),
+  };
   try {
+    // CPU of each process from the first send to the last run: what a dispatch costs each, with and without admission.
+    const cpu = cpuWindow(pids);
     for (let i = 0; i < o.loneN; i += 1000) {
       const keys = Array.from({ length: Math.min(1000, o.loneN - i) }, (_, j) => `lone-${i + j}`);
       await producer.send({
@@ -211,7 +220,14 @@ export async function loneRound(
       });
     }
     const runs = () => api.requests.filter((r) => r.answer === 201);
+    const open = sampleOpen(ingester, a, () => {
+      const n = runs().length;
+      // From the first run until the last records are all open: what is left in Kafka then is less than a share.
+      return n === 0 ? 'before' : n < o.loneN - LONE_TAIL ? 'during' : 'after';
+    });
     await waitUntil(() => runs().length >= o.loneN, o.settleS * 1000, 500);
+    const cpuMs = cpu.end();
+    const openSamples = await open.stop();
     const served = runs();
     const first = served[0]?.receivedAtMs ?? 0;
     const last = served.at(-1)?.receivedAtMs ?? first;
@@ -219,9 +235,49 @@ export async function loneRound(
       n: o.loneN,
       served: served.length,
       runs_per_s: last > first ? round((served.length - 1) / ((last - first) / 1000)) : 0,
+      cpu_ms: cpuMs,
+      cpu_ms_per_dispatch: cpuMsPerDispatch([{ cpu_ms: cpuMs, dispatches: served.length }]),
+      // null without admission (the gauge is not set): nothing is counted then.
+      open_while_backlogged: openSamples.length
+        ? { min: Math.min(...openSamples), median: median(openSamples), samples: openSamples.length }
+        : null,
     };
   } finally {
     await producer.disconnect();
     await relay.stop();
   }
+}
+
+/** Runs before the end of a lone round not counted as backlogged: more than a lone tenant keeps open (250). */
+const LONE_TAIL = 300;
+
+/** The tenant's open dispatches by admission's gauge, read every 250 ms while `phase()` says 'during'. */
+function sampleOpen(
+  ingester: { metrics(): Promise<string> },
+  tenant: string,
+  phase: () => 'before' | 'during' | 'after',
+): { stop(): Promise<number[]> } {
+  const samples: number[] = [];
+  let stopped = false;
+  const loop = (async () => {
+    while (!stopped && phase() !== 'after') {
+      if (phase() === 'during') {
+        const v = metricValue(await ingester.metrics(), 'poimen_ingest_tenant_open_dispatches', { tenant });
+        if (v !== undefined && phase() === 'during') samples.push(v);
+      }
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  })();
+  return {
+    async stop() {
+      stopped = true;
+      await loop;
+      return samples;
+    },
+  };
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((x, y) => x - y);
+  return s[Math.floor((s.length - 1) / 2)]!;
 }

@@ -4,6 +4,7 @@
  * ./fairness.ts.
  */
 import { type FairnessOptions, fairnessRound, loneRound } from './fairness';
+import { cpuMsPerDispatch } from './cpu';
 import { round } from './measure';
 import type { BenchTarget } from './rig';
 
@@ -158,11 +159,15 @@ export async function fairness(
   };
 }
 
-/** The run of median throughput, with every run's figure beside it. */
+/** The run of median throughput, with every run's figure beside it and CPU per dispatch over all of them. */
 type MedianLone = Lone & { runs_per_s_each: number[] };
 function medianLone(each: Lone[]): MedianLone {
   const sorted = [...each].sort((x, y) => x.runs_per_s - y.runs_per_s);
-  return { ...sorted[Math.floor((sorted.length - 1) / 2)]!, runs_per_s_each: each.map((l) => l.runs_per_s) };
+  return {
+    ...sorted[Math.floor((sorted.length - 1) / 2)]!,
+    runs_per_s_each: each.map((l) => l.runs_per_s),
+    cpu_ms_per_dispatch: cpuMsPerDispatch(each.map((l) => ({ cpu_ms: l.cpu_ms, dispatches: l.served }))),
+  };
 }
 
 const ratio = (r: Round) => round(r.flooded.p99_ms / r.alone.p99_ms, 2);

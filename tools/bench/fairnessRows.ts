@@ -1,5 +1,6 @@
 /** The fairness phase's lines in the bench's table: one per round that ran, the shipped defaults first. */
 import type { FairnessOptions } from './fairness';
+import { cpuRow } from './cpu';
 import type { fairness } from './fairnessPhase';
 
 type Figures = Awaited<ReturnType<typeof fairness>>;
@@ -34,7 +35,11 @@ export function fairnessRows(f: Figures, o: FairnessOptions): [string, string][]
   for (const [name, l] of Object.entries(f.fairness_lone_rounds)) {
     rows.push([
       `fairness: tenant A alone, ${o.loneN} records, ${name === 'lone_default' ? 'shipped defaults' : 'admission off'}`,
-      `${l.runs_per_s} runs/s${l.runs_per_s_each && l.runs_per_s_each.length > 1 ? ` (median of ${l.runs_per_s_each.join(', ')})` : ''}`,
+      `${l.runs_per_s} runs/s${l.runs_per_s_each && l.runs_per_s_each.length > 1 ? ` (median of ${l.runs_per_s_each.join(', ')})` : ''}` +
+        (l.cpu_ms_per_dispatch ? `; CPU ms per dispatch ${cpuRow(l.cpu_ms_per_dispatch)}` : '') +
+        (l.open_while_backlogged
+          ? `; open while records waited in Kafka: min ${l.open_while_backlogged.min}, median ${l.open_while_backlogged.median}`
+          : ''),
     ]);
   }
   return rows;

@@ -111,6 +111,11 @@ async function main(): Promise<void> {
       `the fairness phase's rounds to run, of: ${[...FAIRNESS_ROUNDS, 'sweep'].join(', ')} (default: all)`,
       fairnessRoundsOption,
     )
+    .option(
+      '--lone-repeats <n>',
+      'runs of each lone fairness round, interleaved (default 3; quick 1)',
+      positive,
+    )
     .parse(process.argv)
     .opts<{
       quick?: boolean;
@@ -122,6 +127,7 @@ async function main(): Promise<void> {
       outageS?: number;
       profile: StackProfile;
       fairnessRounds?: string[];
+      loneRepeats?: number;
     }>();
   if (opts.codecs) {
     process.stdout.write(`\nKafka codec decode cost\n${codecTable(await codecDecodeBench())}`);
@@ -134,7 +140,11 @@ async function main(): Promise<void> {
     ...SIZES[mode],
     n: opts.n ?? SIZES[mode].n,
     rounds: opts.rounds ?? SIZES[mode].rounds,
-    fairness: { ...SIZES[mode].fairness, ...(opts.fairnessRounds ? { rounds: opts.fairnessRounds } : {}) },
+    fairness: {
+      ...SIZES[mode].fairness,
+      ...(opts.fairnessRounds ? { rounds: opts.fairnessRounds } : {}),
+      ...(opts.loneRepeats ? { loneRepeats: opts.loneRepeats } : {}),
+    },
   };
   const resized = size.n !== SIZES[mode].n || size.rounds !== SIZES[mode].rounds;
   const progress = consoleProgress('bench');
