@@ -1,10 +1,13 @@
-/** Settings of the local development stack (`poimen-dev stack`, the demo, the tests): not the relay's own. */
+/**
+ * Settings of the local development stack (`poimen-dev stack`, the demo, the tests): not the relay's own. Each
+ * variable's name and check are its row in ./envTable.ts; its default is here.
+ */
 import os from 'node:os';
 import path from 'node:path';
-import { z } from 'zod';
 import { defaultOf } from 'poimen-relay/internal/config/envVar';
-import { type Env, bool, intIn, nonEmpty, port, read } from 'poimen-relay/internal/config/schema';
+import { type Env, read } from 'poimen-relay/internal/config/schema';
 import { TEMPORAL } from 'poimen-relay/internal/config/vars/temporal';
+import { STACK, type StackVar } from './envTable';
 
 /** Where the local development stack keeps its downloads (cache) and its data and logs (state). */
 export interface StackConfig {
@@ -48,50 +51,33 @@ const NAMESPACE = TEMPORAL.TEMPORAL_NAMESPACE;
 
 export function loadStackConfig(env: Env = process.env): StackConfig {
   const home = os.homedir();
-  const cacheDir = read(env, 'POIMEN_CACHE_DIR', nonEmpty, path.join(home, '.cache', 'poimen-relay'));
-  const temporalPort = read(env, 'POIMEN_STACK_TEMPORAL_PORT', port, 7233);
+  const get = <T>(v: StackVar<T>, fallback: T): T => read(env, v.name, v.schema, fallback);
+  const temporalPort = get(STACK.POIMEN_STACK_TEMPORAL_PORT, 7233);
   return {
-    cacheDir: path.resolve(cacheDir),
-    stateDir: path.resolve(
-      read(env, 'POIMEN_STATE_DIR', nonEmpty, path.join(home, '.local', 'state', 'poimen-relay')),
-    ),
-    kafkaVersion: read(
-      env,
-      'POIMEN_KAFKA_VERSION',
-      z.string().regex(/^4\.\d+\.\d+$/, 'must be a Kafka 4.x version'),
-      '4.1.1',
-    ),
+    cacheDir: path.resolve(get(STACK.POIMEN_CACHE_DIR, path.join(home, '.cache', 'poimen-relay'))),
+    stateDir: path.resolve(get(STACK.POIMEN_STATE_DIR, path.join(home, '.local', 'state', 'poimen-relay'))),
+    kafkaVersion: get(STACK.POIMEN_KAFKA_VERSION, '4.1.1'),
     temporalCliVersion: 'v1.5.1',
     // v1.18.4 is refused by the Go module proxy here (403); v1.18.0 is the newest tctl it serves.
     tctlVersion: 'v1.18.0',
-    kafkaPort: read(env, 'POIMEN_STACK_KAFKA_PORT', port, 9092),
-    kafkaControllerPort: read(env, 'POIMEN_STACK_KAFKA_CONTROLLER_PORT', port, 9093),
+    kafkaPort: get(STACK.POIMEN_STACK_KAFKA_PORT, 9092),
+    kafkaControllerPort: get(STACK.POIMEN_STACK_KAFKA_CONTROLLER_PORT, 9093),
     temporalPort,
-    temporalUiPort: read(env, 'POIMEN_STACK_TEMPORAL_UI_PORT', port, temporalPort + 1000),
-    temporalMetricsPort: read(env, 'POIMEN_STACK_TEMPORAL_METRICS_PORT', port, temporalPort + 1001),
+    temporalUiPort: get(STACK.POIMEN_STACK_TEMPORAL_UI_PORT, temporalPort + 1000),
+    temporalMetricsPort: get(STACK.POIMEN_STACK_TEMPORAL_METRICS_PORT, temporalPort + 1001),
     // The relay's row: the stack makes sure the namespace the relay uses exists, under its name and default.
     namespace: read(env, NAMESPACE.name, NAMESPACE.schema, defaultOf(NAMESPACE, 'cli')),
-    startTimeoutMs: read(env, 'POIMEN_STACK_START_TIMEOUT_MS', intIn(1000, 600_000), 60_000),
-    temporalInMemory: read(env, 'POIMEN_STACK_TEMPORAL_IN_MEMORY', bool, false),
-    temporalFairness: read(env, 'POIMEN_STACK_TEMPORAL_FAIRNESS', bool, true),
-    temporalDynamicConfig: read(
-      env,
-      'POIMEN_STACK_TEMPORAL_DYNAMIC_CONFIG',
-      z
-        .string()
-        .transform((v) => v.split(/\s+/).filter(Boolean))
-        .pipe(z.array(z.string().regex(/^[A-Za-z0-9_.]+=\S+$/, 'must be space-separated key=value pairs'))),
-      [],
-    ),
+    startTimeoutMs: get(STACK.POIMEN_STACK_START_TIMEOUT_MS, 60_000),
+    temporalInMemory: get(STACK.POIMEN_STACK_TEMPORAL_IN_MEMORY, false),
+    temporalFairness: get(STACK.POIMEN_STACK_TEMPORAL_FAIRNESS, true),
+    temporalDynamicConfig: get(STACK.POIMEN_STACK_TEMPORAL_DYNAMIC_CONFIG, []),
     cluster: {
       temporalServerVersion: 'v1.29.1',
-      kafkaBasePort: read(env, 'POIMEN_CLUSTER_KAFKA_PORT', intIn(1024, 32755), 29092),
-      // Temporal's membership table stores ports as smallint: the highest, this port + 103, must stay ≤ 32767
-      // (below Linux's ephemeral range too, where an outgoing connection can hold a port at any time).
-      temporalPort: read(env, 'POIMEN_CLUSTER_TEMPORAL_PORT', intIn(1024, 32664), 27233),
-      postgresPort: read(env, 'POIMEN_CLUSTER_POSTGRES_PORT', port, 25432),
+      kafkaBasePort: get(STACK.POIMEN_CLUSTER_KAFKA_PORT, 29092),
+      temporalPort: get(STACK.POIMEN_CLUSTER_TEMPORAL_PORT, 27233),
+      postgresPort: get(STACK.POIMEN_CLUSTER_POSTGRES_PORT, 25432),
       historyShards: 8,
-      startTimeoutMs: read(env, 'POIMEN_CLUSTER_START_TIMEOUT_MS', intIn(1000, 1_800_000), 180_000),
+      startTimeoutMs: get(STACK.POIMEN_CLUSTER_START_TIMEOUT_MS, 180_000),
     },
   };
 }
