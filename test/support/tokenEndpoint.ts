@@ -18,7 +18,7 @@ export interface TokenEndpointPerTest {
 export function tokenEndpointPerTest(opts: OAuthServerOptions): TokenEndpointPerTest {
   let current: OAuthServer | undefined;
   beforeEach(async () => {
-    current = await OAuthServer.start(opts);
+    current = await OAuthServer.start({ ...opts });
   });
   afterEach(async () => {
     await current?.close();
