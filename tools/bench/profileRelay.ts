@@ -191,7 +191,8 @@ async function main(): Promise<void> {
       const threads = cpu.end();
       window = { fromUs, toUs, threads, dispatches: api.runs.size - runsBefore };
     } finally {
-      await ingester.stop();
+      const code = await ingester.stop();
+      if (code !== 0) process.stderr.write(`profile: the ingester exited with ${String(code)}\n`);
     }
   } finally {
     const code = await worker.stop();
