@@ -11,7 +11,7 @@ import { freePort } from '#devstack/ports';
 import { metricValue, startRelayProcess } from '#devstack/relayProcess';
 import { waitUntil } from 'poimen-relay/internal/poll';
 import { RunsApiDouble } from '#devstack/runsApiDouble';
-import { cpuMsPerDispatch, cpuWindow, perSecond } from './cpu';
+import { cpuWindow, perSecond } from './cpu';
 import { round } from './measure';
 import { type Sent, windowFigures } from './fairnessWindow';
 import { type BenchTarget, dispatchValue, newTenant, relayEnv, startWorkers } from './rig';
@@ -208,6 +208,7 @@ export async function loneRound(
     worker: workers.map((w) => w.child.pid!),
     ...(t.serverPids?.() ?? { temporal: [], postgres: [], kafka: [] }),
   };
+  let open_samples: number[];
   try {
     // CPU of each process from the first send to the last run: what a dispatch costs each, with and without admission.
     const cpu = cpuWindow(pids);
@@ -225,9 +226,12 @@ export async function loneRound(
       // From the first run until the last records are all open: what is left in Kafka then is less than a share.
       return n === 0 ? 'before' : n < o.loneN - LONE_TAIL ? 'during' : 'after';
     });
-    await waitUntil(() => runs().length >= o.loneN, o.settleS * 1000, 500);
+    try {
+      await waitUntil(() => runs().length >= o.loneN, o.settleS * 1000, 500);
+    } finally {
+      open_samples = await open.stop();
+    }
     const cpuMs = cpu.end();
-    const openSamples = await open.stop();
     const served = runs();
     const first = served[0]?.receivedAtMs ?? 0;
     const last = served.at(-1)?.receivedAtMs ?? first;
@@ -236,11 +240,8 @@ export async function loneRound(
       served: served.length,
       runs_per_s: last > first ? round((served.length - 1) / ((last - first) / 1000)) : 0,
       cpu_ms: cpuMs,
-      cpu_ms_per_dispatch: cpuMsPerDispatch([{ cpu_ms: cpuMs, dispatches: served.length }]),
-      // null without admission (the gauge is not set): nothing is counted then.
-      open_while_backlogged: openSamples.length
-        ? { min: Math.min(...openSamples), median: median(openSamples), samples: openSamples.length }
-        : null,
+      // Empty without admission (the gauge is not set): nothing is counted then.
+      open_samples,
     };
   } finally {
     await producer.disconnect();
@@ -251,23 +252,36 @@ export async function loneRound(
 /** Runs before the end of a lone round not counted as backlogged: more than a lone tenant keeps open (250). */
 const LONE_TAIL = 300;
 
-/** The tenant's open dispatches by admission's gauge, read every 250 ms while `phase()` says 'during'. */
+/**
+ * The tenant's open dispatches by admission's gauge, read every 250 ms while `phase()` says 'during'. A read that
+ * fails or takes over 2 s (the ingester busy or gone) is a sample missed, never the round's failure.
+ */
 function sampleOpen(
-  ingester: { metrics(): Promise<string> },
+  ingester: { metricsPort: number },
   tenant: string,
   phase: () => 'before' | 'during' | 'after',
 ): { stop(): Promise<number[]> } {
   const samples: number[] = [];
   let stopped = false;
+  const read = async (): Promise<number | undefined> => {
+    try {
+      const res = await fetch(`http://127.0.0.1:${ingester.metricsPort}/metrics`, {
+        signal: AbortSignal.timeout(2000),
+      });
+      return metricValue(await res.text(), 'poimen_ingest_tenant_open_dispatches', { tenant });
+    } catch {
+      return undefined;
+    }
+  };
   const loop = (async () => {
     while (!stopped && phase() !== 'after') {
       if (phase() === 'during') {
-        const v = metricValue(await ingester.metrics(), 'poimen_ingest_tenant_open_dispatches', { tenant });
+        const v = await read();
         if (v !== undefined && phase() === 'during') samples.push(v);
       }
       await new Promise((r) => setTimeout(r, 250));
     }
-  })();
+  })().catch(() => undefined);
   return {
     async stop() {
       stopped = true;
@@ -275,9 +289,4 @@ function sampleOpen(
       return samples;
     },
   };
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((x, y) => x - y);
-  return s[Math.floor((s.length - 1) / 2)]!;
 }

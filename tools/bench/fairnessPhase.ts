@@ -159,15 +159,38 @@ export async function fairness(
   };
 }
 
-/** The run of median throughput, with every run's figure beside it and CPU per dispatch over all of them. */
-type MedianLone = Lone & { runs_per_s_each: number[] };
-function medianLone(each: Lone[]): MedianLone {
-  const sorted = [...each].sort((x, y) => x.runs_per_s - y.runs_per_s);
+/**
+ * A lone round over its runs: the median runs per second with every run's beside it; CPU per dispatch of each
+ * process and what admission kept open while records waited in Kafka, both over all runs.
+ */
+interface MedianLone {
+  n: number;
+  runs: number;
+  runs_per_s: number;
+  runs_per_s_each: number[];
+  cpu_ms_per_dispatch: ReturnType<typeof cpuMsPerDispatch>;
+  /** null without admission (its gauge is not set). */
+  open_while_backlogged: { min: number; median: number; max: number; samples: number } | null;
+}
+export function medianLone(each: Lone[]): MedianLone {
+  const rates = each.map((l) => l.runs_per_s);
+  const open = each.flatMap((l) => l.open_samples).sort((x, y) => x - y);
   return {
-    ...sorted[Math.floor((sorted.length - 1) / 2)]!,
-    runs_per_s_each: each.map((l) => l.runs_per_s),
+    n: each[0]!.n,
+    runs: each.length,
+    runs_per_s: median(rates),
+    runs_per_s_each: rates,
     cpu_ms_per_dispatch: cpuMsPerDispatch(each.map((l) => ({ cpu_ms: l.cpu_ms, dispatches: l.served }))),
+    open_while_backlogged: open.length
+      ? { min: open[0]!, median: median(open), max: open.at(-1)!, samples: open.length }
+      : null,
   };
+}
+
+/** The lower median: a figure one of the runs gave. */
+function median(xs: number[]): number {
+  const s = [...xs].sort((x, y) => x - y);
+  return s[Math.floor((s.length - 1) / 2)]!;
 }
 
 const ratio = (r: Round) => round(r.flooded.p99_ms / r.alone.p99_ms, 2);

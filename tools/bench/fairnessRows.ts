@@ -38,7 +38,7 @@ export function fairnessRows(f: Figures, o: FairnessOptions): [string, string][]
       `${l.runs_per_s} runs/s${l.runs_per_s_each && l.runs_per_s_each.length > 1 ? ` (median of ${l.runs_per_s_each.join(', ')})` : ''}` +
         (l.cpu_ms_per_dispatch ? `; CPU ms per dispatch ${cpuRow(l.cpu_ms_per_dispatch)}` : '') +
         (l.open_while_backlogged
-          ? `; open while records waited in Kafka: min ${l.open_while_backlogged.min}, median ${l.open_while_backlogged.median}`
+          ? `; open while records waited in Kafka: ${l.open_while_backlogged.min} to ${l.open_while_backlogged.max}, median ${l.open_while_backlogged.median}`
           : ''),
     ]);
   }
