@@ -264,13 +264,16 @@ function sampleOpen(
   const samples: number[] = [];
   let stopped = false;
   const read = async (): Promise<number | undefined> => {
+    // A timer and a controller, not AbortSignal.timeout, which the collector may take first (nodejs/node#57736).
+    const call = new AbortController();
+    const timer = setTimeout(() => call.abort(), 2000);
     try {
-      const res = await fetch(`http://127.0.0.1:${ingester.metricsPort}/metrics`, {
-        signal: AbortSignal.timeout(2000),
-      });
+      const res = await fetch(`http://127.0.0.1:${ingester.metricsPort}/metrics`, { signal: call.signal });
       return metricValue(await res.text(), 'poimen_ingest_tenant_open_dispatches', { tenant });
     } catch {
       return undefined;
+    } finally {
+      clearTimeout(timer);
     }
   };
   const loop = (async () => {
