@@ -105,6 +105,12 @@ async function startRoundRelay(
     api,
     ingester,
     workers,
+    /** Each process role's pids, for CPU windows over the round. */
+    pids: {
+      ingester: [ingester.child.pid!],
+      worker: workers.map((w) => w.child.pid!),
+      ...(t.serverPids?.() ?? { temporal: [], postgres: [], kafka: [] }),
+    },
     async stop() {
       await ingester.stop();
       await Promise.all(workers.map((w) => w.stop()));
@@ -122,7 +128,7 @@ export async function fairnessRound(
   const a = await newTenant(t, o.partitions);
   const b = await newTenant(t, o.partitions);
   const relay = await startRoundRelay(t, { kind: 'fair', label, tenants: [a, b] }, settings);
-  const { api, ingester, workers } = relay;
+  const { api, pids } = relay;
   // B's producer is its own, so its sends never queue behind A's 1000-record sends.
   const producer = t.kafka.producer();
   const floodProducer = t.kafka.producer();
@@ -130,11 +136,6 @@ export async function fairnessRound(
   await floodProducer.connect();
   const runsOf = (tenant: string) =>
     api.requests.filter((r) => r.answer === 201 && r.headers['x-tenant-id'] === tenant).length;
-  const pids = {
-    ingester: [ingester.child.pid!],
-    worker: workers.map((w) => w.child.pid!),
-    ...(t.serverPids?.() ?? { temporal: [], postgres: [], kafka: [] }),
-  };
   try {
     // CPU ms per second of each process over each window: whether the flood saturates the machine, and where.
     let cpu = cpuWindow(pids);
@@ -200,14 +201,9 @@ export async function loneRound(
 ) {
   const a = await newTenant(t, o.partitions);
   const relay = await startRoundRelay(t, { kind: 'lone', label, tenants: [a] }, settings);
-  const { api, ingester, workers } = relay;
+  const { api, ingester, pids } = relay;
   const producer = t.kafka.producer();
   await producer.connect();
-  const pids = {
-    ingester: [ingester.child.pid!],
-    worker: workers.map((w) => w.child.pid!),
-    ...(t.serverPids?.() ?? { temporal: [], postgres: [], kafka: [] }),
-  };
   let open_samples: number[];
   try {
     // CPU of each process from the first send to the last run: what a dispatch costs each, with and without admission.

@@ -5,7 +5,7 @@
  */
 import { type FairnessOptions, fairnessRound, loneRound } from './fairness';
 import { cpuMsPerDispatch } from './cpu';
-import { round } from './measure';
+import { percentile, round } from './measure';
 import type { BenchTarget } from './rig';
 
 /** The server's own default for `history.transferProcessorMaxPollRPS`, given back to one round. */
@@ -175,6 +175,11 @@ interface MedianLone {
 export function medianLone(each: Lone[]): MedianLone {
   const rates = each.map((l) => l.runs_per_s);
   const open = each.flatMap((l) => l.open_samples).sort((x, y) => x - y);
+  const median = (xs: number[]) =>
+    percentile(
+      [...xs].sort((x, y) => x - y),
+      50,
+    );
   return {
     n: each[0]!.n,
     runs: each.length,
@@ -185,12 +190,6 @@ export function medianLone(each: Lone[]): MedianLone {
       ? { min: open[0]!, median: median(open), max: open.at(-1)!, samples: open.length }
       : null,
   };
-}
-
-/** The lower median: a figure one of the runs gave. */
-function median(xs: number[]): number {
-  const s = [...xs].sort((x, y) => x - y);
-  return s[Math.floor((s.length - 1) / 2)]!;
 }
 
 const ratio = (r: Round) => round(r.flooded.p99_ms / r.alone.p99_ms, 2);
