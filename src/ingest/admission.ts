@@ -2,11 +2,9 @@
  * Admission per tenant: how many dispatches of each tenant this ingester has started and not yet seen closed, and
  * whether a tenant's next record may start now or waits in Kafka for room. On by default.
  *
- * Why: Temporal's task queue fairness reorders a queue, it does not make the server less busy. A tenant that
- * publishes 20,000 records at once was started as fast as the ingester could go, far faster than the server
- * executes; every start is a write, and the other tenants' dispatches waited for the server, not for the queue
- * (docs/design.md, "Fair turns for tenants"). Bounded, a tenant's starts follow its completions and the rest of its
- * backlog stays in Kafka, durable and counted as lag, until there is room.
+ * Why: Temporal's task queue fairness reorders a queue, it does not make the server less busy; a tenant's flood
+ * started at once made every other tenant wait for the server (docs/design.md, "Fair turns for tenants"). Bounded,
+ * a tenant's starts follow its completions and the rest of its backlog stays in Kafka, counted as lag.
  *
  * The bound is a fair share, not a fixed number:
  * - a tenant alone (no other tenant had a record or an open dispatch here in the last seconds) may keep up to
@@ -21,19 +19,16 @@
  * A record takes a slot before its start; the slot comes back when the record did not start anything (a
  * duplicate, a dead letter, a failure) or, for a started execution, when that execution closes. Closes are seen
  * by a long poll on each execution's close event (so the bound is also what this costs: one open long poll per
- * open dispatch). The count is this process's: a restarted ingester starts from zero, and several ingesters each
- * hold their own. A record that joined an execution this process already counts takes no second slot.
+ * open dispatch), except for a tenant alone here: nobody waits for its slots, so a close seen half a second late
+ * costs nothing, and one visibility query per interval for all its dispatches (temporal/visibilityCloses.ts)
+ * costs far less than a long poll each. The count is this process's: a restarted ingester starts from zero, and
+ * several ingesters each hold their own. A record that joined an execution already counted takes no second slot.
  */
 import type { Gauge } from 'prom-client';
 import { setMaxListeners } from 'node:events';
 import type { Logger } from '../logger';
+import { type WatchClose, WatchFailures, untilClosed } from './closeWatch';
 import { BUDGET_FLOOR_PER_TENANT, OpenBudget, sharedBudget } from './openBudget';
-
-/**
- * Waits until the execution closes, however it closes; rejects only when that could not be learned. Resolves false
- * when the execution was gone (past retention): closed, but at an unknown time.
- */
-export type WatchClose = (workflowId: string, runId: string, signal: AbortSignal) => Promise<boolean | void>;
 
 export interface AdmissionOptions {
   /** POIMEN_INGEST_MAX_OPEN: a lone tenant's bound and the shared budget's ceiling; 0: no fair shares. */
@@ -41,6 +36,8 @@ export interface AdmissionOptions {
   /** POIMEN_INGEST_TENANT_MAX_OPEN: a fixed cap on every tenant's share; 0: none. */
   tenantMaxOpen: number;
   watch: WatchClose;
+  /** A cheaper, coarser watch for the dispatches of a tenant alone here (fair shares on); `watch` when unset. */
+  watchAlone?: WatchClose;
   gauge?: Gauge<'tenant'>;
   /** The shared budget, set at every close. */
   budgetGauge?: Gauge;
@@ -49,8 +46,6 @@ export interface AdmissionOptions {
   now?: () => number;
 }
 
-const WATCH_RETRY_MIN_MS = 1000;
-const WATCH_RETRY_MAX_MS = 30_000;
 /** A tenant with a record here this recently counts as active, open dispatches or not. */
 export const ACTIVE_MS = 5000;
 /** Slots beyond what another active tenant has open that stay its own: room for its next records. */
@@ -82,10 +77,11 @@ export class TenantAdmission {
   private total = 0;
   private readonly now: () => number;
   private recheck: NodeJS.Timeout | undefined;
-  private watchFailures = 0;
+  private readonly watchFailures: WatchFailures;
 
   constructor(private readonly o: AdmissionOptions) {
     this.now = o.now ?? (() => performance.now());
+    this.watchFailures = new WatchFailures(o.logger);
     // Every open watch listens on this one signal for the length of one call: many listeners are no leak here.
     setMaxListeners(0, this.abort.signal);
   }
@@ -124,7 +120,8 @@ export class TenantAdmission {
     }
     this.watched.add(key);
     const since = this.now();
-    void this.waitForClose(workflowId, runId)
+    const watch = this.o.watchAlone && this.alone(tenant) ? this.o.watchAlone : this.o.watch;
+    void untilClosed(watch, { workflowId, runId }, this.abort.signal, this.watchFailures)
       .then((seen) => {
         // Only a close seen as it happened measures the pace (not an execution gone past retention).
         if (!this.fair || !seen || this.abort.signal.aborted) return;
@@ -169,6 +166,12 @@ export class TenantAdmission {
   limit(tenant: string, shares: Shares | undefined = this.shares()): number {
     const share = shares ? this.fairShare(tenant, shares) : Number.POSITIVE_INFINITY;
     return this.o.tenantMaxOpen > 0 ? Math.min(share, this.o.tenantMaxOpen) : share;
+  }
+
+  /** Fair shares on and no other tenant active here: the tenant's slots are nobody else's to wait for. */
+  private alone(tenant: string): boolean {
+    const active = this.shares()?.active;
+    return active !== undefined && active.size === 1 && active.has(tenant);
   }
 
   private get fair(): boolean {
@@ -219,11 +222,9 @@ export class TenantAdmission {
 
   /**
    * How many of the tenant's waiting partitions may be resumed now: none until half its share is free (at least
-   * one slot), so a resume admits a run of records, not one; then one per run of free slots. Each resumed
-   * partition fetches (and decodes) up to the fetch size again to take its run: at 1 MiB of small dispatches
-   * that is ~20 ms of the ingester's event loop, so a run of one record per refetch held the other tenants'
-   * records back (their record → start p99 85 ms, not 17, in the bench), and resuming every waiting partition
-   * for a few slots decoded a fetch per partition for a record or two each.
+   * one slot), then one per run of free slots. A resumed partition refetches (1 MiB of small dispatches: ~20 ms
+   * of event loop): a run of one record per refetch held the other tenants' records back (record → start p99
+   * 85 ms, not 17, in the bench).
    */
   private freeToResume(tenant: string, shares: Shares | undefined): number {
     const limit = this.limit(tenant, shares);
@@ -258,30 +259,6 @@ export class TenantAdmission {
       }
     }
     if (waiting.size === 0) this.waiters.delete(tenant);
-  }
-
-  /** One execution's close, asked again with backoff while Temporal cannot say: an outage never frees a slot. */
-  /** True when the close was seen as it happened (not gone past retention, not aborted). */
-  private async waitForClose(workflowId: string, runId: string): Promise<boolean> {
-    for (let delayMs = WATCH_RETRY_MIN_MS; ; delayMs = Math.min(delayMs * 2, WATCH_RETRY_MAX_MS)) {
-      if (this.abort.signal.aborted) return false;
-      try {
-        return (await this.o.watch(workflowId, runId, this.abort.signal)) !== false;
-      } catch (err) {
-        if (this.abort.signal.aborted) return false;
-        // Process-wide count, so an outage logs its first failure and then every hundredth, not one per dispatch.
-        this.watchFailures++;
-        if (this.watchFailures === 1 || this.watchFailures % 100 === 0) {
-          this.o.logger?.warn(
-            { err, workflowId, failures: this.watchFailures },
-            'cannot learn whether a dispatch closed; its admission slot stays held, asking again',
-          );
-        }
-        // Jittered, so the watches of a recovered Temporal do not all ask in the same second.
-        const waitMs = delayMs / 2 + Math.random() * (delayMs / 2);
-        await new Promise((r) => setTimeout(r, waitMs).unref());
-      }
-    }
   }
 
   private stopRecheck(): void {

@@ -1,0 +1,51 @@
+/**
+ * How admission learns that one execution closed: the watch it is given, asked again with backoff while Temporal
+ * cannot say, so that an outage never frees a slot. Owned by admission.ts, which holds a slot until this returns.
+ */
+import type { Logger } from '../logger';
+
+/**
+ * Waits until the execution closes, however it closes; rejects only when that could not be learned. Resolves false
+ * when the execution was gone (past retention): closed, but at an unknown time.
+ */
+export type WatchClose = (workflowId: string, runId: string, signal: AbortSignal) => Promise<boolean | void>;
+
+const RETRY_MIN_MS = 1000;
+const RETRY_MAX_MS = 30_000;
+
+/** Counts failed watches across the process, so an outage logs its first and then every hundredth. */
+export class WatchFailures {
+  private n = 0;
+
+  constructor(private readonly logger: Logger | undefined) {}
+
+  failed(err: unknown, workflowId: string): void {
+    this.n++;
+    if (this.n !== 1 && this.n % 100 !== 0) return;
+    this.logger?.warn(
+      { err, workflowId, failures: this.n },
+      'cannot learn whether a dispatch closed; its admission slot stays held, asking again',
+    );
+  }
+}
+
+/** True when the close was seen as it happened; false when gone past retention or when `signal` aborted. */
+export async function untilClosed(
+  watch: WatchClose,
+  execution: { workflowId: string; runId: string },
+  signal: AbortSignal,
+  failures: WatchFailures,
+): Promise<boolean> {
+  for (let delayMs = RETRY_MIN_MS; ; delayMs = Math.min(delayMs * 2, RETRY_MAX_MS)) {
+    if (signal.aborted) return false;
+    try {
+      return (await watch(execution.workflowId, execution.runId, signal)) !== false;
+    } catch (err) {
+      if (signal.aborted) return false;
+      failures.failed(err, execution.workflowId);
+      // Jittered, so the watches of a recovered Temporal do not all ask in the same second.
+      const waitMs = delayMs / 2 + Math.random() * (delayMs / 2);
+      await new Promise((r) => setTimeout(r, waitMs).unref());
+    }
+  }
+}
