@@ -14,6 +14,7 @@ import { TenantAdmission } from './admission';
 import { Ingester } from './ingester';
 import { requireHistoryAccess } from '../temporal/historyAccess';
 import { watchClose } from '../temporal/watchClose';
+import { VisibilityCloses, listClosed } from '../temporal/visibilityCloses';
 import { dispatchPolicyOf } from './policy';
 
 export async function createIngester(
@@ -47,10 +48,18 @@ export async function createIngester(
       // The start's own span, and its context in the workflow's header for the workflow's spans.
       ...(tracing ? { interceptors: tracing.clientInterceptors() } : {}),
     });
+    const watchOne = (workflowId: string, runId: string, signal: AbortSignal) =>
+      watchClose(client, workflowId, runId, signal);
+    const closes = new VisibilityCloses({
+      list: (query, nextPageToken) => listClosed(client, query, nextPageToken),
+      watchOne,
+      logger: logger.child({ component: 'admission' }),
+    });
     const admission = new TenantAdmission({
       maxOpen: cfg.ingest.maxOpen,
       tenantMaxOpen: cfg.ingest.tenantMaxOpen,
-      watch: (workflowId, runId, signal) => watchClose(client, workflowId, runId, signal),
+      watch: watchOne,
+      watchAlone: (workflowId, runId, signal) => closes.watch(workflowId, runId, signal),
       gauge: metrics.tenantOpenDispatches,
       budgetGauge: metrics.openBudget,
       logger: logger.child({ component: 'admission' }),

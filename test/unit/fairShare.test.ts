@@ -203,3 +203,45 @@ test('POIMEN_INGEST_MAX_OPEN: 256 by default, 0 turns fair shares off; a bad val
     /POIMEN_INGEST_MAX_OPEN/,
   );
 });
+
+test('a tenant alone is watched by the coarse watch; once another tenant is active, by the precise one', async () => {
+  const c = clock();
+  const precise: string[] = [];
+  const coarse: string[] = [];
+  const never = () => new Promise<void>(() => undefined);
+  const a = new TenantAdmission({
+    maxOpen: 256,
+    tenantMaxOpen: 0,
+    now: c.now,
+    watch: (id) => (precise.push(id), never()),
+    watchAlone: (id) => (coarse.push(id), never()),
+  });
+  a.take('acme');
+  a.holdUntilClosed('acme', 'acme-1', 'r');
+  a.take('beta'); // beta has a record here: acme is no longer alone
+  a.holdUntilClosed('acme', 'acme-2', 'r');
+  a.holdUntilClosed('beta', 'beta-1', 'r');
+  c.advance(ACTIVE_MS + 1);
+  a.giveBack('beta'); // beta's record started nothing and it has gone quiet: acme is alone again
+  a.take('acme');
+  a.holdUntilClosed('acme', 'acme-3', 'r');
+  expect(coarse).toEqual(['acme-1', 'acme-3']);
+  expect(precise).toEqual(['acme-2', 'beta-1']);
+  a.close();
+});
+
+test('without fair shares (a fixed cap only) every dispatch gets the precise watch', () => {
+  const precise: string[] = [];
+  const coarse: string[] = [];
+  const a = new TenantAdmission({
+    maxOpen: 0,
+    tenantMaxOpen: 4,
+    watch: (id) => (precise.push(id), new Promise<void>(() => undefined)),
+    watchAlone: (id) => (coarse.push(id), new Promise<void>(() => undefined)),
+  });
+  a.take('acme');
+  a.holdUntilClosed('acme', 'acme-1', 'r');
+  expect(precise).toEqual(['acme-1']);
+  expect(coarse).toEqual([]);
+  a.close();
+});

@@ -1,0 +1,64 @@
+/**
+ * The visibility query that admission uses for a tenant alone (src/temporal/visibilityCloses.ts), against the
+ * stack's real Temporal: the server accepts `WorkflowId IN (…) AND ExecutionStatus != 'Running'`, answers a
+ * closed run, and does not answer a running one until it closes. The per-execution watch here only records what
+ * was handed to it: a refused or wrong query would show as a hand-over, not as a pass.
+ */
+import { setMaxListeners } from 'node:events';
+import { VisibilityCloses, listClosed } from '../src/temporal/visibilityCloses';
+import { type Harness, createHarness } from './support/relayHarness';
+import { waitFor } from './support/wait';
+
+jest.setTimeout(120_000);
+
+let h: Harness;
+
+afterEach(async () => {
+  await h?.cleanup();
+});
+
+async function runIdOf(key: string): Promise<string> {
+  const handle = h.client.workflow.getHandle(h.wfId(key));
+  await waitFor(() => handle.describe().then(() => true), { timeoutMs: 60_000, what: `${key} to start` });
+  return (await handle.describe()).runId;
+}
+
+test('a closed run is answered by the query, a running one only once it has closed; nothing is handed over', async () => {
+  h = await createHarness();
+  await h.startWorker();
+  await h.startIngester();
+  h.api.scriptFor('held', { kind: 'hold' });
+  await h.publish(h.dispatchValue('done'));
+  await h.publish(h.dispatchValue('held'));
+  const done = await runIdOf('done');
+  await h.client.workflow.getHandle(h.wfId('done')).result();
+  const held = await runIdOf('held');
+  await waitFor(async () => h.api.heldCount === 1, { timeoutMs: 30_000, what: 'the held call to arrive' });
+
+  const handedOver: string[] = [];
+  const closes = new VisibilityCloses({
+    list: (query, token) => listClosed(h.client, query, token),
+    watchOne: async (workflowId) => (handedOver.push(workflowId), true),
+    intervalMs: 100,
+    handOverMs: 60_000,
+  });
+  const abort = new AbortController();
+  setMaxListeners(0, abort.signal);
+  const heldSeen = jest.fn();
+  const heldWatch = closes.watch(h.wfId('held'), held, abort.signal).then(heldSeen);
+  // Visibility is written after the close, not with it: the done run is answered within seconds.
+  await expect(closes.watch(h.wfId('done'), done, abort.signal)).resolves.toBe(true);
+  // A run of the same id that is not the closed one is not answered by it.
+  const other = closes.watch(h.wfId('done'), 'not-a-run-of-it', abort.signal);
+  await new Promise((r) => setTimeout(r, 1500));
+  expect(heldSeen).not.toHaveBeenCalled();
+  expect(closes.size).toBe(2);
+
+  expect(h.api.release()).toBe(1);
+  await h.client.workflow.getHandle(h.wfId('held')).result();
+  await heldWatch;
+  expect(heldSeen).toHaveBeenCalledWith(true);
+  expect(handedOver).toEqual([]);
+  abort.abort(new Error('done'));
+  await expect(other).rejects.toThrow('done');
+});
