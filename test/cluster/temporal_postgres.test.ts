@@ -2,7 +2,8 @@
  * The real Temporal server (8 history shards) on PostgreSQL dies by kill -9 while dispatches flow; later its
  * database does. Ingesters hold their offsets while Temporal cannot take a start, workers' polls and
  * completions fail and come back, the shards are reacquired: nothing lost, no second run, one execution per
- * dispatch, offsets at the log end.
+ * dispatch, offsets at the log end. And its PostgreSQL visibility answers the query admission uses for a lone
+ * tenant's closes (src/temporal/visibilityCloses.ts).
  */
 import {
   type Topology,
@@ -14,6 +15,8 @@ import {
   startTopology,
   streamDispatches,
 } from './support/topology';
+import { VisibilityCloses, listClosed } from '../../src/temporal/visibilityCloses';
+import { waitFor } from '../support/wait';
 
 const stack = clusterStack();
 let t: Topology;
@@ -57,4 +60,30 @@ test('kill -9 PostgreSQL mid-stream and restart it: nothing lost, nothing double
   const keys = await s.stop();
   const account = await expectExactlyOnce(t, keys, { lostCompletions: 'completions died with PostgreSQL' });
   process.stderr.write(`[cluster] PostgreSQL killed: ${keys.length} runs, ${account.conflicts} 409s\n`);
+});
+
+test("PostgreSQL visibility answers the query admission uses for a lone tenant's closes; nothing is handed over", async () => {
+  const keys = ['visibility-1', 'visibility-2', 'visibility-3'];
+  for (const k of keys) await t.h.publish(t.h.dispatchValue(k));
+  const runs: [string, string][] = [];
+  for (const k of keys) {
+    const handle = t.h.client.workflow.getHandle(t.h.wfId(k));
+    await waitFor(() => handle.describe().then(() => true), { timeoutMs: 60_000, what: `${k} to start` });
+    await handle.result();
+    runs.push([t.h.wfId(k), (await handle.describe()).runId]);
+  }
+  const handedOver: string[] = [];
+  const closes = new VisibilityCloses({
+    list: (query, token) => listClosed(t.h.client, query, token),
+    watchOne: async (workflowId) => (handedOver.push(workflowId), true),
+    intervalMs: 100,
+    handOverMs: 60_000,
+  });
+  const signal = new AbortController().signal;
+  await expect(Promise.all(runs.map(([id, run]) => closes.watch(id, run, signal)))).resolves.toEqual([
+    true,
+    true,
+    true,
+  ]);
+  expect(handedOver).toEqual([]);
 });
