@@ -19,6 +19,7 @@ export interface RelayMetrics {
   pausedPartitions: Gauge<'topic'>;
   tenantOpenDispatches: Gauge<'tenant'>;
   openBudget: Gauge;
+  loneCloses: Counter<'via'>;
   undecodablePartitions: Gauge<'topic' | 'partition'>;
   circuitState: Gauge;
   breakerWaiting: Gauge;
@@ -108,6 +109,12 @@ export function createMetrics(opts: { defaultMetrics?: boolean; role?: ProcessRo
     openBudget: new Gauge({
       name: 'poimen_ingest_open_budget',
       help: `Open dispatches this ingester shares among its active tenants now (what the relay completes, with headroom; at most ${INGEST.POIMEN_INGEST_MAX_OPEN.name})`,
+      registers,
+    }),
+    loneCloses: new Counter({
+      name: 'poimen_ingest_lone_closes_total',
+      help: "Closes of a lone tenant's dispatches, by how admission learned them: visibility (one query for all) or long_poll (handed over: not seen within 10 s, visibility failing or refused, another tenant arrived)",
+      labelNames: ['via'],
       registers,
     }),
     tenantOpenDispatches: new Gauge({

@@ -1,11 +1,12 @@
 /**
  * The visibility query that admission uses for a tenant alone (src/temporal/visibilityCloses.ts), against the
- * stack's real Temporal: the server accepts `WorkflowId IN (…) AND ExecutionStatus != 'Running'`, answers a
- * closed run, and does not answer a running one until it closes. The per-execution watch here only records what
- * was handed to it: a refused or wrong query would show as a hand-over, not as a pass.
+ * stack's real Temporal: the server accepts it (256 of the longest ids the contract allows too), answers a closed
+ * run, and does not answer a running one until it closes. The per-execution watch here only records what was
+ * handed to it: a refused or wrong query would show as a hand-over, not as a pass. And the shipped ingester, with a
+ * lone tenant, learns its closes this way (`poimen_ingest_lone_closes_total`).
  */
 import { setMaxListeners } from 'node:events';
-import { VisibilityCloses, listClosed } from '../src/temporal/visibilityCloses';
+import { IDS_PER_QUERY, VisibilityCloses, closedQuery, listClosed } from '../src/temporal/visibilityCloses';
 import { type Harness, createHarness } from './support/relayHarness';
 import { waitFor } from './support/wait';
 
@@ -26,7 +27,7 @@ async function runIdOf(key: string): Promise<string> {
 test('a closed run is answered by the query, a running one only once it has closed; nothing is handed over', async () => {
   h = await createHarness();
   await h.startWorker();
-  await h.startIngester();
+  const ingester = await h.startIngester();
   h.api.scriptFor('held', { kind: 'hold' });
   await h.publish(h.dispatchValue('done'));
   await h.publish(h.dispatchValue('held'));
@@ -61,4 +62,16 @@ test('a closed run is answered by the query, a running one only once it has clos
   expect(handedOver).toEqual([]);
   abort.abort(new Error('done'));
   await expect(other).rejects.toThrow('done');
+
+  // The ingester's own watches of this lone tenant's two dispatches: from visibility, none handed over.
+  const metrics = await fetch(`http://127.0.0.1:${ingester.metricsPort}/metrics`).then((r) => r.text());
+  expect(metrics).toMatch(/^poimen_ingest_lone_closes_total\{via="visibility"\} 2$/m);
+  expect(metrics).not.toMatch(/^poimen_ingest_lone_closes_total\{via="long_poll"\}/m);
+});
+
+test(`a query for ${IDS_PER_QUERY} of the longest workflow ids the contract allows is accepted`, async () => {
+  h = await createHarness();
+  // dispatch:<tenant>:<dispatch_key>, the key at its 256 characters.
+  const ids = Array.from({ length: IDS_PER_QUERY }, (_, i) => h.wfId(`${i}-`.padEnd(256, 'k')));
+  await expect(listClosed(h.client, closedQuery(ids))).resolves.toEqual({ executions: [] });
 });

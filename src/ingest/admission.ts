@@ -27,7 +27,7 @@
 import type { Gauge } from 'prom-client';
 import { setMaxListeners } from 'node:events';
 import type { Logger } from '../logger';
-import { type WatchClose, WatchFailures, untilClosed } from './closeWatch';
+import { type LoneWatch, type WatchClose, WatchFailures, untilClosed } from './closeWatch';
 import { BUDGET_FLOOR_PER_TENANT, OpenBudget, sharedBudget } from './openBudget';
 
 export interface AdmissionOptions {
@@ -36,8 +36,8 @@ export interface AdmissionOptions {
   /** POIMEN_INGEST_TENANT_MAX_OPEN: a fixed cap on every tenant's share; 0: none. */
   tenantMaxOpen: number;
   watch: WatchClose;
-  /** A cheaper, coarser watch for the dispatches of a tenant alone here (fair shares on); `watch` when unset. */
-  watchAlone?: WatchClose;
+  /** A cheaper, later-seeing watch for the dispatches of a tenant alone here (coarseFor); `watch` when unset. */
+  lone?: LoneWatch;
   gauge?: Gauge<'tenant'>;
   /** The shared budget, set at every close. */
   budgetGauge?: Gauge;
@@ -52,6 +52,8 @@ export const ACTIVE_MS = 5000;
 export const SPARE_SLOTS = 2;
 /** How often waiting tenants are looked at again when nothing closes (a share grows when a tenant goes quiet). */
 const RECHECK_MS = 500;
+/** The least lone bound at which its closes may be seen late: below it, the late slots are much of the bound. */
+export const COARSE_MIN_LIMIT = 64;
 /** Slots a lone tenant leaves free of POIMEN_INGEST_MAX_OPEN, so that a tenant arriving finds room at once. */
 const KEPT_FOR_NEWCOMERS = 2 * BUDGET_FLOOR_PER_TENANT;
 
@@ -78,6 +80,8 @@ export class TenantAdmission {
   private readonly now: () => number;
   private recheck: NodeJS.Timeout | undefined;
   private readonly watchFailures: WatchFailures;
+  /** A watch went to `lone` since it was last sharpened. */
+  private loneWatched = false;
 
   constructor(private readonly o: AdmissionOptions) {
     this.now = o.now ?? (() => performance.now());
@@ -120,14 +124,29 @@ export class TenantAdmission {
     }
     this.watched.add(key);
     const since = this.now();
-    const watch = this.o.watchAlone && this.alone(tenant) ? this.o.watchAlone : this.o.watch;
+    let coarse = false;
+    // Chosen again at each attempt: a watch asked again after a failure gets the precise one once others are here.
+    const watch: WatchClose = (id, run, signal) => {
+      const lone = this.o.lone;
+      if (lone && this.coarseFor(tenant)) {
+        coarse = this.loneWatched = true;
+        return lone.watch(id, run, signal);
+      }
+      if (this.loneWatched) {
+        // Another tenant is here (or a cap): the lone tenant's slots are shared now, their closes needed promptly.
+        this.loneWatched = false;
+        lone?.sharpen();
+      }
+      return this.o.watch(id, run, signal);
+    };
     void untilClosed(watch, { workflowId, runId }, this.abort.signal, this.watchFailures)
       .then((seen) => {
-        // Only a close seen as it happened measures the pace (not an execution gone past retention).
+        // Only a close seen as it happened measures the pace (not an execution gone past retention), and only a
+        // close seen at once its open time: visibility's delay is not the pipeline's.
         if (!this.fair || !seen || this.abort.signal.aborted) return;
         let pace = this.paces.get(tenant);
         if (!pace) this.paces.set(tenant, (pace = new OpenBudget(this.now)));
-        pace.closed(this.now() - since);
+        pace.closed(coarse ? undefined : this.now() - since);
       })
       .catch(() => undefined)
       .finally(() => {
@@ -168,10 +187,15 @@ export class TenantAdmission {
     return this.o.tenantMaxOpen > 0 ? Math.min(share, this.o.tenantMaxOpen) : share;
   }
 
-  /** Fair shares on and no other tenant active here: the tenant's slots are nobody else's to wait for. */
-  private alone(tenant: string): boolean {
-    const active = this.shares()?.active;
-    return active !== undefined && active.size === 1 && active.has(tenant);
+  /**
+   * Whether the tenant's closes may come late (the coarse watch): fair shares on, no fixed cap, no other tenant
+   * active here, and a bound far above what its pipeline needs (a close seen 0.5 s late holds λ·0.5 s more slots).
+   */
+  private coarseFor(tenant: string): boolean {
+    if (this.o.tenantMaxOpen > 0) return false;
+    const shares = this.shares();
+    if (!shares || shares.active.size !== 1 || !shares.active.has(tenant)) return false;
+    return this.limit(tenant, shares) >= COARSE_MIN_LIMIT;
   }
 
   private get fair(): boolean {

@@ -10,6 +10,13 @@ import type { Logger } from '../logger';
  */
 export type WatchClose = (workflowId: string, runId: string, signal: AbortSignal) => Promise<boolean | void>;
 
+/** A watch that sees closes late but cheaply (temporal/visibilityCloses.ts), for a tenant alone on the ingester. */
+export interface LoneWatch {
+  watch(workflowId: string, runId: string, signal: AbortSignal): Promise<boolean>;
+  /** Its pending watches to the precise watch now: the tenant is alone no more. */
+  sharpen(): void;
+}
+
 const RETRY_MIN_MS = 1000;
 const RETRY_MAX_MS = 30_000;
 

@@ -50,16 +50,16 @@ export async function createIngester(
     });
     const watchOne = (workflowId: string, runId: string, signal: AbortSignal) =>
       watchClose(client, workflowId, runId, signal);
-    const closes = new VisibilityCloses({
-      list: (query, nextPageToken) => listClosed(client, query, nextPageToken),
-      watchOne,
-      logger: logger.child({ component: 'admission' }),
-    });
     const admission = new TenantAdmission({
       maxOpen: cfg.ingest.maxOpen,
       tenantMaxOpen: cfg.ingest.tenantMaxOpen,
       watch: watchOne,
-      watchAlone: (workflowId, runId, signal) => closes.watch(workflowId, runId, signal),
+      lone: new VisibilityCloses({
+        list: (query, nextPageToken) => listClosed(client, query, nextPageToken),
+        watchOne,
+        seen: metrics.loneCloses,
+        logger: logger.child({ component: 'admission' }),
+      }),
       gauge: metrics.tenantOpenDispatches,
       budgetGauge: metrics.openBudget,
       logger: logger.child({ component: 'admission' }),

@@ -51,11 +51,11 @@ export class OpenBudget {
     this.bucketSecond = Math.floor(this.minWindowStart / 1000);
   }
 
-  /** An execution this ingester started closed after being open `openMs`. */
-  closed(openMs: number): void {
+  /** An execution this ingester started closed after being open `openMs` (undefined: seen late, time unknown). */
+  closed(openMs?: number): void {
     this.advance();
     this.buckets[this.bucketSecond % RATE_SECONDS]!++;
-    this.minCurrent = Math.min(this.minCurrent, openMs);
+    if (openMs !== undefined) this.minCurrent = Math.min(this.minCurrent, openMs);
   }
 
   /** Closes per second over the last seconds. */

@@ -1,65 +1,88 @@
 /**
- * Closes learned in bulk from visibility: one ListWorkflowExecutions call per interval answers, for every execution
- * watched here, which have closed (`WorkflowId IN (…) AND ExecutionStatus != 'Running'`). The ingester's admission
- * uses it for a tenant alone on the ingester (ingest/admission.ts), where a long poll per dispatch
- * (./watchClose.ts) cost more than the slot it frees: ~1 ms of ingester and ~1 ms of Temporal CPU per dispatch.
+ * Closes learned in bulk from visibility: one ListWorkflowExecutions call per interval answers, for the executions
+ * watched here, which have closed (`WorkflowId IN (…) AND ExecutionStatus IN (<the closed statuses>)`). The
+ * ingester's admission uses it for a tenant alone on the ingester (ingest/admission.ts), where a long poll per
+ * dispatch (./watchClose.ts) cost ~1 ms of ingester and ~1 ms of Temporal CPU per dispatch.
  *
- * A close is seen up to one interval plus the visibility store's lag after it happened: precise enough for a bound
- * nobody shares, not for fair shares (a slot held late is a slot another tenant waits for). Whatever this cannot
- * answer goes to the per-execution watch instead, so nothing holds a slot for good:
- * - an execution not seen closed within HAND_OVER_MS (a long dispatch, an execution gone past retention, lag);
- * - every execution, from the first refusal of the query on (standard visibility without IN, a role without List):
- *   one line says so, and the process keeps the per-execution watches;
+ * A close is seen up to one interval plus the visibility store's lag after it happened: fine for a bound nobody
+ * else waits on, not for fair shares. Whatever this cannot answer promptly goes to the per-execution watch, so no
+ * slot waits on visibility for long:
+ * - an execution not seen closed within HAND_OVER_MS (a long dispatch, one gone past retention, a lagging store);
+ * - every pending execution when a call fails, and every new one for a while after (a failing or throttled
+ *   visibility: its rate limit per namespace is shared with the Web UI), or for REFUSED_MS after the query was
+ *   refused (standard visibility without IN, credentials without List), with one warning each time;
+ * - every pending execution when admission asks (`sharpen`: the tenant is no longer alone);
  * - a workflow id the query could not quote (the contract's ids never need quoting).
- * Any other failure (unreachable, throttled: the namespace's visibility rate limit is shared with the Web UI) waits
- * longer before the next call, up to MAX_INTERVAL_MS.
+ * One call per interval however many are watched: more than IDS_PER_QUERY are asked about in turns.
  */
 import type { Client } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import type { Counter } from 'prom-client';
 import type { Logger } from '../logger';
 import { GRPC, grpcStatus } from './grpcStatus';
 
 /** Waits for one execution to close; resolves false when it was gone (past retention). See ./watchClose.ts. */
 export type WatchOne = (workflowId: string, runId: string, signal: AbortSignal) => Promise<boolean>;
 
-/** One page of closed executions among those asked about. */
+/** Closed executions among those asked about: one page. */
 export interface ClosedPage {
   executions: { workflowId: string; runId: string }[];
   nextPageToken?: Uint8Array;
 }
 
 export interface VisibilityClosesOptions {
-  /** ListWorkflowExecutions on the namespace. */
+  /** ListWorkflowExecutions on the namespace, closed executions only (listClosed). */
   list: (query: string, nextPageToken: Uint8Array | undefined) => Promise<ClosedPage>;
   /** The per-execution watch, for whatever visibility does not answer. */
   watchOne: WatchOne;
+  /** How each close was learned: `visibility` or `long_poll` (handed over). */
+  seen?: Counter<'via'>;
   logger?: Logger;
-  /** Tests shorten these. */
+  /** Tests shorten these and pass their own clock (ms, monotonic). */
   intervalMs?: number;
   handOverMs?: number;
-  /** ms, monotonic. */
   now?: () => number;
 }
 
-/** Between two List calls. The ingester's alone-time visibility load: 2 calls a second at most, one at a time. */
-export const INTERVAL_MS = 500;
-/** After a failed call the interval doubles up to this. */
-const MAX_INTERVAL_MS = 8000;
-/** An execution not seen closed this long after its watch began goes to the per-execution watch. */
-export const HAND_OVER_MS = 10_000;
-/** Workflow ids per query: the default POIMEN_INGEST_MAX_OPEN in one call, far below visibility stores' limits. */
+/** Between two List calls: at most two a second per ingester, one at a time. */
+const INTERVAL_MS = 500;
+const HAND_OVER_MS = 10_000;
+/** After a failed call, new watches go to the long poll for this long, doubling per failure up to the max. */
+const FAILED_MIN_MS = 1000;
+const FAILED_MAX_MS = 60_000;
+/** After a refusal, the query is tried again this much later (the server's or the role's setup may change). */
+const REFUSED_MS = 10 * 60_000;
+/** Longest one List call may take, the SDK's own retries within it: then it counts as failed. */
+const LIST_DEADLINE_MS = 2000;
+/** Workflow ids per query: 256 of the longest the contract allows make ~85 KB of query. */
 export const IDS_PER_QUERY = 256;
-/** Codes that mean this query will never be answered here. */
 const REFUSED = new Set<number>([GRPC.INVALID_ARGUMENT, GRPC.PERMISSION_DENIED, GRPC.UNIMPLEMENTED]);
 /** What a quoted id may hold: the contract's workflow ids (`dispatch:<tenant>:<dispatch_key>`) always do. */
 const QUOTABLE = /^[A-Za-z0-9._:@/-]+$/;
+
+const S = temporal.api.enums.v1.WorkflowExecutionStatus;
+/** The terminal statuses, by their names in a visibility query. Any other (Running, Paused, new ones) is open. */
+const CLOSED = new Map<number, string>([
+  [S.WORKFLOW_EXECUTION_STATUS_COMPLETED, 'Completed'],
+  [S.WORKFLOW_EXECUTION_STATUS_FAILED, 'Failed'],
+  [S.WORKFLOW_EXECUTION_STATUS_CANCELED, 'Canceled'],
+  [S.WORKFLOW_EXECUTION_STATUS_TERMINATED, 'Terminated'],
+  [S.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW, 'ContinuedAsNew'],
+  [S.WORKFLOW_EXECUTION_STATUS_TIMED_OUT, 'TimedOut'],
+]);
+const CLOSED_QUERY = `ExecutionStatus IN (${[...CLOSED.values()].map((s) => `'${s}'`).join(', ')})`;
+
+/** The query for these workflow ids' closed runs. */
+export function closedQuery(ids: string[]): string {
+  return `WorkflowId IN (${ids.map((id) => `'${id}'`).join(', ')}) AND ${CLOSED_QUERY}`;
+}
 
 interface Watch {
   workflowId: string;
   runId: string;
   signal: AbortSignal;
   since: number;
-  done: (result: Promise<boolean>) => void;
-  onAbort: () => void;
+  settle: (result: () => Promise<boolean>) => void;
 }
 
 export class VisibilityCloses {
@@ -67,8 +90,11 @@ export class VisibilityCloses {
   private readonly pending = new Map<string, Watch[]>();
   private timer: NodeJS.Timeout | undefined;
   private polling = false;
-  private refused = false;
+  /** Where the next call's ids start, when more are watched than one query takes. */
+  private cursor = 0;
   private failures = 0;
+  /** Until then every watch goes to the long poll (after a failure or a refusal). */
+  private bypassUntil = Number.NEGATIVE_INFINITY;
   private readonly intervalMs: number;
   private readonly handOverMs: number;
   private readonly now: () => number;
@@ -81,29 +107,35 @@ export class VisibilityCloses {
 
   /** Same answer as the per-execution watch: true when seen closed, false when gone, rejects when aborted. */
   watch(workflowId: string, runId: string, signal: AbortSignal): Promise<boolean> {
-    if (this.refused || !QUOTABLE.test(workflowId)) return this.o.watchOne(workflowId, runId, signal);
+    if (this.now() < this.bypassUntil || !QUOTABLE.test(workflowId))
+      return this.longPoll(workflowId, runId, signal);
     if (signal.aborted) return Promise.reject(signal.reason);
     return new Promise<boolean>((resolve, reject) => {
+      const onAbort = () => {
+        this.remove(w);
+        reject(signal.reason);
+      };
       const w: Watch = {
         workflowId,
         runId,
         signal,
         since: this.now(),
-        done: (result) => {
-          signal.removeEventListener('abort', w.onAbort);
-          result.then(resolve, reject);
-        },
-        onAbort: () => {
-          this.remove(w);
-          reject(signal.reason);
+        settle: (result) => {
+          signal.removeEventListener('abort', onAbort);
+          result().then(resolve, reject);
         },
       };
-      signal.addEventListener('abort', w.onAbort, { once: true });
+      signal.addEventListener('abort', onAbort, { once: true });
       const runs = this.pending.get(workflowId);
       if (runs) runs.push(w);
       else this.pending.set(workflowId, [w]);
-      this.schedule(this.intervalMs);
+      this.schedule();
     });
+  }
+
+  /** Every pending watch to the long poll now: admission needs these closes promptly (another tenant arrived). */
+  sharpen(): void {
+    this.handOver(() => true);
   }
 
   /** Watches waiting for an answer from visibility. */
@@ -113,47 +145,39 @@ export class VisibilityCloses {
     return n;
   }
 
-  private schedule(delayMs: number): void {
+  private schedule(): void {
     if (this.timer || this.polling || this.pending.size === 0) return;
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      void this.poll();
-    }, delayMs).unref();
+      this.poll().catch((err: unknown) =>
+        this.o.logger?.error({ err }, 'closes from visibility: poll failed'),
+      );
+    }, this.intervalMs).unref();
   }
 
   private async poll(): Promise<void> {
     this.polling = true;
-    let next = this.intervalMs;
     try {
       const ids = [...this.pending.keys()];
-      for (let i = 0; i < ids.length && !this.refused; i += IDS_PER_QUERY) {
-        await this.ask(ids.slice(i, i + IDS_PER_QUERY));
-      }
+      if (this.cursor >= ids.length) this.cursor = 0;
+      const asked = ids.slice(this.cursor, this.cursor + IDS_PER_QUERY);
+      this.cursor += IDS_PER_QUERY;
+      await this.ask(asked);
       this.failures = 0;
-      this.handOverLate();
+      const cutoff = this.now() - this.handOverMs;
+      this.handOver((w) => w.since <= cutoff);
     } catch (err) {
-      const code = grpcStatus(err)?.code;
-      if (code !== undefined && REFUSED.has(code)) this.refuse(err);
-      else {
-        this.failures++;
-        next = Math.min(MAX_INTERVAL_MS, this.intervalMs * 2 ** this.failures);
-        if (this.failures === 1 || this.failures % 100 === 0) {
-          this.o.logger?.warn(
-            { err, failures: this.failures, waiting: this.size },
-            'cannot list closed dispatches from visibility; asking again later',
-          );
-        }
-        this.handOverLate();
-      }
+      this.failed(err);
     } finally {
       this.polling = false;
-      this.schedule(next);
+      this.schedule();
     }
   }
 
-  /** One query for these workflow ids, every page of it: each run seen closed resolves its watch. */
+  /** One query for these workflow ids, every page of it: each run seen closed resolves its own watch. */
   private async ask(ids: string[]): Promise<void> {
-    const query = `WorkflowId IN (${ids.map((id) => `'${id}'`).join(', ')}) AND ExecutionStatus != 'Running'`;
+    if (ids.length === 0) return;
+    const query = closedQuery(ids);
     let token: Uint8Array | undefined;
     do {
       const page = await this.o.list(query, token);
@@ -161,33 +185,51 @@ export class VisibilityCloses {
         for (const w of this.pending.get(workflowId) ?? []) {
           if (w.runId !== runId) continue;
           this.remove(w);
-          w.done(Promise.resolve(true));
+          this.o.seen?.inc({ via: 'visibility' });
+          w.settle(() => Promise.resolve(true));
         }
       }
       token = page.nextPageToken?.length ? page.nextPageToken : undefined;
     } while (token);
   }
 
-  /** Watches visibility has not answered for long enough go to the per-execution watch. */
-  private handOverLate(): void {
-    const cutoff = this.now() - this.handOverMs;
+  /** A failed call: everything pending to the long poll, and new watches too for a while. */
+  private failed(err: unknown): void {
+    const code = grpcStatus(err)?.code;
+    const refused = code !== undefined && REFUSED.has(code);
+    if (refused) {
+      this.bypassUntil = this.now() + REFUSED_MS;
+      this.o.logger?.warn(
+        { err },
+        'visibility refused the list of closed dispatches; each dispatch is watched with its own long poll, asking visibility again in 10 minutes',
+      );
+    } else {
+      this.failures++;
+      this.bypassUntil = this.now() + Math.min(FAILED_MAX_MS, FAILED_MIN_MS * 2 ** (this.failures - 1));
+      if (this.failures === 1 || this.failures % 100 === 0) {
+        this.o.logger?.warn(
+          { err, failures: this.failures, handedOver: this.size },
+          'cannot list closed dispatches from visibility; watching each with its own long poll for a while',
+        );
+      }
+    }
+    this.handOver(() => true);
+  }
+
+  private handOver(which: (w: Watch) => boolean): void {
     for (const runs of [...this.pending.values()]) {
-      for (const w of runs) if (w.since <= cutoff) this.handOver(w);
+      for (const w of runs) {
+        if (!which(w)) continue;
+        this.remove(w);
+        this.o.seen?.inc({ via: 'long_poll' });
+        w.settle(() => this.longPoll(w.workflowId, w.runId, w.signal));
+      }
     }
   }
 
-  private refuse(err: unknown): void {
-    this.refused = true;
-    this.o.logger?.warn(
-      { err },
-      'visibility refused the list of closed dispatches; admission watches each dispatch with its own long poll from now on',
-    );
-    for (const runs of [...this.pending.values()]) for (const w of runs) this.handOver(w);
-  }
-
-  private handOver(w: Watch): void {
-    this.remove(w);
-    w.done(this.o.watchOne(w.workflowId, w.runId, w.signal));
+  /** The per-execution watch; a synchronous throw becomes a rejection, never a lost watch. */
+  private longPoll(workflowId: string, runId: string, signal: AbortSignal): Promise<boolean> {
+    return Promise.resolve().then(() => this.o.watchOne(workflowId, runId, signal));
   }
 
   private remove(w: Watch): void {
@@ -199,10 +241,7 @@ export class VisibilityCloses {
   }
 }
 
-/** Longest a List call may take before it counts as failed (a stalled call would stop every later one). */
-const LIST_DEADLINE_MS = 10_000;
-
-/** One page of ListWorkflowExecutions through the client's connection. */
+/** One page of ListWorkflowExecutions through the client's connection: only the runs in a closed status. */
 export async function listClosed(
   client: Client,
   query: string,
@@ -217,10 +256,9 @@ export async function listClosed(
     }),
   );
   return {
-    executions: (res.executions ?? []).map((e) => ({
-      workflowId: e.execution?.workflowId ?? '',
-      runId: e.execution?.runId ?? '',
-    })),
+    executions: (res.executions ?? [])
+      .filter((e) => e.status !== null && e.status !== undefined && CLOSED.has(e.status))
+      .map((e) => ({ workflowId: e.execution?.workflowId ?? '', runId: e.execution?.runId ?? '' })),
     ...(res.nextPageToken?.length ? { nextPageToken: res.nextPageToken } : {}),
   };
 }

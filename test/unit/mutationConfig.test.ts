@@ -34,7 +34,7 @@ function strykerConfig(
 describe('mutation testing configuration', () => {
   const all = strykerConfig('all');
 
-  test('mutates ingest, activities, workflows, kafka, the DLQ tools and the contract', () => {
+  test('mutates ingest, activities, workflows, kafka, the DLQ tools, the contract and the closes from visibility', () => {
     expect(all.folders).toEqual({
       ingest: ['src/ingest/**/*.ts'],
       activities: ['src/activities/**/*.ts'],
@@ -42,6 +42,7 @@ describe('mutation testing configuration', () => {
       kafka: ['src/kafka/**/*.ts'],
       'ops-dlq': ['src/ops/dlq*.ts'],
       contract: ['src/contract/**/*.ts'],
+      'temporal-closes': ['src/temporal/visibilityCloses.ts'],
     });
     expect(all.mutate).toEqual(Object.values(all.folders).flat());
     expect(strykerConfig('contract').mutate).toEqual(['src/contract/**/*.ts']);
