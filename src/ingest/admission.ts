@@ -27,7 +27,7 @@
 import type { Gauge } from 'prom-client';
 import { setMaxListeners } from 'node:events';
 import type { Logger } from '../logger';
-import { type LoneWatch, type WatchClose, WatchFailures, untilClosed } from './closeWatch';
+import { type LoneWatch, type WatchClose, WatchChoice, WatchFailures, untilClosed } from './closeWatch';
 import { BUDGET_FLOOR_PER_TENANT, OpenBudget, sharedBudget } from './openBudget';
 
 export interface AdmissionOptions {
@@ -54,6 +54,8 @@ export const SPARE_SLOTS = 2;
 const RECHECK_MS = 500;
 /** The least lone bound at which its closes may be seen late: below it, the late slots are much of the bound. */
 export const COARSE_MIN_LIMIT = 64;
+/** Seconds of a lone tenant's closes its bound must spare for the lone watch: its delay, with room. */
+const LATE_S = 2;
 /** Slots a lone tenant leaves free of POIMEN_INGEST_MAX_OPEN, so that a tenant arriving finds room at once. */
 const KEPT_FOR_NEWCOMERS = 2 * BUDGET_FLOOR_PER_TENANT;
 
@@ -80,12 +82,17 @@ export class TenantAdmission {
   private readonly now: () => number;
   private recheck: NodeJS.Timeout | undefined;
   private readonly watchFailures: WatchFailures;
-  /** A watch went to `lone` since it was last sharpened. */
-  private loneWatched = false;
+  private readonly watches: WatchChoice;
 
   constructor(private readonly o: AdmissionOptions) {
     this.now = o.now ?? (() => performance.now());
     this.watchFailures = new WatchFailures(o.logger);
+    this.watches = new WatchChoice({
+      precise: o.watch,
+      ...(o.lone ? { lone: o.lone } : {}),
+      now: this.now,
+      mayBeLate: (tenant) => this.coarseFor(tenant),
+    });
     // Every open watch listens on this one signal for the length of one call: many listeners are no leak here.
     setMaxListeners(0, this.abort.signal);
   }
@@ -124,29 +131,15 @@ export class TenantAdmission {
     }
     this.watched.add(key);
     const since = this.now();
-    let coarse = false;
-    // Chosen again at each attempt: a watch asked again after a failure gets the precise one once others are here.
-    const watch: WatchClose = (id, run, signal) => {
-      const lone = this.o.lone;
-      if (lone && this.coarseFor(tenant)) {
-        coarse = this.loneWatched = true;
-        return lone.watch(id, run, signal);
-      }
-      if (this.loneWatched) {
-        // Another tenant is here (or a cap): the lone tenant's slots are shared now, their closes needed promptly.
-        this.loneWatched = false;
-        lone?.sharpen();
-      }
-      return this.o.watch(id, run, signal);
-    };
-    void untilClosed(watch, { workflowId, runId }, this.abort.signal, this.watchFailures)
+    const watch = this.watches.forDispatch(tenant);
+    void untilClosed(watch.watch, { workflowId, runId }, this.abort.signal, this.watchFailures)
       .then((seen) => {
         // Only a close seen as it happened measures the pace (not an execution gone past retention), and only a
         // close seen at once its open time: visibility's delay is not the pipeline's.
         if (!this.fair || !seen || this.abort.signal.aborted) return;
         let pace = this.paces.get(tenant);
         if (!pace) this.paces.set(tenant, (pace = new OpenBudget(this.now)));
-        pace.closed(coarse ? undefined : this.now() - since);
+        pace.closed(watch.seenLate() ? undefined : this.now() - since);
       })
       .catch(() => undefined)
       .finally(() => {
@@ -188,14 +181,17 @@ export class TenantAdmission {
   }
 
   /**
-   * Whether the tenant's closes may come late (the coarse watch): fair shares on, no fixed cap, no other tenant
-   * active here, and a bound far above what its pipeline needs (a close seen 0.5 s late holds λ·0.5 s more slots).
+   * Whether the tenant's closes may be seen late (the lone watch): fair shares on, no fixed cap, no other tenant
+   * active here, and a bound above what its pace needs plus LATE_S of its closes (the slots held late): else a
+   * late close is a start of its own held back.
    */
   private coarseFor(tenant: string): boolean {
     if (this.o.tenantMaxOpen > 0) return false;
     const shares = this.shares();
     if (!shares || shares.active.size !== 1 || !shares.active.has(tenant)) return false;
-    return this.limit(tenant, shares) >= COARSE_MIN_LIMIT;
+    const pace = this.paces.get(tenant);
+    const late = pace ? pace.needed() + Math.ceil(pace.rate() * LATE_S) : 0;
+    return this.limit(tenant, shares) >= Math.max(COARSE_MIN_LIMIT, late);
   }
 
   private get fair(): boolean {
@@ -205,6 +201,7 @@ export class TenantAdmission {
   /** Stops watching: the open executions run on in Temporal; only this process stops counting them. */
   close(): void {
     this.abort.abort();
+    this.o.lone?.close();
     this.waiters.clear();
     this.stopRecheck();
   }

@@ -1,6 +1,7 @@
 /**
- * How admission learns that one execution closed: the watch it is given, asked again with backoff while Temporal
- * cannot say, so that an outage never frees a slot. Owned by admission.ts, which holds a slot until this returns.
+ * How admission learns that one execution closed: which watch a dispatch gets (the precise long poll, or the lone
+ * watch that sees closes late but cheaply), asked again with backoff while Temporal cannot say, so that an outage
+ * never frees a slot. Owned by admission.ts, which holds a slot until this returns and decides `mayBeLate`.
  */
 import type { Logger } from '../logger';
 
@@ -15,6 +16,59 @@ export interface LoneWatch {
   watch(workflowId: string, runId: string, signal: AbortSignal): Promise<boolean>;
   /** Its pending watches to the precise watch now: the tenant is alone no more. */
   sharpen(): void;
+  /** No more calls; a call in flight ends unheard. */
+  close(): void;
+}
+
+/** How often a lone tenant's dispatch is still watched precisely, for its pace's open time. */
+const SAMPLE_EVERY_MS = 1000;
+
+/** One dispatch's watch, and whether its close was (or may be) seen late: then its open time is not the pipeline's. */
+export interface DispatchWatch {
+  watch: WatchClose;
+  seenLate(): boolean;
+}
+
+/**
+ * Gives each dispatch its watch: the lone one while `mayBeLate(tenant)` but for one precise sample a second (its
+ * open time keeps the pace's shortest open time measured, for when others arrive), the precise one otherwise;
+ * chosen again at each attempt, and the first precise choice after lone ones sharpens the lone watch's pending.
+ */
+export class WatchChoice {
+  /** A watch went to `lone` since it was last sharpened. */
+  private loneWatched = false;
+  private nextSampleAt = Number.NEGATIVE_INFINITY;
+
+  constructor(
+    private readonly o: {
+      precise: WatchClose;
+      lone?: LoneWatch;
+      now: () => number;
+      mayBeLate: (tenant: string) => boolean;
+    },
+  ) {}
+
+  forDispatch(tenant: string): DispatchWatch {
+    let late = false;
+    const watch: WatchClose = (workflowId, runId, signal) => {
+      const { lone, precise } = this.o;
+      if (lone && this.o.mayBeLate(tenant)) {
+        if (this.o.now() < this.nextSampleAt) {
+          late = this.loneWatched = true;
+          return lone.watch(workflowId, runId, signal);
+        }
+        this.nextSampleAt = this.o.now() + SAMPLE_EVERY_MS;
+        return precise(workflowId, runId, signal);
+      }
+      if (this.loneWatched) {
+        // Another tenant is here (or the bound is needed): the lone tenant's closes are needed promptly now.
+        this.loneWatched = false;
+        lone?.sharpen();
+      }
+      return precise(workflowId, runId, signal);
+    };
+    return { watch, seenLate: () => late };
+  }
 }
 
 const RETRY_MIN_MS = 1000;

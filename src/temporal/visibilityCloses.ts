@@ -35,7 +35,7 @@ export interface VisibilityClosesOptions {
   list: (query: string, nextPageToken: Uint8Array | undefined) => Promise<ClosedPage>;
   /** The per-execution watch, for whatever visibility does not answer. */
   watchOne: WatchOne;
-  /** How each close was learned: `visibility` or `long_poll` (handed over). */
+  /** Each watch, by what answered it: `visibility`, or `long_poll` (handed over, or bypassing visibility). */
   seen?: Counter<'via'>;
   logger?: Logger;
   /** Tests shorten these and pass their own clock (ms, monotonic). */
@@ -93,6 +93,7 @@ export class VisibilityCloses {
   /** Where the next call's ids start, when more are watched than one query takes. */
   private cursor = 0;
   private failures = 0;
+  private closed = false;
   /** Until then every watch goes to the long poll (after a failure or a refusal). */
   private bypassUntil = Number.NEGATIVE_INFINITY;
   private readonly intervalMs: number;
@@ -107,8 +108,10 @@ export class VisibilityCloses {
 
   /** Same answer as the per-execution watch: true when seen closed, false when gone, rejects when aborted. */
   watch(workflowId: string, runId: string, signal: AbortSignal): Promise<boolean> {
-    if (this.now() < this.bypassUntil || !QUOTABLE.test(workflowId))
+    if (this.closed || this.now() < this.bypassUntil || !QUOTABLE.test(workflowId)) {
+      this.o.seen?.inc({ via: 'long_poll' });
       return this.longPoll(workflowId, runId, signal);
+    }
     if (signal.aborted) return Promise.reject(signal.reason);
     return new Promise<boolean>((resolve, reject) => {
       const onAbort = () => {
@@ -138,6 +141,13 @@ export class VisibilityCloses {
     this.handOver(() => true);
   }
 
+  /** No more List calls; one in flight ends unheard (its watches are aborted by their owner). */
+  close(): void {
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
   /** Watches waiting for an answer from visibility. */
   get size(): number {
     let n = 0;
@@ -146,7 +156,7 @@ export class VisibilityCloses {
   }
 
   private schedule(): void {
-    if (this.timer || this.polling || this.pending.size === 0) return;
+    if (this.timer || this.polling || this.closed || this.pending.size === 0) return;
     this.timer = setTimeout(() => {
       this.timer = undefined;
       this.poll().catch((err: unknown) =>
@@ -162,12 +172,13 @@ export class VisibilityCloses {
       if (this.cursor >= ids.length) this.cursor = 0;
       const asked = ids.slice(this.cursor, this.cursor + IDS_PER_QUERY);
       this.cursor += IDS_PER_QUERY;
+      if (asked.length === 0) return;
       await this.ask(asked);
       this.failures = 0;
       const cutoff = this.now() - this.handOverMs;
       this.handOver((w) => w.since <= cutoff);
     } catch (err) {
-      this.failed(err);
+      if (!this.closed) this.failed(err);
     } finally {
       this.polling = false;
       this.schedule();
@@ -176,7 +187,6 @@ export class VisibilityCloses {
 
   /** One query for these workflow ids, every page of it: each run seen closed resolves its own watch. */
   private async ask(ids: string[]): Promise<void> {
-    if (ids.length === 0) return;
     const query = closedQuery(ids);
     let token: Uint8Array | undefined;
     do {
