@@ -113,7 +113,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean; role?: ProcessRo
     }),
     loneCloses: new Counter({
       name: 'poimen_ingest_lone_closes_total',
-      help: "Closes of a lone tenant's dispatches, by how admission learned them: visibility (one query for all) or long_poll (handed over: not seen within 10 s, visibility failing or refused, another tenant arrived)",
+      help: "Watches of a lone tenant's dispatches, by what answered them: visibility (one query for all) or long_poll (not seen within 10 s, visibility failing or refused, another tenant arrived)",
       labelNames: ['via'],
       registers,
     }),

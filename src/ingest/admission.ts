@@ -19,10 +19,11 @@
  * A record takes a slot before its start; the slot comes back when the record did not start anything (a
  * duplicate, a dead letter, a failure) or, for a started execution, when that execution closes. Closes are seen
  * by a long poll on each execution's close event (so the bound is also what this costs: one open long poll per
- * open dispatch), except for a tenant alone here: nobody waits for its slots, so a close seen half a second late
- * costs nothing, and one visibility query per interval for all its dispatches (temporal/visibilityCloses.ts)
- * costs far less than a long poll each. The count is this process's: a restarted ingester starts from zero, and
- * several ingesters each hold their own. A record that joined an execution already counted takes no second slot.
+ * open dispatch), except for a tenant alone here with room to spare in its bound (coarseFor): nobody else waits
+ * for its slots, so a close seen half a second late costs nothing, and one visibility query per interval for all
+ * its dispatches (temporal/visibilityCloses.ts) costs less than a long poll each. The count is this process's: a
+ * restarted ingester starts from zero, and several ingesters each hold their own. A record that joined an
+ * execution already counted takes no second slot.
  */
 import type { Gauge } from 'prom-client';
 import { setMaxListeners } from 'node:events';
