@@ -21,6 +21,9 @@ const LEFT_OUT = ['/test/unit/image\\.test\\.ts$'];
 module.exports = {
   ...unit,
   displayName: undefined,
+  // test/support too: jest follows a test's imports to the mutated file only through files under its roots, so a
+  // test that reaches src/ through a helper there (test/support/visibilityFake.ts) was never run for a mutant.
+  roots: [...unit.roots, '<rootDir>/test/support'],
   testPathIgnorePatterns: ['/node_modules/', ...LEFT_OUT],
   maxWorkers: 1,
 };

@@ -76,7 +76,8 @@ describe('mutation testing configuration', () => {
     expect(all.ignorePatterns).toEqual(expect.arrayContaining(['dist-tools', 'reports', '.stryker-tmp']));
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const jestConfig = require(path.join(root, 'jest.stryker.config.js')) as Record<string, unknown>;
-    expect(jestConfig.roots).toEqual(['<rootDir>/test/unit']);
+    expect(jestConfig.roots).toEqual(['<rootDir>/test/unit', '<rootDir>/test/support']);
+    expect(jestConfig.testMatch).toEqual(['**/*.test.ts']); // no test lives in test/support
     expect(jestConfig.projects).toBeUndefined();
     expect(jestConfig.globalSetup).toBeUndefined();
   });
