@@ -123,3 +123,18 @@ test('listClosed keeps only the runs in a closed status: a paused (8) or running
   const page = await listClosed(client as never, 'q');
   expect(page.executions).toEqual([{ workflowId: 'dispatch:acme:c', runId: 'r' }]);
 });
+
+test('two runs of one workflow id watched at once: each resolves on its own close, neither is lost', async () => {
+  const { v, closes, watchOne, signal } = setup();
+  const first = closes.watch('dispatch:acme:a', 'run-1', signal);
+  const second = closes.watch('dispatch:acme:a', 'run-2', signal);
+  expect(closes.size).toBe(2);
+  v.close('dispatch:acme:a', 'run-2');
+  await expect(second).resolves.toBe(true);
+  expect(closes.size).toBe(1);
+  expect(await within(first, 60)).toBe('still waiting');
+  v.close('dispatch:acme:a', 'run-1');
+  await expect(first).resolves.toBe(true);
+  expect(closes.size).toBe(0);
+  expect(watchOne).not.toHaveBeenCalled();
+});
