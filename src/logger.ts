@@ -10,6 +10,11 @@ export function resolveLogFormat(configured: LogFormat | undefined, isTty: boole
   return configured ?? (isTty ? 'pretty' : 'json');
 }
 
+/** Whether the `n`th failure in a row gets a log line: the first, then every hundredth (an outage, not a flood). */
+export function logsRepeat(n: number): boolean {
+  return n === 1 || n % 100 === 0;
+}
+
 export interface LoggerOptions {
   /** Undefined: by whether stderr is a terminal (resolveLogFormat). */
   format?: LogFormat;

@@ -3,7 +3,7 @@
  * watch that sees closes late but cheaply), asked again with backoff while Temporal cannot say, so that an outage
  * never frees a slot. Owned by admission.ts, which holds a slot until this returns and decides `mayBeLate`.
  */
-import type { Logger } from '../logger';
+import { type Logger, logsRepeat } from '../logger';
 
 /**
  * Waits until the execution closes, however it closes; rejects only when that could not be learned. Resolves false
@@ -82,7 +82,7 @@ export class WatchFailures {
 
   failed(err: unknown, workflowId: string): void {
     this.n++;
-    if (this.n !== 1 && this.n % 100 !== 0) return;
+    if (!logsRepeat(this.n)) return;
     this.logger?.warn(
       { err, workflowId, failures: this.n },
       'cannot learn whether a dispatch closed; its admission slot stays held, asking again',

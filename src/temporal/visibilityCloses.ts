@@ -18,7 +18,7 @@
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import type { Counter } from 'prom-client';
-import type { Logger } from '../logger';
+import { type Logger, logsRepeat } from '../logger';
 import { GRPC, grpcStatus } from './grpcStatus';
 
 /** Waits for one execution to close; resolves false when it was gone (past retention). See ./watchClose.ts. */
@@ -216,7 +216,7 @@ export class VisibilityCloses {
     } else {
       this.failures++;
       this.bypassUntil = this.now() + Math.min(FAILED_MAX_MS, FAILED_MIN_MS * 2 ** (this.failures - 1));
-      if (this.failures === 1 || this.failures % 100 === 0) {
+      if (logsRepeat(this.failures)) {
         this.o.logger?.warn(
           { err, failures: this.failures, handedOver: this.size },
           'cannot list closed dispatches from visibility; watching each with its own long poll for a while',
