@@ -188,6 +188,8 @@ export class TenantAdmission {
    */
   private coarseFor(tenant: string): boolean {
     if (this.o.tenantMaxOpen > 0) return false;
+    // Another tenant with open dispatches: not alone, without computing the shares a second time for this record.
+    if (this.open.size > 1 || (this.open.size === 1 && !this.open.has(tenant))) return false;
     const shares = this.shares();
     if (!shares || shares.active.size !== 1 || !shares.active.has(tenant)) return false;
     const pace = this.paces.get(tenant);
