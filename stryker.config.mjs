@@ -14,7 +14,7 @@ export const MUTATED_FOLDERS = {
   kafka: ['src/kafka/**/*.ts'],
   'ops-dlq': ['src/ops/dlq*.ts'],
   contract: ['src/contract/**/*.ts'],
-  'temporal-closes': ['src/temporal/visibilityCloses.ts'],
+  'temporal-closes': ['src/temporal/visibilityCloses.ts', 'src/temporal/visibilityStore.ts'],
 };
 
 /** POIMEN_MUTATE_FOLDER names one folder (scripts/mutation.js); unset, the run covers them all. */

@@ -2,11 +2,13 @@
  * The visibility query that admission uses for a tenant alone (src/temporal/visibilityCloses.ts), against the
  * stack's real Temporal: the server accepts it (256 of the longest ids the contract allows too), answers a closed
  * run, and does not answer a running one until it closes. The per-execution watch here only records what was
- * handed to it: a refused or wrong query would show as a hand-over, not as a pass. And the shipped ingester, with a
- * lone tenant, learns its closes this way (`poimen_ingest_lone_closes_total`).
+ * handed to it: a refused or wrong query would show as a hand-over, not as a pass. And the shipped ingester, on this
+ * stack's SQLite visibility (a store that scans the namespace for the query), never asks it: each lone dispatch is
+ * watched by its own long poll (`poimen_ingest_lone_closes_total`).
  */
 import { setMaxListeners } from 'node:events';
 import { IDS_PER_QUERY, VisibilityCloses, closedQuery, listClosed } from '../src/temporal/visibilityCloses';
+import { visibilityIndexed } from '../src/temporal/visibilityStore';
 import { type Harness, createHarness } from './support/relayHarness';
 import { waitFor } from './support/wait';
 
@@ -64,7 +66,9 @@ test('a closed run is answered by the query, a running one only once it has clos
   abort.abort(new Error('done'));
   await expect(other).rejects.toThrow('done');
 
-  // The ingester's own watches of this lone tenant's dispatches: from visibility, none handed over.
+  // The ingester's own watches of this lone tenant's dispatches: this stack's store (the dev server's SQLite)
+  // scans the namespace for the query, so the shipped ingester never asks it, and watches each by its long poll.
+  await expect(visibilityIndexed(h.client)).resolves.toBe(false);
   for (const k of more) await h.client.workflow.getHandle(h.wfId(k)).result();
   const lone = async () => {
     const metrics = await fetch(`http://127.0.0.1:${ingester.metricsPort}/metrics`).then((r) => r.text());
@@ -74,11 +78,11 @@ test('a closed run is answered by the query, a running one only once it has clos
       );
     return { visibility: count('visibility'), longPoll: count('long_poll') };
   };
-  await waitFor(async () => (await lone()).visibility >= 2, {
+  await waitFor(async () => (await lone()).longPoll >= 2, {
     timeoutMs: 10_000,
-    what: 'closes from visibility',
+    what: 'lone closes by long poll',
   });
-  expect((await lone()).longPoll).toBe(0);
+  expect((await lone()).visibility).toBe(0);
 });
 
 test(`a query for ${IDS_PER_QUERY} of the longest workflow ids the contract allows is accepted`, async () => {

@@ -15,6 +15,7 @@ import { Ingester } from './ingester';
 import { requireHistoryAccess } from '../temporal/historyAccess';
 import { watchClose } from '../temporal/watchClose';
 import { VisibilityCloses, listClosed } from '../temporal/visibilityCloses';
+import { visibilityIndexed } from '../temporal/visibilityStore';
 import { dispatchPolicyOf } from './policy';
 
 export async function createIngester(
@@ -56,6 +57,7 @@ export async function createIngester(
       watch: watchOne,
       lone: new VisibilityCloses({
         list: (query, nextPageToken) => listClosed(client, query, nextPageToken),
+        indexed: () => visibilityIndexed(client),
         watchOne,
         seen: metrics.loneCloses,
         logger: logger.child({ component: 'admission' }),

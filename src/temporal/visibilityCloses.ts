@@ -11,8 +11,8 @@
  * - every pending execution when a call fails, and every new one for a while after (a failing or throttled
  *   visibility: its rate limit per namespace is shared with the Web UI), or for REFUSED_MS after the query was
  *   refused (standard visibility without IN, credentials without List), with one warning each time;
- * - every pending execution when admission asks (`sharpen`: the tenant is no longer alone);
- * - a workflow id the query could not quote (the contract's ids never need quoting).
+ * - everything while the visibility store is one that scans the namespace for the query (./visibilityStore.ts);
+ * - every pending execution when admission asks (`sharpen`: the tenant is no longer alone); an unquotable id.
  * One call per interval however many are watched: more than IDS_PER_QUERY are asked about in turns.
  */
 import type { Client } from '@temporalio/client';
@@ -33,6 +33,11 @@ export interface ClosedPage {
 export interface VisibilityClosesOptions {
   /** ListWorkflowExecutions on the namespace, closed executions only (listClosed). */
   list: (query: string, nextPageToken: Uint8Array | undefined) => Promise<ClosedPage>;
+  /**
+   * Whether the visibility store answers the query from an index (./visibilityStore.ts): asked before the first
+   * call and every REFUSED_MS after; false sends every watch to the long poll until it is asked again.
+   */
+  indexed?: () => Promise<boolean>;
   /** The per-execution watch, for whatever visibility does not answer. */
   watchOne: WatchOne;
   /** Each watch, by what answered it: `visibility`, or `long_poll` (handed over, or bypassing visibility). */
@@ -94,8 +99,11 @@ export class VisibilityCloses {
   private cursor = 0;
   private failures = 0;
   private closed = false;
-  /** Until then every watch goes to the long poll (after a failure or a refusal). */
+  /** Until then every watch goes to the long poll (after a failure, a refusal, a store that scans). */
   private bypassUntil = Number.NEGATIVE_INFINITY;
+  /** Until then the store's answer to `indexed` stands. */
+  private storeKnownUntil = Number.NEGATIVE_INFINITY;
+  private scanLogged = false;
   private readonly intervalMs: number;
   private readonly handOverMs: number;
   private readonly now: () => number;
@@ -172,7 +180,7 @@ export class VisibilityCloses {
       if (this.cursor >= ids.length) this.cursor = 0;
       const asked = ids.slice(this.cursor, this.cursor + IDS_PER_QUERY);
       this.cursor += IDS_PER_QUERY;
-      if (asked.length === 0) return;
+      if (asked.length === 0 || !(await this.storeIndexed())) return;
       await this.ask(asked);
       this.failures = 0;
       const cutoff = this.now() - this.handOverMs;
@@ -183,6 +191,24 @@ export class VisibilityCloses {
       this.polling = false;
       this.schedule();
     }
+  }
+
+  /** Whether the store answers from an index, as last asked; a store that scans hands every watch over. */
+  private async storeIndexed(): Promise<boolean> {
+    if (!this.o.indexed || this.now() < this.storeKnownUntil) return true;
+    const indexed = await this.o.indexed();
+    if (this.closed) return false;
+    this.storeKnownUntil = this.now() + REFUSED_MS;
+    if (indexed) return true;
+    this.bypassUntil = this.storeKnownUntil;
+    if (!this.scanLogged) {
+      this.scanLogged = true;
+      this.o.logger?.info(
+        'the visibility store scans the namespace to list closed dispatches (its cost grows with retention); a lone tenant\'s dispatches are watched with their own long polls',
+      );
+    }
+    this.handOver(() => true);
+    return false;
   }
 
   /** One query for these workflow ids, every page of it: each run seen closed resolves its own watch. */

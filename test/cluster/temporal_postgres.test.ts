@@ -16,6 +16,7 @@ import {
   streamDispatches,
 } from './support/topology';
 import { VisibilityCloses, listClosed } from '../../src/temporal/visibilityCloses';
+import { visibilityIndexed } from '../../src/temporal/visibilityStore';
 import { waitFor } from '../support/wait';
 
 const stack = clusterStack();
@@ -86,4 +87,6 @@ test("PostgreSQL visibility answers the query admission uses for a lone tenant's
     true,
   ]);
   expect(handedOver).toEqual([]);
+  // The shipped ingester asks it here: PostgreSQL answers from an index (the dev server's SQLite does not).
+  await expect(visibilityIndexed(t.h.client)).resolves.toBe(true);
 });

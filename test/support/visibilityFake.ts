@@ -59,11 +59,12 @@ export function setup(extra: Partial<VisibilityClosesOptions> = {}) {
   const registry = new Registry();
   const seen = new Counter({ name: 'seen', help: 'h', labelNames: ['via'], registers: [registry] });
   const warn = jest.fn();
+  const info = jest.fn();
   const closes = new VisibilityCloses({
     list: v.list,
     watchOne,
     seen,
-    logger: { warn, error: jest.fn() } as never,
+    logger: { warn, info, error: jest.fn() } as never,
     intervalMs: 10,
     handOverMs: 1000,
     now: () => clock.t,
@@ -73,5 +74,5 @@ export function setup(extra: Partial<VisibilityClosesOptions> = {}) {
     Object.fromEntries((await seen.get()).values.map((x) => [x.labels.via as string, x.value]));
   const signal = new AbortController().signal;
   setMaxListeners(0, signal);
-  return { v, closes, watchOne, clock, counts, warn, signal };
+  return { v, closes, watchOne, clock, counts, warn, info, signal };
 }
