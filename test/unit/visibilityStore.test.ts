@@ -96,9 +96,15 @@ test.each([
   expect(answersFromIndex(store)).toBe(indexed);
 });
 
+const deadlines: number[] = [];
 function clientAnswering(getClusterInfo: () => Promise<{ visibilityStore?: string | null }>) {
   return {
-    connection: { withDeadline: (_deadline: number, fn: () => Promise<unknown>) => fn() },
+    connection: {
+      withDeadline: (deadline: number, fn: () => Promise<unknown>) => (
+        deadlines.push(deadline - Date.now()),
+        fn()
+      ),
+    },
     workflowService: { getClusterInfo },
   } as never;
 }
@@ -117,4 +123,9 @@ test('GetClusterInfo names the store; a refusal is an unknown store; another fai
   }
   const down = clientAnswering(async () => Promise.reject(grpcError(GRPC.UNAVAILABLE)));
   await expect(visibilityIndexed(down)).rejects.toThrow('code 14');
+  const broken = clientAnswering(async () => Promise.reject(new Error('not a gRPC error')));
+  await expect(visibilityIndexed(broken)).rejects.toThrow('not a gRPC error');
+  // Every question has a deadline 2 s ahead: a frontend that never answers is a failed call, not a stuck poll.
+  for (const ms of deadlines) expect(ms).toBeGreaterThan(1500);
+  for (const ms of deadlines) expect(ms).toBeLessThanOrEqual(2000);
 });
