@@ -14,7 +14,11 @@ export const MUTATED_FOLDERS = {
   kafka: ['src/kafka/**/*.ts'],
   'ops-dlq': ['src/ops/dlq*.ts'],
   contract: ['src/contract/**/*.ts'],
-  'temporal-closes': ['src/temporal/visibilityCloses.ts', 'src/temporal/visibilityStore.ts'],
+  'temporal-closes': [
+    'src/temporal/visibilityCloses.ts',
+    'src/temporal/visibilityStore.ts',
+    'src/temporal/closedRuns.ts',
+  ],
 };
 
 /** POIMEN_MUTATE_FOLDER names one folder (scripts/mutation.js); unset, the run covers them all. */

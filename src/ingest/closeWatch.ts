@@ -14,6 +14,8 @@ export type WatchClose = (workflowId: string, runId: string, signal: AbortSignal
 /** A watch that sees closes late but cheaply (temporal/visibilityCloses.ts), for a tenant alone on the ingester. */
 export interface LoneWatch {
   watch(workflowId: string, runId: string, signal: AbortSignal): Promise<boolean>;
+  /** Whether a watch made now would be seen late: false while it hands every watch to the precise one. */
+  seesLate(): boolean;
   /** Its pending watches to the precise watch now: the tenant is alone no more. */
   sharpen(): void;
   /** No more calls; a call in flight ends unheard. */
@@ -54,7 +56,9 @@ export class WatchChoice {
       const { lone, precise } = this.o;
       if (lone && this.o.mayBeLate(tenant)) {
         if (this.o.now() < this.nextSampleAt) {
-          late = this.loneWatched = true;
+          this.loneWatched = true;
+          // Bypassing visibility (a store that scans, an outage), the lone watch is the precise one: its open time counts.
+          late = lone.seesLate();
           return lone.watch(workflowId, runId, signal);
         }
         this.nextSampleAt = this.o.now() + SAMPLE_EVERY_MS;

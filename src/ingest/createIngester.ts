@@ -14,8 +14,9 @@ import { TenantAdmission } from './admission';
 import { Ingester } from './ingester';
 import { requireHistoryAccess } from '../temporal/historyAccess';
 import { watchClose } from '../temporal/watchClose';
-import { VisibilityCloses, listClosed } from '../temporal/visibilityCloses';
-import { visibilityIndexed } from '../temporal/visibilityStore';
+import { listClosed } from '../temporal/closedRuns';
+import { VisibilityCloses } from '../temporal/visibilityCloses';
+import { visibilityStore } from '../temporal/visibilityStore';
 import { dispatchPolicyOf } from './policy';
 
 export async function createIngester(
@@ -57,7 +58,7 @@ export async function createIngester(
       watch: watchOne,
       lone: new VisibilityCloses({
         list: (query, nextPageToken) => listClosed(client, query, nextPageToken),
-        indexed: () => visibilityIndexed(client),
+        store: visibilityStore(client),
         watchOne,
         seen: metrics.loneCloses,
         logger: logger.child({ component: 'admission' }),

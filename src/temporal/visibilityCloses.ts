@@ -15,29 +15,23 @@
  * - every pending execution when admission asks (`sharpen`: the tenant is no longer alone); an unquotable id.
  * One call per interval however many are watched: more than IDS_PER_QUERY are asked about in turns.
  */
-import type { Client } from '@temporalio/client';
-import { temporal } from '@temporalio/proto';
 import type { Counter } from 'prom-client';
 import { type Logger, logsRepeat } from '../logger';
 import { GRPC, grpcStatus } from './grpcStatus';
+import { type ClosedPage, IDS_PER_QUERY, answered, closedQuery } from './closedRuns';
+import type { StoreVerdict } from './visibilityStore';
 
 /** Waits for one execution to close; resolves false when it was gone (past retention). See ./watchClose.ts. */
 export type WatchOne = (workflowId: string, runId: string, signal: AbortSignal) => Promise<boolean>;
-
-/** Closed executions among those asked about: one page. */
-export interface ClosedPage {
-  executions: { workflowId: string; runId: string }[];
-  nextPageToken?: Uint8Array;
-}
 
 export interface VisibilityClosesOptions {
   /** ListWorkflowExecutions on the namespace, closed executions only (listClosed). */
   list: (query: string, nextPageToken: Uint8Array | undefined) => Promise<ClosedPage>;
   /**
    * Whether the visibility store answers the query from an index (./visibilityStore.ts): asked before the first
-   * call and every REFUSED_MS after; false sends every watch to the long poll until it is asked again.
+   * call and every REFUSED_MS after; not indexed sends every watch to the long poll until it is asked again.
    */
-  indexed?: () => Promise<boolean>;
+  store?: () => Promise<StoreVerdict>;
   /** The per-execution watch, for whatever visibility does not answer. */
   watchOne: WatchOne;
   /** Each watch, by what answered it: `visibility`, or `long_poll` (handed over, or bypassing visibility). */
@@ -46,6 +40,8 @@ export interface VisibilityClosesOptions {
   /** Tests shorten these and pass their own clock (ms, monotonic). */
   intervalMs?: number;
   handOverMs?: number;
+  /** Longest one call (a List page, the store question) may take locally: closedRuns.ts's `answered`. */
+  callLimitMs?: number;
   now?: () => number;
 }
 
@@ -57,30 +53,9 @@ const FAILED_MIN_MS = 1000;
 const FAILED_MAX_MS = 60_000;
 /** After a refusal, the query is tried again this much later (the server's or the role's setup may change). */
 const REFUSED_MS = 10 * 60_000;
-/** Longest one List call may take, the SDK's own retries within it: then it counts as failed. */
-const LIST_DEADLINE_MS = 2000;
-/** Workflow ids per query: 256 of the longest the contract allows make ~85 KB of query. */
-export const IDS_PER_QUERY = 256;
 const REFUSED = new Set<number>([GRPC.INVALID_ARGUMENT, GRPC.PERMISSION_DENIED, GRPC.UNIMPLEMENTED]);
 /** What a quoted id may hold: the contract's workflow ids (`dispatch:<tenant>:<dispatch_key>`) always do. */
 const QUOTABLE = /^[A-Za-z0-9._:@/-]+$/;
-
-const S = temporal.api.enums.v1.WorkflowExecutionStatus;
-/** The terminal statuses, by their names in a visibility query. Any other (Running, Paused, new ones) is open. */
-const CLOSED = new Map<number, string>([
-  [S.WORKFLOW_EXECUTION_STATUS_COMPLETED, 'Completed'],
-  [S.WORKFLOW_EXECUTION_STATUS_FAILED, 'Failed'],
-  [S.WORKFLOW_EXECUTION_STATUS_CANCELED, 'Canceled'],
-  [S.WORKFLOW_EXECUTION_STATUS_TERMINATED, 'Terminated'],
-  [S.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW, 'ContinuedAsNew'],
-  [S.WORKFLOW_EXECUTION_STATUS_TIMED_OUT, 'TimedOut'],
-]);
-const CLOSED_QUERY = `ExecutionStatus IN (${[...CLOSED.values()].map((s) => `'${s}'`).join(', ')})`;
-
-/** The query for these workflow ids' closed runs. */
-export function closedQuery(ids: string[]): string {
-  return `WorkflowId IN (${ids.map((id) => `'${id}'`).join(', ')}) AND ${CLOSED_QUERY}`;
-}
 
 interface Watch {
   workflowId: string;
@@ -156,6 +131,11 @@ export class VisibilityCloses {
     this.timer = undefined;
   }
 
+  /** Whether a watch made now would be answered by visibility (late), not handed to the long poll at once. */
+  seesLate(): boolean {
+    return !this.closed && this.now() >= this.bypassUntil;
+  }
+
   /** Watches waiting for an answer from visibility. */
   get size(): number {
     let n = 0;
@@ -195,16 +175,18 @@ export class VisibilityCloses {
 
   /** Whether the store answers from an index, as last asked; a store that scans hands every watch over. */
   private async storeIndexed(): Promise<boolean> {
-    if (!this.o.indexed || this.now() < this.storeKnownUntil) return true;
-    const indexed = await this.o.indexed();
+    if (!this.o.store || this.now() < this.storeKnownUntil) return true;
+    const { indexed, store } = await answered(this.o.store(), this.o.callLimitMs);
     if (this.closed) return false;
     this.storeKnownUntil = this.now() + REFUSED_MS;
+    this.failures = 0;
     if (indexed) return true;
     this.bypassUntil = this.storeKnownUntil;
     if (!this.scanLogged) {
       this.scanLogged = true;
       this.o.logger?.info(
-        'the visibility store scans the namespace to list closed dispatches (its cost grows with retention); a lone tenant\'s dispatches are watched with their own long polls',
+        { store },
+        "the visibility store is not one known to list closed dispatches from an index (a scan costs more as retention grows); a lone tenant's dispatches are watched with their own long polls",
       );
     }
     this.handOver(() => true);
@@ -216,7 +198,7 @@ export class VisibilityCloses {
     const query = closedQuery(ids);
     let token: Uint8Array | undefined;
     do {
-      const page = await this.o.list(query, token);
+      const page = await answered(this.o.list(query, token), this.o.callLimitMs);
       for (const { workflowId, runId } of page.executions) {
         for (const w of this.pending.get(workflowId) ?? []) {
           if (w.runId !== runId) continue;
@@ -275,26 +257,4 @@ export class VisibilityCloses {
     if (rest.length > 0) this.pending.set(w.workflowId, rest);
     else this.pending.delete(w.workflowId);
   }
-}
-
-/** One page of ListWorkflowExecutions through the client's connection: only the runs in a closed status. */
-export async function listClosed(
-  client: Client,
-  query: string,
-  nextPageToken?: Uint8Array,
-): Promise<ClosedPage> {
-  const res = await client.connection.withDeadline(Date.now() + LIST_DEADLINE_MS, () =>
-    client.workflowService.listWorkflowExecutions({
-      namespace: client.options.namespace,
-      query,
-      pageSize: IDS_PER_QUERY,
-      ...(nextPageToken ? { nextPageToken } : {}),
-    }),
-  );
-  return {
-    executions: (res.executions ?? [])
-      .filter((e) => e.status !== null && e.status !== undefined && CLOSED.has(e.status))
-      .map((e) => ({ workflowId: e.execution?.workflowId ?? '', runId: e.execution?.runId ?? '' })),
-    ...(res.nextPageToken?.length ? { nextPageToken: res.nextPageToken } : {}),
-  };
 }

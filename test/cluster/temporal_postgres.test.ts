@@ -15,8 +15,9 @@ import {
   startTopology,
   streamDispatches,
 } from './support/topology';
-import { VisibilityCloses, listClosed } from '../../src/temporal/visibilityCloses';
-import { visibilityIndexed } from '../../src/temporal/visibilityStore';
+import { listClosed } from '../../src/temporal/closedRuns';
+import { VisibilityCloses } from '../../src/temporal/visibilityCloses';
+import { visibilityStore } from '../../src/temporal/visibilityStore';
 import { waitFor } from '../support/wait';
 
 const stack = clusterStack();
@@ -88,5 +89,5 @@ test("PostgreSQL visibility answers the query admission uses for a lone tenant's
   ]);
   expect(handedOver).toEqual([]);
   // The shipped ingester asks it here: PostgreSQL answers from an index (the dev server's SQLite does not).
-  await expect(visibilityIndexed(t.h.client)).resolves.toBe(true);
+  await expect(visibilityStore(t.h.client)()).resolves.toMatchObject({ indexed: true, store: expect.stringMatching(/^postgres/) });
 });

@@ -5,11 +5,8 @@
  */
 import { setMaxListeners } from 'node:events';
 import { Counter, Registry } from 'prom-client';
-import {
-  type ClosedPage,
-  VisibilityCloses,
-  type VisibilityClosesOptions,
-} from '../../src/temporal/visibilityCloses';
+import type { ClosedPage } from '../../src/temporal/closedRuns';
+import { VisibilityCloses, type VisibilityClosesOptions } from '../../src/temporal/visibilityCloses';
 
 export const tick = (ms = 30) => new Promise((r) => setTimeout(r, ms));
 /** The promise's value, or 'still waiting' after `ms`. */

@@ -5,6 +5,7 @@
  * never shrink or grow the budget the tenants share next. On a clock the test moves.
  */
 import { ACTIVE_MS, COARSE_MIN_LIMIT, TenantAdmission } from '../../src/ingest/admission';
+import { WatchChoice } from '../../src/ingest/closeWatch';
 import { BUDGET_FLOOR_PER_TENANT } from '../../src/ingest/openBudget';
 
 function clock(startMs = 1_000_000) {
@@ -23,6 +24,7 @@ function loneWatch() {
       watch: (id: string) => (watched.push(id), new Promise<boolean>(() => undefined)),
       sharpen: sharpened,
       close: () => undefined,
+      seesLate: () => true,
     },
   };
 }
@@ -56,6 +58,7 @@ function scheduled(opts: { lone: boolean; openMs: number; lateMs: number }) {
             ),
             sharpen: () => undefined,
             close: () => undefined,
+            seesLate: () => true,
           },
         }
       : {}),
@@ -196,4 +199,25 @@ test("a lone tenant's closes seen late neither shrink nor grow the budget it sha
   expect(budget).toBeLessThanOrEqual(Math.ceil(expected * 1.5));
   precise.a.close();
   late.a.close();
+});
+
+test('a lone watch that bypasses visibility (a store that scans, an outage) sees closes at once: not counted as late', async () => {
+  let bypassing = true;
+  const lone = {
+    watch: async () => true,
+    sharpen: () => undefined,
+    close: () => undefined,
+    seesLate: () => !bypassing,
+  };
+  const c = clock();
+  const choice = new WatchChoice({ precise: async () => true, lone, now: c.now, mayBeLate: () => true });
+  const sample = choice.forDispatch('acme'); // the precise sample of this second
+  await sample.watch('a', 'r', new AbortController().signal);
+  const bypassed = choice.forDispatch('acme');
+  await bypassed.watch('b', 'r', new AbortController().signal);
+  expect(bypassed.seenLate()).toBe(false);
+  bypassing = false;
+  const late = choice.forDispatch('acme');
+  await late.watch('c', 'r', new AbortController().signal);
+  expect(late.seenLate()).toBe(true);
 });

@@ -42,7 +42,11 @@ describe('mutation testing configuration', () => {
       kafka: ['src/kafka/**/*.ts'],
       'ops-dlq': ['src/ops/dlq*.ts'],
       contract: ['src/contract/**/*.ts'],
-      'temporal-closes': ['src/temporal/visibilityCloses.ts', 'src/temporal/visibilityStore.ts'],
+      'temporal-closes': [
+        'src/temporal/visibilityCloses.ts',
+        'src/temporal/visibilityStore.ts',
+        'src/temporal/closedRuns.ts',
+      ],
     });
     expect(all.mutate).toEqual(Object.values(all.folders).flat());
     expect(strykerConfig('contract').mutate).toEqual(['src/contract/**/*.ts']);

@@ -5,7 +5,7 @@
  * against Temporal in it_visibility_closes and the cluster suite.
  */
 import { getEventListeners } from 'node:events';
-import { type ClosedPage, IDS_PER_QUERY, listClosed } from '../../src/temporal/visibilityCloses';
+import { type ClosedPage, IDS_PER_QUERY, listClosed } from '../../src/temporal/closedRuns';
 import { setup, tick, within } from '../support/visibilityFake';
 
 test('one query asks about every watched execution; each run seen closed resolves its own watch, and only that', async () => {
