@@ -54,6 +54,7 @@ export class WatchChoice {
     let late = false;
     const watch: WatchClose = (workflowId, runId, signal) => {
       const { lone, precise } = this.o;
+      late = false; // each attempt anew: a retry on the precise watch sees its close at once
       if (lone && this.o.mayBeLate(tenant)) {
         if (this.o.now() < this.nextSampleAt) {
           this.loneWatched = true;

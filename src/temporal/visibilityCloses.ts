@@ -73,6 +73,8 @@ export class VisibilityCloses {
   /** Where the next call's ids start, when more are watched than one query takes. */
   private cursor = 0;
   private failures = 0;
+  /** Calls not yet settled, a call given up at the local limit included. */
+  private callsOut = 0;
   private closed = false;
   /** Until then every watch goes to the long poll (after a failure, a refusal, a store that scans). */
   private bypassUntil = Number.NEGATIVE_INFINITY;
@@ -160,7 +162,9 @@ export class VisibilityCloses {
       if (this.cursor >= ids.length) this.cursor = 0;
       const asked = ids.slice(this.cursor, this.cursor + IDS_PER_QUERY);
       this.cursor += IDS_PER_QUERY;
-      if (asked.length === 0 || !(await this.storeIndexed())) return;
+      if (asked.length === 0) return;
+      if (this.callsOut > 0) throw new Error('a visibility call given up at its limit is still running');
+      if (!(await this.storeIndexed())) return;
       await this.ask(asked);
       this.failures = 0;
       const cutoff = this.now() - this.handOverMs;
@@ -173,14 +177,26 @@ export class VisibilityCloses {
     }
   }
 
+  /**
+   * One call, failed once it has taken the local limit (closedRuns.ts's `answered`). A call given up may still be
+   * running in the SDK: until it settles, the next poll fails at once rather than start another beside it.
+   */
+  private call<T>(call: Promise<T>): Promise<T> {
+    this.callsOut++;
+    const settled = () => void this.callsOut--;
+    call.then(settled, settled);
+    return answered(call, this.o.callLimitMs);
+  }
+
   /** Whether the store answers from an index, as last asked; a store that scans hands every watch over. */
   private async storeIndexed(): Promise<boolean> {
     if (!this.o.store || this.now() < this.storeKnownUntil) return true;
-    const { indexed, store } = await answered(this.o.store(), this.o.callLimitMs);
+    const { indexed, store, final } = await this.call(this.o.store());
     if (this.closed) return false;
-    this.storeKnownUntil = this.now() + REFUSED_MS;
-    this.failures = 0;
+    this.storeKnownUntil = final ? Number.POSITIVE_INFINITY : this.now() + REFUSED_MS;
     if (indexed) return true;
+    // No List call follows to end a failure streak: the store's answer ends it.
+    this.failures = 0;
     this.bypassUntil = this.storeKnownUntil;
     if (!this.scanLogged) {
       this.scanLogged = true;
@@ -198,7 +214,7 @@ export class VisibilityCloses {
     const query = closedQuery(ids);
     let token: Uint8Array | undefined;
     do {
-      const page = await answered(this.o.list(query, token), this.o.callLimitMs);
+      const page = await this.call(this.o.list(query, token));
       for (const { workflowId, runId } of page.executions) {
         for (const w of this.pending.get(workflowId) ?? []) {
           if (w.runId !== runId) continue;

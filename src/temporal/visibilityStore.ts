@@ -13,12 +13,14 @@ import { GRPC, GRPC_NAME, grpcStatus } from './grpcStatus';
 export interface StoreVerdict {
   indexed: boolean;
   store: string;
+  /** The answer cannot change while the process runs (GetClusterInfo refused): not asked again. */
+  final?: boolean;
 }
 
 /** Stores that answer `WorkflowId IN (…) AND ExecutionStatus IN (…)` from an index: measured, or built for it. */
 const INDEXED = /^(postgres|elasticsearch)/i;
-/** Failures that pass: the store is asked again later. Any other answer means it cannot be learned here. */
-const TRANSIENT = new Set<number>([GRPC.UNAVAILABLE, GRPC.DEADLINE_EXCEEDED, GRPC.RESOURCE_EXHAUSTED]);
+/** Refusals that hold for the process (the credential may not read cluster information, or no server offers it). */
+const REFUSED = new Set<number>([GRPC.PERMISSION_DENIED, GRPC.UNIMPLEMENTED]);
 /** Longest the question may take by the server's clock; visibilityCloses.ts bounds it locally too. */
 const DEADLINE_MS = 2000;
 
@@ -28,14 +30,14 @@ export function answersFromIndex(store: string): boolean {
 }
 
 /**
- * Asks the server which visibility store it runs. A transient failure rejects (a failed call, asked again later);
- * any other refusal (a namespace-scoped credential may not read cluster information) makes the store unknown for the
- * life of the process, so not indexed, and it is not asked again: each refusal counts in the server's errors.
+ * Asks the server which visibility store it runs. A refusal (a namespace-scoped credential may not read cluster
+ * information) makes the store unknown for the life of the process, so not indexed, and it is not asked again: each
+ * refusal counts in the server's errors. Any other failure rejects: a failed call, asked again later.
  */
 export function visibilityStore(client: Client): () => Promise<StoreVerdict> {
   let refused: string | undefined;
   return async () => {
-    if (refused !== undefined) return { indexed: false, store: refused };
+    if (refused !== undefined) return { indexed: false, store: refused, final: true };
     try {
       const info = await client.connection.withDeadline(Date.now() + DEADLINE_MS, () =>
         client.workflowService.getClusterInfo({}),
@@ -44,9 +46,9 @@ export function visibilityStore(client: Client): () => Promise<StoreVerdict> {
       return { indexed: answersFromIndex(store), store: store || 'unnamed' };
     } catch (err) {
       const code = grpcStatus(err)?.code;
-      if (code === undefined || TRANSIENT.has(code)) throw err;
-      refused = `unknown (GetClusterInfo: ${GRPC_NAME[code] ?? code})`;
-      return { indexed: false, store: refused };
+      if (code === undefined || !REFUSED.has(code)) throw err;
+      refused = `unknown (GetClusterInfo: ${GRPC_NAME[code]})`;
+      return { indexed: false, store: refused, final: true };
     }
   };
 }
