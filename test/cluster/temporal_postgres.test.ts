@@ -89,5 +89,8 @@ test("PostgreSQL visibility answers the query admission uses for a lone tenant's
   ]);
   expect(handedOver).toEqual([]);
   // The shipped ingester asks it here: PostgreSQL answers from an index (the dev server's SQLite does not).
-  await expect(visibilityStore(t.h.client)()).resolves.toMatchObject({ indexed: true, store: expect.stringMatching(/^postgres/) });
+  await expect(visibilityStore(t.h.client)()).resolves.toMatchObject({
+    indexed: true,
+    store: expect.stringMatching(/^postgres/),
+  });
 });
