@@ -11,7 +11,7 @@
  * - every pending execution when a call fails, and every new one for a while after (a failing or throttled
  *   visibility: its rate limit per namespace is shared with the Web UI), or for REFUSED_MS after the query was
  *   refused (standard visibility without IN, credentials without List), with one warning each time;
- * - everything while the visibility store is one that scans the namespace for the query (./visibilityStore.ts);
+ * - everything while the visibility store is not one known to answer the query from an index (./visibilityStore.ts);
  * - every pending execution when admission asks (`sharpen`: the tenant is no longer alone); an unquotable id.
  * One call per interval however many are watched: more than IDS_PER_QUERY are asked about in turns.
  */
@@ -78,7 +78,7 @@ export class VisibilityCloses {
   private closed = false;
   /** Until then every watch goes to the long poll (after a failure, a refusal, a store that scans). */
   private bypassUntil = Number.NEGATIVE_INFINITY;
-  /** Until then the store's answer to `indexed` stands. */
+  /** Until then the store's last verdict (`store`) stands. */
   private storeKnownUntil = Number.NEGATIVE_INFINITY;
   private scanLogged = false;
   private readonly intervalMs: number;
@@ -188,7 +188,7 @@ export class VisibilityCloses {
     return answered(call, this.o.callLimitMs);
   }
 
-  /** Whether the store answers from an index, as last asked; a store that scans hands every watch over. */
+  /** Whether the store answers from an index, as last asked; any other store hands every watch over. */
   private async storeIndexed(): Promise<boolean> {
     if (!this.o.store || this.now() < this.storeKnownUntil) return true;
     const { indexed, store, final } = await this.call(this.o.store());
