@@ -14,8 +14,8 @@ export interface ClosedPage {
 
 /** Workflow ids per query: 256 of the longest the contract allows make ~85 KB of query. */
 export const IDS_PER_QUERY = 256;
-/** The List call's deadline at the server (the SDK's retries may outlast it: LOCAL_LIMIT_MS). */
-const LIST_DEADLINE_MS = 2000;
+/** Every visibility call's deadline at the server (the SDK's retries may outlast it: LOCAL_LIMIT_MS). */
+export const SERVER_DEADLINE_MS = 2000;
 /** Longest a call may take by the local clock, the SDK's retries after its deadline included: then it failed. */
 const LOCAL_LIMIT_MS = 5000;
 
@@ -57,7 +57,7 @@ export async function listClosed(
   query: string,
   nextPageToken?: Uint8Array,
 ): Promise<ClosedPage> {
-  const res = await client.connection.withDeadline(Date.now() + LIST_DEADLINE_MS, () =>
+  const res = await client.connection.withDeadline(Date.now() + SERVER_DEADLINE_MS, () =>
     client.workflowService.listWorkflowExecutions({
       namespace: client.options.namespace,
       query,

@@ -7,6 +7,7 @@
  * answer from an index get the lone watch; any other, and a store the server does not name, keep the long polls.
  */
 import type { Client } from '@temporalio/client';
+import { SERVER_DEADLINE_MS } from './closedRuns';
 import { GRPC, GRPC_NAME, grpcStatus } from './grpcStatus';
 
 /** What the server said of its visibility store: its name, and whether it answers the query from an index. */
@@ -21,8 +22,6 @@ export interface StoreVerdict {
 const INDEXED = /^(postgres|elasticsearch)/i;
 /** Refusals that hold for the process (the credential may not read cluster information, or no server offers it). */
 const REFUSED = new Set<number>([GRPC.PERMISSION_DENIED, GRPC.UNIMPLEMENTED]);
-/** Longest the question may take by the server's clock; visibilityCloses.ts bounds it locally too. */
-const DEADLINE_MS = 2000;
 
 /** Whether a store, as GetClusterInfo names it, answers from an index; with two (dual visibility) reads use the first. */
 export function answersFromIndex(store: string): boolean {
@@ -39,7 +38,7 @@ export function visibilityStore(client: Client): () => Promise<StoreVerdict> {
   return async () => {
     if (refused !== undefined) return { indexed: false, store: refused, final: true };
     try {
-      const info = await client.connection.withDeadline(Date.now() + DEADLINE_MS, () =>
+      const info = await client.connection.withDeadline(Date.now() + SERVER_DEADLINE_MS, () =>
         client.workflowService.getClusterInfo({}),
       );
       const store = info.visibilityStore ?? '';
