@@ -72,6 +72,19 @@ export class GroupGeneration {
     wakeAll(this.closingWaiters);
   }
 
+  /**
+   * Calls `wake` once the generation is over or asked to rejoin (at once if it is already); returns how to stop
+   * watching, which a wait woken otherwise calls so nothing stays behind for the generation's life.
+   */
+  whenClosing(wake: () => void): () => void {
+    if (this.closing) {
+      wake();
+      return () => undefined;
+    }
+    this.closingWaiters.add(wake);
+    return () => void this.closingWaiters.delete(wake);
+  }
+
   /** How many waits are in progress. */
   get waiting(): number {
     return this.overWaiters.size + this.closingWaiters.size;
