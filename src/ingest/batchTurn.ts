@@ -146,7 +146,8 @@ export class BatchTurns {
         );
       }
     };
-    const beat = setInterval(() => void heartbeat().catch(heard), 3000);
+    // Unref: a batch kept waiting for room must not be what keeps a stopping process alive.
+    const beat = setInterval(() => void heartbeat().catch(heard), 3000).unref();
     const tasks: Promise<void>[] = [];
     // A failed record ends the batch: what follows it is fetched again once the partition is resumed.
     let failed = false;
@@ -161,7 +162,7 @@ export class BatchTurns {
     // turns for tenants"). The minimum keeps slow starts from shrinking a turn to a record or two.
     let sliceEnd = Number.POSITIVE_INFINITY;
     /** Set once the batch has handed its turn back and goes on from memory: lets go of what it keeps. */
-    let letGo: (() => void) | undefined;
+    let letGo: (() => boolean) | undefined;
     const turnOver = (taken: number) =>
       letGo === undefined && taken >= opts.maxInFlight && performance.now() >= sliceEnd;
     /** Hands the turn back and keeps the rest; false when the rest does not fit (it is then fetched again). */
@@ -240,7 +241,8 @@ export class BatchTurns {
     this.parts.admission.whenRoom(tenant, `${topic}/${partition}`, () => {
       // A replaced consumer forgot the pause; a partition in an outage is resumed by its own backoff.
       if (consumer !== membership.consumer || paused.holds(topic, partition)) return;
-      consumer.resume([{ topic, partitions: [partition] }]);
+      // Through the kept batches: a later batch of the partition may be kept and running by now.
+      this.kept.pausable(consumer, { topic, partition }).resume([{ topic, partitions: [partition] }]);
     });
   }
 

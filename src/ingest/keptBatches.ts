@@ -33,8 +33,12 @@ export interface KeptPartition {
 export class KeptBatches {
   private readonly refs = new Map<ArrayBufferLike, number>();
   private bytes = 0;
-  /** Partitions whose kept batch is running: their resume waits for its end (`pausable`). */
-  private readonly running = new Set<string>();
+  /**
+   * Partitions whose kept batch is running, each with a token of that batch: their resume waits for its end
+   * (`pausable`). A batch of a run kafkajs restarted after a crash (same consumer, pauses forgotten) may end
+   * after the next run's batch of the partition is kept: its end is then not the partition's.
+   */
+  private readonly running = new Map<string, object>();
   /** Kept batches waiting for room: stopping the consumer wakes them to finish (`wakeAll`). */
   private readonly waiting = new Set<() => void>();
 
@@ -49,7 +53,7 @@ export class KeptBatches {
     consumer: KafkaConsumer,
     at: KeptPartition,
     records: readonly KafkaRecord[],
-  ): (() => void) | undefined {
+  ): (() => boolean) | undefined {
     const letGo = this.hold(records);
     if (!letGo) return undefined;
     try {
@@ -60,10 +64,13 @@ export class KeptBatches {
       return undefined;
     }
     const key = keyOf(at);
-    this.running.add(key);
+    const token = {};
+    this.running.set(key, token);
     return () => {
       letGo();
+      if (this.running.get(key) !== token) return false;
       this.running.delete(key);
+      return true;
     };
   }
 
@@ -72,8 +79,9 @@ export class KeptBatches {
    * an outage's backoff holds it (that resumes it), the consumer was replaced (the new one holds no pause) or the
    * ingester is stopping.
    */
-  done(consumer: KafkaConsumer, at: KeptPartition, letGo: () => void): void {
-    letGo();
+  done(consumer: KafkaConsumer, at: KeptPartition, letGo: () => boolean): void {
+    // A later batch of the partition holds it now (kafkajs restarted the consumer meanwhile): its end resumes it.
+    if (!letGo()) return;
     const { membership, paused } = this.o;
     if (!membership.current(consumer) || paused.holds(at.topic, at.partition)) return;
     try {
@@ -97,17 +105,22 @@ export class KeptBatches {
     return new Promise<void>((resolve) => {
       let woken = false;
       let unwatch = (): void => undefined;
+      let asked = false;
       const wake = () => {
         if (woken) return;
         woken = true;
         this.waiting.delete(wake);
         unwatch();
+        // Woken by anything but admission: its entry would keep this batch, fetch and all, until the tenant's room.
+        if (asked) this.o.admission.cancelWait(tenant, keyOf(at), wake);
         resolve();
       };
       this.waiting.add(wake);
       early(wake);
       unwatch = generation.whenClosing(wake);
-      if (!woken) this.o.admission.whenRoom(tenant, keyOf(at), wake);
+      if (woken) return;
+      asked = true;
+      this.o.admission.whenRoom(tenant, keyOf(at), wake);
     });
   }
 

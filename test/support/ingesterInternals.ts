@@ -9,7 +9,7 @@ import type { PausedPartitions } from '../../src/ingest/pausedPartitions';
 
 export interface IngesterInternals {
   group: { consumer: unknown; joined: boolean };
-  turns: { run(c: unknown, p: EachBatchPayload): Promise<void> };
+  turns: { run(c: unknown, p: EachBatchPayload): Promise<void>; settled(): Promise<void> };
   paused: PausedPartitions;
   startConsumer(topics: string[]): Promise<void>;
   stopConsumer(): Promise<void>;
