@@ -14,7 +14,7 @@ import { createLogger } from '../../src/logger';
 import { createMetrics } from '../../src/metrics';
 import { waitFor } from '../support/wait';
 import { batchPayload as batchStub } from '../support/batchPayload';
-import { ingesterInternals } from '../support/ingesterInternals';
+import { ingesterInternals, ingesterWithAdmission, neverClosing } from '../support/ingesterInternals';
 
 jest.mock('../../src/ingest/startDispatch', () => ({ handleRecord: jest.fn() }));
 const handle = handleRecord as jest.MockedFunction<typeof handleRecord>;
@@ -73,22 +73,6 @@ function ingester(overrides: Partial<Record<string, number>> = {}) {
     createLogger('test', 'silent'),
   );
   return { ing, metrics };
-}
-
-/** An ingester whose admission the test built, with the config's ingest settings and `overrides`. */
-function ingesterWithAdmission(
-  cfg: ReturnType<typeof loadRelayConfig>,
-  admission: TenantAdmission,
-  overrides: Partial<Record<string, number>>,
-) {
-  return new Ingester(
-    { ...cfg, ingest: { ...cfg.ingest, ...overrides } },
-    { admin: () => ({}) } as never,
-    {} as never,
-    createMetrics({ defaultMetrics: false }),
-    createLogger('test', 'silent'),
-    { admission },
-  );
 }
 
 /** A batch as kafkajs hands it over; its one-attempt commit goes to the stub consumer's recorder. */
@@ -460,10 +444,14 @@ test('a last commit that keeps failing past its budget hands the uncommitted rec
   }
 });
 
-test('a long batch hands its turn back after the slice and goes on from memory: its partition paused until it is done, then fetched again from past it', async () => {
+/**
+ * Records 20–23 one at a time (one in flight) with a 300 ms slice that ends while record 21 is in flight; returns
+ * once the handler has settled, with records 22 and 23 not yet started.
+ */
+async function sliceEndsAt21(overrides: Partial<Record<string, number>> = {}) {
   const starts = [deferred<'started'>(), deferred<'started'>(), deferred<'started'>(), deferred<'started'>()];
   handle.mockImplementation((_ctx, { message: m }) => starts[Number(m.offset) - 20]!.promise);
-  const { ing, metrics } = ingester({ batchSliceMs: 300, maxInFlight: 1 });
+  const { ing, metrics } = ingester({ batchSliceMs: 300, maxInFlight: 1, ...overrides });
   const consumer = stubConsumer();
   consumer.hold = false;
   ingesterInternals(ing).group.consumer = consumer;
@@ -475,6 +463,11 @@ test('a long batch hands its turn back after the slice and goes on from memory: 
   await new Promise((r) => setTimeout(r, 400)); // the turn ends while 21 is in flight
   starts[1]!.resolve('started');
   await run;
+  return { starts, ing, metrics, consumer, resolved };
+}
+
+test('a long batch hands its turn back after the slice and goes on from memory: its partition paused until it is done, then fetched again from past it', async () => {
+  const { starts, ing, metrics, consumer, resolved } = await sliceEndsAt21();
   // kafkajs has its turn back with 22 and 23 not finished: the partition stays paused, its bytes kept.
   expect(consumer.calls).toEqual(['pause poimen.acme.dispatch/0']);
   expect(resolved.at(-1)).toBe('21');
@@ -498,21 +491,8 @@ test('a long batch hands its turn back after the slice and goes on from memory: 
 });
 
 test('a long batch whose bytes would pass what may be kept ends its turn as before: it commits what finished and returns, and kafkajs fetches its rest again', async () => {
-  const starts = [deferred<'started'>(), deferred<'started'>(), deferred<'started'>(), deferred<'started'>()];
-  handle.mockImplementation((_ctx, { message: m }) => starts[Number(m.offset) - 20]!.promise);
   // Two fetches' worth of 1 byte: nothing fits.
-  const { ing } = ingester({ batchSliceMs: 300, maxInFlight: 1, fetchMaxBytes: 1 });
-  const consumer = stubConsumer();
-  consumer.hold = false;
-  ingesterInternals(ing).group.consumer = consumer;
-  const { payload, resolved } = batchPayload('poimen.acme.dispatch', 0, [20, 21, 22, 23], consumer);
-  const run = ingesterInternals(ing).turns.run(consumer, payload);
-  await tick();
-  starts[0]!.resolve('started');
-  await waitFor(() => handle.mock.calls.length === 2, { timeoutMs: 1000, what: 'record 21 to be taken' });
-  await new Promise((r) => setTimeout(r, 400));
-  starts[1]!.resolve('started');
-  await run;
+  const { consumer, resolved } = await sliceEndsAt21({ fetchMaxBytes: 1 });
   // Two records of four: the batch returned with 22 and 23 unresolved, so the next fetch starts at 22.
   expect(handle).toHaveBeenCalledTimes(2);
   expect(resolved.at(-1)).toBe('21');
@@ -555,14 +535,9 @@ test('a turn is never handed back before the batch has taken a full in-flight bo
 test('a record whose wait for room outlasted its batch (a failure meanwhile) gives its tenant slot back', async () => {
   const starts = [deferred<'started' | 'duplicate'>(), deferred<'started' | 'duplicate'>()];
   handle.mockImplementation((_ctx, { message: m }) => starts[Number(m.offset) - 10]!.promise);
-  const cfg = loadRelayConfig('ingester', {});
   // Three open per tenant; nothing started here stays open (no execution is watched).
-  const admission = new TenantAdmission({
-    maxOpen: 0,
-    tenantMaxOpen: 3,
-    watch: () => new Promise<void>(() => undefined),
-  });
-  const ing = ingesterWithAdmission(cfg, admission, { maxInFlight: 2, commitEveryRecords: 1 });
+  const admission = neverClosing(3);
+  const ing = ingesterWithAdmission(admission, { maxInFlight: 2, commitEveryRecords: 1 });
   const consumer = stubConsumer();
   consumer.hold = false;
   ingesterInternals(ing).group.consumer = consumer;
@@ -595,7 +570,7 @@ test('shipped defaults: a lone tenant keeps 250 open and waits in Kafka; a newco
   });
   // Admission as shipped; only the batch's turn is made long, so that a slow machine taking over 500 ms for the
   // 250 starts does not end the turn early (the turn is ingesterBatch's other cases' concern).
-  const ing = ingesterWithAdmission(cfg, admission, { batchSliceMs: 600_000 });
+  const ing = ingesterWithAdmission(admission, { batchSliceMs: 600_000 }, cfg);
   const consumer = stubConsumer();
   consumer.hold = false;
   ingesterInternals(ing).group.consumer = consumer;
@@ -636,6 +611,17 @@ test('shipped defaults: a lone tenant keeps 250 open and waits in Kafka; a newco
   admission.close();
 });
 
+/** Acme's batch of `offsets` handed to a fresh ingester whose tenants may keep `bound` open that never close. */
+async function waitingForRoom(bound: number, offsets: number[], overrides: Partial<Record<string, number>>) {
+  const admission = neverClosing(bound);
+  const consumer = stubConsumer();
+  consumer.hold = false;
+  const internals = ingesterInternals(ingesterWithAdmission(admission, overrides));
+  internals.group.consumer = consumer;
+  await internals.turns.run(consumer, batchPayload('poimen.acme.dispatch', 0, offsets, consumer).payload);
+  return { admission, consumer, internals };
+}
+
 test('a record of a batch waiting for room fails: the wait ends, and the outage’s resume waits for the batch’s end', async () => {
   const starts = new Map<number, Deferred<'started'>>();
   handle.mockImplementation(async (_ctx, { message: m }, { onStarted } = {}) => {
@@ -645,21 +631,10 @@ test('a record of a batch waiting for room fails: the wait ends, and the outage�
     onStarted?.(`wf-${m.offset}`, 'run'); // open until the test ends: no close frees a slot
     return outcome;
   });
-  const cfg = loadRelayConfig('ingester', {});
-  const admission = new TenantAdmission({
-    maxOpen: 0,
-    tenantMaxOpen: 4,
-    watch: () => new Promise<void>(() => undefined),
+  const { admission, consumer, internals } = await waitingForRoom(4, [10, 11, 12, 13, 14], {
+    maxInFlight: 8,
+    commitEveryRecords: 1,
   });
-  const ing = ingesterWithAdmission(cfg, admission, { maxInFlight: 8, commitEveryRecords: 1 });
-  const consumer = stubConsumer();
-  consumer.hold = false;
-  const internals = ingesterInternals(ing);
-  internals.group.consumer = consumer;
-  await internals.turns.run(
-    consumer,
-    batchPayload('poimen.acme.dispatch', 0, [10, 11, 12, 13, 14], consumer).payload,
-  );
   // Four open, the fifth waits for room from memory.
   expect(handle).toHaveBeenCalledTimes(4);
   expect(consumer.calls).toEqual(['pause poimen.acme.dispatch/0']);
@@ -688,21 +663,9 @@ test('stopping the consumer ends a batch waiting for room: it commits what finis
     onStarted?.(`wf-${m.offset}`, 'run');
     return 'started';
   });
-  const cfg = loadRelayConfig('ingester', {});
-  const admission = new TenantAdmission({
-    maxOpen: 0,
-    tenantMaxOpen: 2,
-    watch: () => new Promise<void>(() => undefined),
+  const { admission, consumer, internals } = await waitingForRoom(2, [0, 1, 2, 3], {
+    commitEveryRecords: 1000,
   });
-  const ing = ingesterWithAdmission(cfg, admission, { commitEveryRecords: 1000 });
-  const consumer = stubConsumer();
-  consumer.hold = false;
-  const internals = ingesterInternals(ing);
-  internals.group.consumer = consumer;
-  await internals.turns.run(
-    consumer,
-    batchPayload('poimen.acme.dispatch', 0, [0, 1, 2, 3], consumer).payload,
-  );
   expect(consumer.calls).toEqual(['pause poimen.acme.dispatch/0']);
   internals.group.consumer = undefined; // what stopping the consumer does first
   await internals.turns.settled();

@@ -6,14 +6,11 @@
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import type { EachBatchPayload, KafkaMessage } from 'kafkajs';
-import { loadRelayConfig } from '../../src/config';
 import { TenantAdmission } from '../../src/ingest/admission';
 import { Ingester } from '../../src/ingest/ingester';
 import { handleRecord } from '../../src/ingest/startDispatch';
-import { createLogger } from '../../src/logger';
-import { createMetrics } from '../../src/metrics';
 import { waitFor } from '../support/wait';
-import { ingesterInternals } from '../support/ingesterInternals';
+import { ingesterInternals, ingesterWithAdmission, neverClosing } from '../support/ingesterInternals';
 
 jest.mock('../../src/ingest/startDispatch', () => ({ handleRecord: jest.fn() }));
 const handle = handleRecord as jest.MockedFunction<typeof handleRecord>;
@@ -87,18 +84,20 @@ function payloadOf(
 }
 
 function ingesterWith(admission: TenantAdmission, overrides: Partial<Record<string, number>>) {
-  const cfg = loadRelayConfig('ingester', {});
   admissions.push(admission);
-  const ing = new Ingester(
-    { ...cfg, ingest: { ...cfg.ingest, ...overrides } },
-    { admin: () => ({}) } as never,
-    {} as never,
-    createMetrics({ defaultMetrics: false }),
-    createLogger('test', 'silent'),
-    { admission },
-  );
+  const ing = ingesterWithAdmission(admission, overrides);
   ingesters.push(ing);
   return ing;
+}
+
+/** An ingester whose tenants may keep 2 open that never close, joined to partition 0 with a stub consumer. */
+function boundAtTwo() {
+  const ing = ingesterWith(neverClosing(2), { maxInFlight: 8, commitEveryRecords: 1 });
+  const consumer = stubConsumer();
+  const internals = ingesterInternals(ing);
+  internals.group.consumer = consumer;
+  internals.onGroupJoin(consumer, { [TOPIC]: [0] });
+  return { consumer, internals };
 }
 
 const admissions: TenantAdmission[] = [];
@@ -120,16 +119,7 @@ test('a kept batch woken from its wait for room by a rejoin that moved its parti
     onStarted?.(`wf-${m.offset}`, 'run');
     return 'started';
   });
-  const admission = new TenantAdmission({
-    maxOpen: 0,
-    tenantMaxOpen: 2,
-    watch: () => new Promise(() => undefined),
-  });
-  const ing = ingesterWith(admission, { maxInFlight: 8, commitEveryRecords: 1 });
-  const consumer = stubConsumer();
-  const internals = ingesterInternals(ing);
-  internals.group.consumer = consumer;
-  internals.onGroupJoin(consumer, { [TOPIC]: [0] });
+  const { consumer, internals } = boundAtTwo();
 
   // A 1 MB fetch: the batch takes 2 records and waits for room from memory, its partition paused.
   let response: WeakRef<ArrayBufferLike>;
@@ -245,16 +235,7 @@ test('after kafkajs restarts a crashed consumer, the old run’s kept batch endi
     onStarted?.(`wf-${m.offset}`, 'run');
     return 'started';
   });
-  const admission = new TenantAdmission({
-    maxOpen: 0,
-    tenantMaxOpen: 2,
-    watch: () => new Promise(() => undefined),
-  });
-  const ing = ingesterWith(admission, { maxInFlight: 8, commitEveryRecords: 1 });
-  const consumer = stubConsumer();
-  const internals = ingesterInternals(ing);
-  internals.group.consumer = consumer;
-  internals.onGroupJoin(consumer, { [TOPIC]: [0] });
+  const { consumer, internals } = boundAtTwo();
 
   // K1: records 0 and 1 take the tenant's 2 slots; at 2 it is kept, waiting for room, its partition paused.
   let running1 = true;
