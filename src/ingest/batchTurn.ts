@@ -100,7 +100,7 @@ export class BatchTurns {
     const at = { topic, partition };
     // A commit past this partition's transaction markers still in flight lands first (markerBatches.ts).
     await this.parts.markers.before(topic, partition);
-    const log = this.parts.logger.child({ topic: topic, partition: partition });
+    const log = this.parts.logger.child({ topic, partition });
     const generation = membership.generation;
     const current = () => membership.current(consumer);
     /** True when `err` ended this batch's generation (the batch then stops and hands it back to kafkajs). */
@@ -122,7 +122,7 @@ export class BatchTurns {
       lastFetched: batch.lastOffset(),
       send: (offset) =>
         payload.commitOffsetsIfNecessary({
-          topics: [{ topic: topic, partitions: [{ partition: partition, offset }] }],
+          topics: [{ topic, partitions: [{ partition, offset }] }],
         }),
       resolve: (offset) => payload.resolveOffset(offset),
       // A batch whose consumer is being stopped or replaced still commits what it finished (ingester.ts waits).
