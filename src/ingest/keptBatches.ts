@@ -5,7 +5,7 @@
  *
  * What they keep is counted by the buffers they keep alive, not by their records' sizes: a record's key, value
  * and headers are views into the fetch response that brought it, so a kept batch keeps that whole response. At
- * most `maxBytes` are kept: a batch that would go over ends its turn as before, its rest fetched again later.
+ * most `maxBytes` are kept: a batch that would go over ends its turn instead, its rest fetched again later.
  */
 import type { Gauge } from 'prom-client';
 import type { KafkaConsumer, KafkaRecord } from '../kafka/port';
