@@ -19,18 +19,22 @@ test('a token request that gets no answer times out though the garbage collector
   const creds: OAuthClientCredentials = endpoint.credentials();
   const p = new OAuthTokenProvider(creds, { timeoutMs: 200, sleep: async () => undefined });
   const collecting = setInterval(gc, 20);
+  let cutOff: NodeJS.Timeout | undefined;
   try {
     const outcome = await Promise.race([
       p.token().then(
         () => 'granted',
         (e: unknown) => e,
       ),
-      new Promise((r) => setTimeout(() => r('still waiting after 4 s'), 4_000)),
+      // Four attempts of 200 ms take about a second; a loaded machine collecting every 20 ms takes longer. Without the
+      // fix the grant waits for undici's own 300 s headers timeout, so anything well short of that tells them apart.
+      new Promise((r) => (cutOff = setTimeout(() => r('still waiting after 60 s'), 60_000))),
     ]);
     expect(outcome).toBeInstanceOf(OAuthTokenError);
     expect((outcome as Error).message).toMatch(/no answer within 200 ms/);
   } finally {
     clearInterval(collecting);
+    clearTimeout(cutOff);
     (p as { close?: () => void }).close?.();
   }
-});
+}, 90_000);
