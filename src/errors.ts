@@ -68,6 +68,16 @@ export function isUserFacingError(err: unknown): err is UserFacingError {
   );
 }
 
+/**
+ * What a command prints when it fails: one line for a configuration, usage or service problem (isUserFacingError),
+ * the stack trace for anything else, which is a bug. Every entry point (the relay's CLI, poimen-dev, the bench, the
+ * profiler, the chaos tool) prints this after its own name.
+ */
+export function failureText(err: unknown): string {
+  if (isUserFacingError(err)) return err.message;
+  return err instanceof Error ? (err.stack ?? err.message) : String(err);
+}
+
 export function exitCodeOf(err: unknown): number {
   if (err instanceof NotFoundError) return EXIT.notFound;
   if (err instanceof UnreachableError) return EXIT.unreachable;

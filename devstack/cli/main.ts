@@ -1,6 +1,6 @@
 /** The `poimen-dev` executable (devstack/bin/poimen-dev.js): wiring only; the command tree is ./program.ts. */
 import { Command, CommanderError } from 'commander';
-import { EXIT, exitCodeOf, isUserFacingError } from 'poimen-relay/internal/errors';
+import { EXIT, exitCodeOf, failureText } from 'poimen-relay/internal/errors';
 import { dropKafkaTimerWarnings } from 'poimen-relay/internal/kafka/nodeWarnings';
 import { buildDevProgram } from './program';
 
@@ -18,9 +18,6 @@ const program = buildDevProgram();
 program.parseAsync(process.argv).catch((caught: unknown) => {
   if (caught instanceof CommanderError) process.exit(caught.exitCode === 0 ? EXIT.ok : EXIT.usage);
   // A missing host tool or a service that cannot start is one clear line; anything else keeps its stack.
-  const err = caught;
-  process.stderr.write(
-    `poimen-dev: ${isUserFacingError(err) ? err.message : err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
-  );
-  process.exit(exitCodeOf(err));
+  process.stderr.write(`poimen-dev: ${failureText(caught)}\n`);
+  process.exit(exitCodeOf(caught));
 });

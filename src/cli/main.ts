@@ -1,6 +1,6 @@
 /** The `poimen-relay` executable: wiring only; the command tree is src/cli/program.ts. */
 import { Command, CommanderError } from 'commander';
-import { EXIT, exitCodeOf, isUserFacingError } from '../errors';
+import { EXIT, exitCodeOf, failureText } from '../errors';
 import { dropKafkaTimerWarnings } from '../kafka/nodeWarnings';
 import { nameTheFlag } from './conventions';
 import { movedCommand } from './movedCommands';
@@ -27,8 +27,6 @@ program.parseAsync(process.argv).catch((caught: unknown) => {
   if (caught instanceof CommanderError) process.exit(caught.exitCode === 0 ? EXIT.ok : EXIT.usage);
   const err = nameTheFlag(caught);
   // Configuration, usage and service problems are one clear line; anything else is a bug and keeps its stack.
-  process.stderr.write(
-    `poimen-relay: ${isUserFacingError(err) ? err.message : err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
-  );
+  process.stderr.write(`poimen-relay: ${failureText(err)}\n`);
   process.exit(exitCodeOf(err));
 });

@@ -40,6 +40,22 @@ export function runDevCli(
   return spawnCli(DEV_BIN, args, env, timeoutMs).result;
 }
 
+/** Runs a built tool (`bench/main`, `bench/profileRelay`, `chaos/main` under dist-tools/tools/) as `npm run` does. */
+export function runTool(
+  entry: string,
+  args: string[],
+  env: NodeJS.ProcessEnv = process.env,
+  timeoutMs = 600_000,
+): Promise<CliResult> {
+  const built = path.join(REPO_ROOT, 'dist-tools', 'tools', `${entry}.js`);
+  assertBuilt(
+    built,
+    ['tools', 'devstack', 'src'],
+    'npm run build && npm run build:devstack && npm run build:tools',
+  );
+  return spawnCli(built, args, env, timeoutMs).result;
+}
+
 /** As runCli, with the child process at hand (to signal it); SIGKILLed after `timeoutMs` (code null then). */
 export function startCli(
   args: string[],

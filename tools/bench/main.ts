@@ -36,6 +36,7 @@ import { costRow } from './temporalCost';
 import type { BenchTarget } from './phases';
 import { BENCH_RELAY_SETTINGS } from './rig';
 import { type Phase, PHASES, type Report, RELAY_WORKERS, SIZES, type SideTargets, runSuite } from './suite';
+import { failureText } from 'poimen-relay/internal/errors';
 
 /** The outage phase's probe interval: the product default, set explicitly so the result records it. */
 const OUTAGE_PROBE_INTERVAL_MS = 2_000;
@@ -392,6 +393,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(`bench: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  // A bad setting or a stack that cannot start is one line naming it; anything else is a bug and keeps its stack.
+  process.stderr.write(`bench: ${failureText(err)}\n`);
   process.exit(1);
 });

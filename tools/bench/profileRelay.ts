@@ -26,6 +26,7 @@ import { type CpuProfile, aggregate, rowsTable, timedStacks } from './cpuProfile
 import { parseProcStat, ticksPerSecond } from './cpu';
 import { round } from './measure';
 import { type BenchTarget, drained, newTenant, preload, relayEnv } from './rig';
+import { failureText } from 'poimen-relay/internal/errors';
 
 const TOP = 25;
 
@@ -286,6 +287,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(`profile: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  // A bad setting or a stack that cannot start is one line naming it; anything else is a bug and keeps its stack.
+  process.stderr.write(`profile: ${failureText(err)}\n`);
   process.exit(1);
 });

@@ -23,6 +23,7 @@ import { runEndurance } from './endurance';
 import { SOAK_SIZES, soakVerdict } from './sizes';
 import { type SoakResult, runSoak } from './soak';
 import type { SoakTarget } from './types';
+import { failureText } from 'poimen-relay/internal/errors';
 
 const intAtLeast =
   (min: number) =>
@@ -233,6 +234,7 @@ function clusterRows(c: SoakResult['cluster_faults']): [string, string][] {
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(`chaos: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  // A bad setting or a stack that cannot start is one line naming it; anything else is a bug and keeps its stack.
+  process.stderr.write(`chaos: ${failureText(err)}\n`);
   process.exit(1);
 });
