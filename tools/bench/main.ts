@@ -36,7 +36,8 @@ import { costRow } from './temporalCost';
 import type { BenchTarget } from './phases';
 import { BENCH_RELAY_SETTINGS } from './rig';
 import { type Phase, PHASES, type Report, RELAY_WORKERS, SIZES, type SideTargets, runSuite } from './suite';
-import { failureText } from 'poimen-relay/internal/errors';
+import { ConfigError } from 'poimen-relay/internal/errors';
+import { exitFailed, intAtLeast } from '../cli';
 
 /** The outage phase's probe interval: the product default, set explicitly so the result records it. */
 const OUTAGE_PROBE_INTERVAL_MS = 2_000;
@@ -49,11 +50,17 @@ function parsePhases(list: string | undefined): Set<Phase> {
     .filter(Boolean);
   const unknown = names.filter((x) => !(PHASES as readonly string[]).includes(x));
   if (unknown.length > 0 || names.length === 0) {
-    throw new Error(`--phases: unknown phase '${unknown.join(',')}' (known: ${PHASES.join(', ')})`);
+    throw new ConfigError(
+      '--phases',
+      `= '${list}': unknown phase '${unknown.join(',')}' (known: ${PHASES.join(', ')})`,
+    );
   }
   const set = new Set(names as Phase[]);
   if (set.has('latency') && !set.has('relay')) {
-    throw new Error('--phases: latency needs relay (its offered load is half the relay rate)');
+    throw new ConfigError(
+      '--phases',
+      `= '${list}': latency needs relay (its offered load is half the relay rate)`,
+    );
   }
   return set;
 }
@@ -91,11 +98,7 @@ const fairnessRoundsOption = (v: string): string[] => {
   return names;
 };
 
-const positive = (v: string) => {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`not a positive integer: ${v}`);
-  return n;
-};
+const positive = intAtLeast(1);
 
 async function main(): Promise<void> {
   const opts = new Command('bench')
@@ -392,8 +395,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((err: unknown) => {
-  // A bad setting or a stack that cannot start is one line naming it; anything else is a bug and keeps its stack.
-  process.stderr.write(`bench: ${failureText(err)}\n`);
-  process.exit(1);
-});
+main().catch((err: unknown) => exitFailed('bench', err));

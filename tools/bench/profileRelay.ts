@@ -12,7 +12,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Command } from 'commander';
+import { Command, InvalidArgumentError } from 'commander';
 import { Kafka, logLevel } from 'kafkajs';
 import { loadStackConfig } from '#devstack/config';
 import { freePort } from '#devstack/ports';
@@ -26,7 +26,7 @@ import { type CpuProfile, aggregate, rowsTable, timedStacks } from './cpuProfile
 import { parseProcStat, ticksPerSecond } from './cpu';
 import { round } from './measure';
 import { type BenchTarget, drained, newTenant, preload, relayEnv } from './rig';
-import { failureText } from 'poimen-relay/internal/errors';
+import { exitFailed, intAtLeast } from '../cli';
 
 const TOP = 25;
 
@@ -99,20 +99,16 @@ const PROFILER_THREAD = 'v8:ProfEvntProc';
 
 const nowUs = () => Number(process.hrtime.bigint() / 1000n);
 
-const positive = (v: string) => {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`not a positive integer: ${v}`);
-  return n;
-};
+const positive = intAtLeast(1);
 
 const role = (v: string): 'worker' | 'ingest' => {
-  if (v !== 'worker' && v !== 'ingest') throw new Error(`not a role to profile (worker or ingest): ${v}`);
+  if (v !== 'worker' && v !== 'ingest') throw new InvalidArgumentError('must be worker or ingest');
   return v;
 };
 
 const setting = (v: string, acc: Record<string, string>): Record<string, string> => {
   const eq = v.indexOf('=');
-  if (eq <= 0) throw new Error(`not KEY=VALUE: ${v}`);
+  if (eq <= 0) throw new InvalidArgumentError('must be KEY=VALUE');
   return { ...acc, [v.slice(0, eq)]: v.slice(eq + 1) };
 };
 
@@ -286,8 +282,4 @@ async function main(): Promise<void> {
   process.stdout.write(`\nwritten to ${path.relative(process.cwd(), file)}; profiles in ${profDir}\n`);
 }
 
-main().catch((err: unknown) => {
-  // A bad setting or a stack that cannot start is one line naming it; anything else is a bug and keeps its stack.
-  process.stderr.write(`profile: ${failureText(err)}\n`);
-  process.exit(1);
-});
+main().catch((err: unknown) => exitFailed('profile', err));

@@ -10,7 +10,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { Command, Option } from 'commander';
 import { loadStackConfig } from '#devstack/config';
 import { ClusterStack, KAFKA_NODES } from '#devstack/stack/clusterStack';
 import { clusterPaths } from '#devstack/stack/clusterPaths';
@@ -23,15 +23,9 @@ import { runEndurance } from './endurance';
 import { SOAK_SIZES, soakVerdict } from './sizes';
 import { type SoakResult, runSoak } from './soak';
 import type { SoakTarget } from './types';
-import { failureText } from 'poimen-relay/internal/errors';
-
-const intAtLeast =
-  (min: number) =>
-  (v: string): number => {
-    const n = Number(v);
-    if (!/^\d+$/.test(v) || n < min) throw new InvalidArgumentError(`must be a whole number ≥ ${min}`);
-    return n;
-  };
+import { STACK } from '#devstack/envTable';
+import { ConfigError } from 'poimen-relay/internal/errors';
+import { exitFailed, intAtLeast } from '../cli';
 
 async function main(): Promise<void> {
   const opts = new Command('chaos')
@@ -83,7 +77,10 @@ async function main(): Promise<void> {
   const cfg =
     profile === 'cluster' ? { ...loaded, startTimeoutMs: Math.max(loaded.startTimeoutMs, 180_000) } : loaded;
   if (profile === 'dev' && cfg.temporalInMemory) {
-    throw new Error('the soak kills Temporal: run it with SQLite persistence');
+    throw new ConfigError(
+      STACK.POIMEN_STACK_TEMPORAL_IN_MEMORY.name,
+      '= true: the soak kills Temporal, so it needs SQLite persistence',
+    );
   }
   const stack = openStack(cfg, profile, progress);
   await stack.up();
@@ -233,8 +230,4 @@ function clusterRows(c: SoakResult['cluster_faults']): [string, string][] {
   ];
 }
 
-main().catch((err: unknown) => {
-  // A bad setting or a stack that cannot start is one line naming it; anything else is a bug and keeps its stack.
-  process.stderr.write(`chaos: ${failureText(err)}\n`);
-  process.exit(1);
-});
+main().catch((err: unknown) => exitFailed('chaos', err));
