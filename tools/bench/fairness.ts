@@ -8,12 +8,13 @@ import path from 'node:path';
 import type { Producer } from 'kafkajs';
 import { topics } from 'poimen-relay/internal/contract/index';
 import { freePort } from '#devstack/ports';
-import { metricValue, startRelayProcess } from '#devstack/relayProcess';
+import { startRelayProcess } from '#devstack/relayProcess';
 import { waitUntil } from 'poimen-relay/internal/poll';
 import { RunsApiDouble } from '#devstack/runsApiDouble';
 import { cpuWindow, perSecond } from './cpu';
 import { round } from './measure';
 import { type Sent, windowFigures } from './fairnessWindow';
+import { loneClosesSeen, sampleOpen } from './ingesterMetrics';
 import { type BenchTarget, dispatchValue, newTenant, relayEnv, startWorkers } from './rig';
 
 export interface FairnessOptions {
@@ -228,6 +229,7 @@ export async function loneRound(
       open_samples = await open.stop();
     }
     const cpuMs = cpu.end();
+    const closesSeen = await loneClosesSeen(ingester);
     const served = runs();
     const first = served[0]?.receivedAtMs ?? 0;
     const last = served.at(-1)?.receivedAtMs ?? first;
@@ -238,6 +240,7 @@ export async function loneRound(
       cpu_ms: cpuMs,
       // Empty without admission (the gauge is not set): nothing is counted then.
       open_samples,
+      closes_seen: closesSeen,
     };
   } finally {
     await producer.disconnect();
@@ -247,45 +250,3 @@ export async function loneRound(
 
 /** Runs before the end of a lone round not counted as backlogged: more than a lone tenant keeps open (250). */
 const LONE_TAIL = 300;
-
-/**
- * The tenant's open dispatches by admission's gauge, read every 250 ms while `phase()` says 'during'. A read that
- * fails or takes over 2 s (the ingester busy or gone) is a sample missed, never the round's failure.
- */
-function sampleOpen(
-  ingester: { metricsPort: number },
-  tenant: string,
-  phase: () => 'before' | 'during' | 'after',
-): { stop(): Promise<number[]> } {
-  const samples: number[] = [];
-  let stopped = false;
-  const read = async (): Promise<number | undefined> => {
-    // A timer and a controller, not AbortSignal.timeout, which the collector may take first (nodejs/node#57736).
-    const call = new AbortController();
-    const timer = setTimeout(() => call.abort(), 2000);
-    try {
-      const res = await fetch(`http://127.0.0.1:${ingester.metricsPort}/metrics`, { signal: call.signal });
-      return metricValue(await res.text(), 'poimen_ingest_tenant_open_dispatches', { tenant });
-    } catch {
-      return undefined;
-    } finally {
-      clearTimeout(timer);
-    }
-  };
-  const loop = (async () => {
-    while (!stopped && phase() !== 'after') {
-      if (phase() === 'during') {
-        const v = await read();
-        if (v !== undefined && phase() === 'during') samples.push(v);
-      }
-      await new Promise((r) => setTimeout(r, 250));
-    }
-  })().catch(() => undefined);
-  return {
-    async stop() {
-      stopped = true;
-      await loop;
-      return samples;
-    },
-  };
-}

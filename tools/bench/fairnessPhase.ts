@@ -4,6 +4,7 @@
  * ./fairness.ts.
  */
 import { type FairnessOptions, fairnessRound, loneRound } from './fairness';
+import type { LoneCloses } from './ingesterMetrics';
 import { cpuMsPerDispatch } from './cpu';
 import { percentile, round } from './measure';
 import type { BenchTarget } from './rig';
@@ -171,6 +172,8 @@ interface MedianLone {
   cpu_ms_per_dispatch: ReturnType<typeof cpuMsPerDispatch>;
   /** null without admission (its gauge is not set). */
   open_while_backlogged: { min: number; median: number; max: number; samples: number } | null;
+  /** A lone tenant's watches over every run, by what answered them; null where no run counted any. */
+  closes_seen: LoneCloses | null;
 }
 export function medianLone(each: Lone[]): MedianLone {
   const rates = each.map((l) => l.runs_per_s);
@@ -189,6 +192,16 @@ export function medianLone(each: Lone[]): MedianLone {
     open_while_backlogged: open.length
       ? { min: open[0]!, median: median(open), max: open.at(-1)!, samples: open.length }
       : null,
+    closes_seen: each.reduce<LoneCloses | null>(
+      (sum, l) =>
+        l.closes_seen
+          ? {
+              visibility: (sum?.visibility ?? 0) + l.closes_seen.visibility,
+              long_poll: (sum?.long_poll ?? 0) + l.closes_seen.long_poll,
+            }
+          : sum,
+      null,
+    ),
   };
 }
 

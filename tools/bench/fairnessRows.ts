@@ -39,6 +39,9 @@ export function fairnessRows(f: Figures, o: FairnessOptions): [string, string][]
         (l.cpu_ms_per_dispatch ? `; CPU ms per dispatch ${cpuRow(l.cpu_ms_per_dispatch)}` : '') +
         (l.open_while_backlogged
           ? `; open while records waited in Kafka: ${l.open_while_backlogged.min} to ${l.open_while_backlogged.max}, median ${l.open_while_backlogged.median}`
+          : '') +
+        (l.closes_seen
+          ? `; closes seen by visibility ${l.closes_seen.visibility}, by long poll ${l.closes_seen.long_poll}`
           : ''),
     ]);
   }
