@@ -12,25 +12,20 @@ const cpu = (ingester: number, temporal: number) => ({
   kafka: 0,
 });
 
+/** One lone run of 10 records: how many it served at what rate, its CPU, open samples and closes seen. */
+const run = (
+  served: number,
+  runs_per_s: number,
+  [ingester, temporal]: [number, number],
+  open_samples: number[],
+  closes_seen: { visibility: number; long_poll: number } | null,
+) => ({ n: 10, served, runs_per_s, cpu_ms: cpu(ingester, temporal), open_samples, closes_seen });
+
 test('CPU per dispatch and the open samples pool every run; the rate is the median run', () => {
   const l = medianLone([
-    {
-      n: 10,
-      served: 10,
-      runs_per_s: 50,
-      cpu_ms: cpu(30, 200),
-      open_samples: [100, 120],
-      closes_seen: { visibility: 9, long_poll: 1 },
-    },
-    { n: 10, served: 10, runs_per_s: 40, cpu_ms: cpu(10, 100), open_samples: [80], closes_seen: null },
-    {
-      n: 10,
-      served: 20,
-      runs_per_s: 60,
-      cpu_ms: cpu(20, 300),
-      open_samples: [250, 190],
-      closes_seen: { visibility: 0, long_poll: 20 },
-    },
+    run(10, 50, [30, 200], [100, 120], { visibility: 9, long_poll: 1 }),
+    run(10, 40, [10, 100], [80], null),
+    run(20, 60, [20, 300], [250, 190], { visibility: 0, long_poll: 20 }),
   ]);
   expect(l).toEqual({
     n: 10,
