@@ -229,7 +229,7 @@ export async function loneRound(
       open_samples = await open.stop();
     }
     const cpuMs = cpu.end();
-    const closesSeen = await loneClosesSeen(ingester);
+    const closesSeen = await loneClosesSeen(ingester, a, o.settleS * 1000);
     const served = runs();
     const first = served[0]?.receivedAtMs ?? 0;
     const last = served.at(-1)?.receivedAtMs ?? first;

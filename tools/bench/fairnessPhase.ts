@@ -172,8 +172,8 @@ interface MedianLone {
   cpu_ms_per_dispatch: ReturnType<typeof cpuMsPerDispatch>;
   /** null without admission (its gauge is not set). */
   open_while_backlogged: { min: number; median: number; max: number; samples: number } | null;
-  /** A lone tenant's watches over every run, by what answered them; null where no run counted any. */
-  closes_seen: LoneCloses | null;
+  /** A lone tenant's watches over the runs that counted them (`runs`), by what answered them; null if none did. */
+  closes_seen: (Omit<LoneCloses, 'settled'> & { runs: number; settled: boolean }) | null;
 }
 export function medianLone(each: Lone[]): MedianLone {
   const rates = each.map((l) => l.runs_per_s);
@@ -192,16 +192,18 @@ export function medianLone(each: Lone[]): MedianLone {
     open_while_backlogged: open.length
       ? { min: open[0]!, median: median(open), max: open.at(-1)!, samples: open.length }
       : null,
-    closes_seen: each.reduce<LoneCloses | null>(
-      (sum, l) =>
-        l.closes_seen
-          ? {
-              visibility: (sum?.visibility ?? 0) + l.closes_seen.visibility,
-              long_poll: (sum?.long_poll ?? 0) + l.closes_seen.long_poll,
-            }
-          : sum,
-      null,
-    ),
+    closes_seen: closesOver(each.map((l) => l.closes_seen)),
+  };
+}
+
+function closesOver(each: (LoneCloses | null)[]): MedianLone['closes_seen'] {
+  const counted = each.filter((c): c is LoneCloses => c !== null);
+  if (counted.length === 0) return null;
+  return {
+    visibility: counted.reduce((sum, c) => sum + c.visibility, 0),
+    long_poll: counted.reduce((sum, c) => sum + c.long_poll, 0),
+    runs: counted.length,
+    settled: counted.every((c) => c.settled),
   };
 }
 

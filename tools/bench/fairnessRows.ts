@@ -41,7 +41,7 @@ export function fairnessRows(f: Figures, o: FairnessOptions): [string, string][]
           ? `; open while records waited in Kafka: ${l.open_while_backlogged.min} to ${l.open_while_backlogged.max}, median ${l.open_while_backlogged.median}`
           : '') +
         (l.closes_seen
-          ? `; closes seen by visibility ${l.closes_seen.visibility}, by long poll ${l.closes_seen.long_poll}`
+          ? `; lone watches answered by visibility ${l.closes_seen.visibility}, by long poll ${l.closes_seen.long_poll} (${l.closes_seen.runs} runs${l.closes_seen.settled ? '' : ', read before every dispatch closed'})`
           : ''),
     ]);
   }

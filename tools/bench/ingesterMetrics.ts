@@ -19,22 +19,45 @@ async function scrape(ingester: { metricsPort: number }): Promise<string | undef
   }
 }
 
+const OPEN = 'poimen_ingest_tenant_open_dispatches';
+const LONE = 'poimen_ingest_lone_closes_total';
+
 /**
- * How admission saw the round's closes (poimen_ingest_lone_closes_total): by the lone watch's visibility query or
- * by a long poll each. Null without admission, or when the page could not be read: the counter is then not set.
+ * How admission watched the tenant's dispatches (poimen_ingest_lone_closes_total): the lone watches answered by
+ * its visibility query, and those that went to a long poll each (a retried watch counts again). Precise watches
+ * (one sample a second, every watch while another tenant is active or the bound has no room for late closes) are
+ * not counted there. Read once the tenant has nothing open, so every lone watch has been answered, or at
+ * `settleMs` (`settled` false then). Null without admission (its gauge has no sample for the tenant), or when the
+ * page could not be read by then.
  */
-export async function loneClosesSeen(ingester: { metricsPort: number }): Promise<LoneCloses | null> {
-  const text = await scrape(ingester);
-  if (text === undefined) return null;
-  const visibility = metricValue(text, 'poimen_ingest_lone_closes_total', { via: 'visibility' });
-  const longPoll = metricValue(text, 'poimen_ingest_lone_closes_total', { via: 'long_poll' });
-  if (visibility === undefined && longPoll === undefined) return null;
-  return { visibility: visibility ?? 0, long_poll: longPoll ?? 0 };
+export async function loneClosesSeen(
+  ingester: { metricsPort: number },
+  tenant: string,
+  settleMs: number,
+): Promise<LoneCloses | null> {
+  const deadline = Date.now() + settleMs;
+  for (;;) {
+    const text = await scrape(ingester);
+    const open = text === undefined ? undefined : metricValue(text, OPEN, { tenant });
+    if (text !== undefined && open === undefined) return null;
+    if (text !== undefined && (open === 0 || Date.now() >= deadline)) {
+      // A labelled counter never incremented has no sample: none of that kind.
+      return {
+        visibility: metricValue(text, LONE, { via: 'visibility' }) ?? 0,
+        long_poll: metricValue(text, LONE, { via: 'long_poll' }) ?? 0,
+        settled: open === 0,
+      };
+    }
+    if (Date.now() >= deadline) return null;
+    await new Promise((r) => setTimeout(r, 250));
+  }
 }
 
 export interface LoneCloses {
   visibility: number;
   long_poll: number;
+  /** The tenant had nothing open when it was read. */
+  settled: boolean;
 }
 
 /**
@@ -50,9 +73,7 @@ export function sampleOpen(
   let stopped = false;
   const read = async (): Promise<number | undefined> => {
     const text = await scrape(ingester);
-    return text === undefined
-      ? undefined
-      : metricValue(text, 'poimen_ingest_tenant_open_dispatches', { tenant });
+    return text === undefined ? undefined : metricValue(text, OPEN, { tenant });
   };
   const loop = (async () => {
     while (!stopped && phase() !== 'after') {
