@@ -20,7 +20,6 @@ export interface RelayMetrics {
   tenantOpenDispatches: Gauge<'tenant'>;
   openBudget: Gauge;
   loneCloses: Counter<'via'>;
-  keptFetchBytes: Gauge;
   undecodablePartitions: Gauge<'topic' | 'partition'>;
   circuitState: Gauge;
   breakerWaiting: Gauge;
@@ -122,11 +121,6 @@ export function createMetrics(opts: { defaultMetrics?: boolean; role?: ProcessRo
       name: 'poimen_ingest_tenant_open_dispatches',
       help: 'Dispatches this ingester started for the tenant that are still open, counted by admission (at its share, the tenant waits in Kafka)',
       labelNames: ['tenant'],
-      registers,
-    }),
-    keptFetchBytes: new Gauge({
-      name: 'poimen_ingest_kept_fetch_bytes',
-      help: `Fetched bytes the ingester keeps for batches that handed their turn back and go on from memory (at most twice ${INGEST.POIMEN_KAFKA_FETCH_MAX_BYTES.name})`,
       registers,
     }),
     undecodablePartitions: new Gauge({

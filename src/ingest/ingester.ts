@@ -174,7 +174,9 @@ export class Ingester {
   }
 
   private async startConsumer(topics: string[]): Promise<void> {
-    const consumer = this.kafka.consumer(consumerOptions(this.cfg.kafka.groupId, this.cfg.ingest));
+    const consumer = this.kafka.consumer(
+      consumerOptions(this.cfg.kafka.groupId, this.cfg.ingest, this.admission.bounded),
+    );
     consumer.on(consumer.events.GROUP_JOIN, (e) => this.onGroupJoin(consumer, e.payload.memberAssignment));
     consumer.on(consumer.events.CRASH, (e) => {
       this.group.joined = false;
