@@ -29,7 +29,7 @@ import type { Gauge } from 'prom-client';
 import { setMaxListeners } from 'node:events';
 import type { Logger } from '../logger';
 import { type LoneWatch, type WatchClose, WatchChoice, WatchFailures, untilClosed } from './closeWatch';
-import { BUDGET_FLOOR_PER_TENANT, OpenBudget, sharedBudget } from './openBudget';
+import { OpenBudget, SPARE_SLOTS, type Shares, fairShare, sharedBudget } from './openBudget';
 
 export interface AdmissionOptions {
   /** POIMEN_INGEST_MAX_OPEN: a lone tenant's bound and the shared budget's ceiling; 0: no fair shares. */
@@ -49,25 +49,12 @@ export interface AdmissionOptions {
 
 /** A tenant with a record here this recently counts as active, open dispatches or not. */
 export const ACTIVE_MS = 5000;
-/** Slots beyond what another active tenant has open that stay its own: room for its next records. */
-export const SPARE_SLOTS = 2;
 /** How often waiting tenants are looked at again when nothing closes (a share grows when a tenant goes quiet). */
 const RECHECK_MS = 500;
 /** The least lone bound at which its closes may be seen late: below it, the late slots are much of the bound. */
 export const COARSE_MIN_LIMIT = 64;
 /** Seconds of a lone tenant's closes its bound must spare for the lone watch: its delay, with room. */
 const LATE_S = 2;
-/** Slots a lone tenant leaves free of POIMEN_INGEST_MAX_OPEN, so that a tenant arriving finds room at once. */
-const KEPT_FOR_NEWCOMERS = 2 * BUDGET_FLOOR_PER_TENANT;
-
-/** Who is active now and what they hold: computed once per decision, shared by every tenant it looks at. */
-interface Shares {
-  active: Set<string>;
-  /** Σ over active tenants of (open + SPARE_SLOTS). */
-  held: number;
-  /** Σ over active tenants of what their paces need (openBudget.ts). */
-  needs: number;
-}
 
 export class TenantAdmission {
   private readonly open = new Map<string, number>();
@@ -177,7 +164,7 @@ export class TenantAdmission {
 
   /** How many dispatches the tenant may keep open now: its fair share, within the fixed cap. */
   limit(tenant: string, shares: Shares | undefined = this.shares()): number {
-    const share = shares ? this.fairShare(tenant, shares) : Number.POSITIVE_INFINITY;
+    const share = shares ? fairShare(tenant, shares, this.openOf(tenant), this.o.maxOpen) : Infinity;
     return this.o.tenantMaxOpen > 0 ? Math.min(share, this.o.tenantMaxOpen) : share;
   }
 
@@ -232,16 +219,6 @@ export class TenantAdmission {
     }
     this.o.budgetGauge?.set(sharedBudget(needs, active.size, this.o.maxOpen));
     return { active, held, needs };
-  }
-
-  private fairShare(tenant: string, s: Shares): number {
-    const others = s.active.size - (s.active.has(tenant) ? 1 : 0);
-    // A small POIMEN_INGEST_MAX_OPEN keeps at most half of itself: a lone tenant never gets less than a shared one.
-    if (others === 0)
-      return Math.max(1, this.o.maxOpen - Math.min(KEPT_FOR_NEWCOMERS, Math.floor(this.o.maxOpen / 2)));
-    const othersHold = s.held - (s.active.has(tenant) ? this.openOf(tenant) + SPARE_SLOTS : 0);
-    const budget = sharedBudget(s.needs, others + 1, this.o.maxOpen);
-    return Math.max(1, Math.floor(budget / (others + 1)), budget - othersHold);
   }
 
   /**

@@ -1,6 +1,6 @@
 /**
- * How many dispatches this ingester keeps open while tenants share it: the budget that the fair shares of
- * admission.ts divide, the sum of what each active tenant's pace needs. Derived from what the relay downstream of this ingester (Temporal, the workers, the runs
+ * How many dispatches this ingester keeps open while tenants share it, and each tenant's fair share of it
+ * (fairShare, which admission.ts applies): the budget is the sum of what each active tenant's pace needs. Derived from what the relay downstream of this ingester (Temporal, the workers, the runs
  * API) completes, so that the dispatches started and not yet closed are what keeps that pipeline busy and little
  * more: whatever is open beyond it waits in Temporal's queues, where another tenant's fresh dispatch would wait
  * behind it; whatever is held back waits in Kafka, counted as lag, where the ingester's fair turns apply.
@@ -36,6 +36,33 @@ const MIN_WINDOW_MS = 15_000;
  */
 export function sharedBudget(needs: number, active: number, max: number): number {
   return Math.min(max, Math.max(BUDGET_FLOOR_PER_TENANT * active, needs));
+}
+
+/** Slots beyond what another active tenant has open that stay its own: room for its next records. */
+export const SPARE_SLOTS = 2;
+/** Slots a lone tenant leaves free of POIMEN_INGEST_MAX_OPEN, so that a tenant arriving finds room at once. */
+const KEPT_FOR_NEWCOMERS = 2 * BUDGET_FLOOR_PER_TENANT;
+
+/** Who is active now and what they hold: computed once per decision, shared by every tenant it looks at. */
+export interface Shares {
+  active: Set<string>;
+  /** Σ over active tenants of (open + SPARE_SLOTS). */
+  held: number;
+  /** Σ over active tenants of what their paces need. */
+  needs: number;
+}
+
+/**
+ * The tenant's share of `max` (POIMEN_INGEST_MAX_OPEN) while `s` holds, with `open` of its own open: alone, all of
+ * it but the slots kept for a newcomer (a small max keeps at most half of itself, so a lone tenant never gets less
+ * than a shared one); else its equal part of the shared budget, or more when the others leave theirs unused.
+ */
+export function fairShare(tenant: string, s: Shares, open: number, max: number): number {
+  const others = s.active.size - (s.active.has(tenant) ? 1 : 0);
+  if (others === 0) return Math.max(1, max - Math.min(KEPT_FOR_NEWCOMERS, Math.floor(max / 2)));
+  const othersHold = s.held - (s.active.has(tenant) ? open + SPARE_SLOTS : 0);
+  const budget = sharedBudget(s.needs, others + 1, max);
+  return Math.max(1, Math.floor(budget / (others + 1)), budget - othersHold);
 }
 
 /** One tenant's pace: its closes per second and shortest open time, and the open dispatches they need. */

@@ -3,8 +3,13 @@
  * a clock the test moves: a lone tenant has the whole ingester, tenants with work share the budget, a quiet
  * tenant's share goes back to the others, and the budget follows what the pipeline completes.
  */
-import { ACTIVE_MS, SPARE_SLOTS, TenantAdmission } from '../../src/ingest/admission';
-import { BUDGET_FLOOR_PER_TENANT, BUDGET_HEADROOM, OpenBudget } from '../../src/ingest/openBudget';
+import { ACTIVE_MS, TenantAdmission } from '../../src/ingest/admission';
+import {
+  BUDGET_FLOOR_PER_TENANT,
+  BUDGET_HEADROOM,
+  OpenBudget,
+  SPARE_SLOTS,
+} from '../../src/ingest/openBudget';
 
 /** The budget two active tenants share before either has a pace. */
 const BUDGET_FLOOR = 2 * BUDGET_FLOOR_PER_TENANT;
