@@ -18,6 +18,7 @@ export interface RelayMetrics {
   dispatchLatency: Histogram;
   pausedPartitions: Gauge<'topic'>;
   tenantOpenDispatches: Gauge<'tenant'>;
+  tenantPaused: Gauge<'tenant'>;
   openBudget: Gauge;
   loneCloses: Counter<'via'>;
   undecodablePartitions: Gauge<'topic' | 'partition'>;
@@ -120,6 +121,12 @@ export function createMetrics(opts: { defaultMetrics?: boolean; role?: ProcessRo
     tenantOpenDispatches: new Gauge({
       name: 'poimen_ingest_tenant_open_dispatches',
       help: 'Dispatches this ingester started for the tenant that are still open, counted by admission (at its share, the tenant waits in Kafka)',
+      labelNames: ['tenant'],
+      registers,
+    }),
+    tenantPaused: new Gauge({
+      name: 'poimen_tenant_paused',
+      help: '1 while an operator has the tenant paused (poimen-relay tenant pause): this ingester starts none of its dispatches, which wait in Kafka; 0 once resumed',
       labelNames: ['tenant'],
       registers,
     }),

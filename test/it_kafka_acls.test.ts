@@ -13,9 +13,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import type { Admin, Kafka, Producer } from 'kafkajs';
-import { topics, workflowId } from '../src/contract';
+import { TENANT_PAUSES_TOPIC, encodeTenantPause, topics, workflowId } from '../src/contract';
 import { watermarks } from '../src/kafka/readRange';
 import { ensureTopics, tenantTopicSpecs } from '../src/kafka/topics';
+import { TENANT_PAUSES_TOPIC_SPEC } from '../src/kafka/tenantPauses';
 import { RunsApiDouble } from '../devstack/runsApiDouble';
 import { type CertAuthKafka, certPrincipal, startCertAuthKafka } from './support/authKafka';
 import { readTopicToEnd } from './support/dlqTopic';
@@ -69,6 +70,9 @@ const OPERATOR_COMMANDS = [
   'dlq redrive',
   'dlq discard',
   'dlq purge-tests',
+  'tenant pause',
+  'tenant resume',
+  'tenant status',
 ];
 
 function dispatch(key: string): string {
@@ -87,6 +91,20 @@ test("the documented ingester and worker ACLs, and nothing more, carry a dispatc
   ]);
   await admin.createAcls({
     acl: aclEntries(rows, certPrincipal('poimen-relay'), { tenant, KAFKA_GROUP_ID: groupId }),
+  });
+  // A pause on the pause topic, so that the ingester follows it under its rows (the other tenant's: nothing held).
+  await ensureTopics(admin, [TENANT_PAUSES_TOPIC_SPEC]);
+  const pause = {
+    tenant: stranger,
+    paused: true,
+    reason: 'acl test',
+    at: new Date().toISOString(),
+    by: null,
+  };
+  await producer.send({
+    topic: TENANT_PAUSES_TOPIC,
+    acks: -1,
+    messages: [{ key: stranger, value: encodeTenantPause(pause) }],
   });
 
   api = await RunsApiDouble.start();
@@ -155,10 +173,11 @@ test("the documented ingester and worker ACLs, and nothing more, carry a dispatc
       const text = await ingester.metrics();
       return (
         metricValue(text, 'poimen_inbox_lag', { topic: topics.dispatch(tenant) }) === 0 &&
-        metricValue(text, 'dlq_consumer_lag', { topic: dlq }) === 2
+        metricValue(text, 'dlq_consumer_lag', { topic: dlq }) === 2 &&
+        metricValue(text, 'poimen_tenant_paused', { tenant: stranger }) === 1
       );
     },
-    { what: 'lag 0 and a DLQ backlog of 2 in the metrics' },
+    { what: 'lag 0, a DLQ backlog of 2 and the pause read, in the metrics' },
   );
 
   // The tenant with no ACLs: invisible to the relay, its record untouched.
@@ -242,11 +261,23 @@ test('each operator command runs under its own documented rows alone', async () 
   expect(await json('dlq purge-tests', ['--tenant', tenant, '--dry-run'])).toMatchObject({ discarded: 2 });
   expect(await json('dlq purge-tests', ['--tenant', tenant])).toMatchObject({ discarded: 2 });
 
+  // A tenant paused and resumed, each command under its own rows (the pause topic exists from the first test).
+  expect(await json('tenant pause', [tenant, '--reason', 'acl test'])).toMatchObject({
+    after: { paused: true },
+  });
+  expect(await as['tenant status']!(['tenant', 'status', tenant])).toMatch(/paused since .*: acl test/);
+  expect(await json('tenant resume', [tenant])).toMatchObject({
+    before: { paused: true },
+    after: { paused: false },
+  });
+
   // Every dead letter handled, and every throwaway group deleted after its read.
   const [progress] = await admin.fetchOffsets({ groupId: `poimen-relay-dlq.${tenant}`, topics: [dlq] });
   expect(progress?.partitions.map((p) => p.offset)).toEqual(['5']);
   const { groups } = await admin.listGroups();
   expect(
-    groups.map((g) => g.groupId).filter((g) => /^poimen-relay-dlq-(list|summary|dry-run)-/.test(g)),
+    groups
+      .map((g) => g.groupId)
+      .filter((g) => /^poimen-relay-(dlq-(list|summary|dry-run)|pauses-read)-/.test(g)),
   ).toEqual([]);
 });

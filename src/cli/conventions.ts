@@ -45,6 +45,9 @@ export const COMMAND_READERS: Readonly<Record<string, EnvReader | readonly EnvRe
   'dlq summary': 'kafka-cli',
   'temporal setup': 'temporal-cli',
   'dispatch status': 'temporal-cli',
+  'tenant pause': 'kafka-cli',
+  'tenant resume': 'kafka-cli',
+  'tenant status': 'kafka-cli',
 };
 
 function envHelp(vars: EnvVar[], withFlags: boolean): string {

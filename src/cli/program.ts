@@ -9,6 +9,7 @@ import { dlqSummaryCommand } from './dlqSummaryCommand';
 import { ingestCommand } from './ingestCommand';
 import { workerCommand } from './workerCommand';
 import { temporalCommand } from './temporalCommand';
+import { tenantCommand } from './tenantCommand';
 import { topicsCommand } from './topicsCommand';
 
 export function buildProgram(): Command {
@@ -21,7 +22,8 @@ export function buildProgram(): Command {
     .addCommand(topicsCommand())
     .addCommand(temporalCommand())
     .addCommand(dlqCommand().addCommand(dlqSummaryCommand()))
-    .addCommand(dispatchCommand());
+    .addCommand(dispatchCommand())
+    .addCommand(tenantCommand());
   applyConventions(program);
   return program;
 }

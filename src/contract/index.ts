@@ -10,4 +10,5 @@ export * from './dlqErrorClass';
 export * from './dlqHeaders';
 export * from './dlqRecord';
 export * from './names';
+export * from './tenantPause';
 export * from './testDeadLetter';

@@ -21,6 +21,14 @@ export function dlqReplayGroup(tenant: string): string {
  * commit for yet takes its progress from here (kafka/dlqProgress.ts), so upgrading does not replay anything again.
  */
 export const SHARED_DLQ_REPLAY_GROUP = 'poimen-relay-dlq';
+/**
+ * The compacted topic that holds each tenant's pause (`tenant pause` / `resume`), keyed by tenant: its latest record
+ * is the tenant's state, read by every ingester at start and followed after. Outside the `poimen.<tenant>.` names, so
+ * no tenant's topics and no dispatch pattern take it in.
+ */
+export const TENANT_PAUSES_TOPIC = 'poimen-relay.tenant-pauses';
+/** Prefix of the throwaway groups that read the pause topic (a process's follower, `tenant status`'s read). */
+export const TENANT_PAUSES_GROUP_PREFIX = 'poimen-relay-pauses-';
 export const DLQ_RETENTION_MS = 1_209_600_000;
 /**
  * `max.message.bytes` of the DLQ topics the relay creates. A dead letter carries the record it refuses as JSON

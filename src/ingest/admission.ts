@@ -1,6 +1,7 @@
 /**
  * Admission per tenant: how many dispatches of each tenant this ingester has started and not yet seen closed, and
- * whether a tenant's next record may start now or waits in Kafka for room. On by default.
+ * whether a tenant's next record may start now or waits in Kafka for room. On by default. A tenant an operator
+ * paused (`tenant pause`) has no room at all until resumed, and takes no share from the others meanwhile.
  *
  * Why: Temporal's task queue fairness reorders a queue, it does not make the server less busy; a tenant's flood
  * started at once made every other tenant wait for the server (docs/design.md, "Fair turns for tenants"). Bounded,
@@ -18,12 +19,11 @@
  *
  * A record takes a slot before its start; the slot comes back when the record did not start anything (a
  * duplicate, a dead letter, a failure) or, for a started execution, when that execution closes. Closes are seen
- * by a long poll on each execution's close event (so the bound is also what this costs: one open long poll per
- * open dispatch), except for a tenant alone here with room to spare in its bound (coarseFor): nobody else waits
- * for its slots, so a close seen half a second late costs nothing, and one visibility query per interval for all
- * its dispatches (temporal/visibilityCloses.ts) costs less than a long poll each. The count is this process's: a
- * restarted ingester starts from zero, and several ingesters each hold their own. A record that joined an
- * execution already counted takes no second slot.
+ * by a long poll on each execution's close event (one open long poll per open dispatch), except for a tenant alone
+ * here with room to spare in its bound (coarseFor): nobody waits for its slots, so one visibility query per interval
+ * for all its dispatches (temporal/visibilityCloses.ts), seen half a second late, costs less. The count is this
+ * process's: a restarted ingester starts from zero, and several ingesters each hold their own. A record that
+ * joined an execution already counted takes no second slot.
  */
 import type { Gauge } from 'prom-client';
 import { setMaxListeners } from 'node:events';
@@ -45,6 +45,8 @@ export interface AdmissionOptions {
   logger?: Logger;
   /** ms, monotonic; tests pass their own clock. */
   now?: () => number;
+  /** Whether an operator paused the tenant (`tenant pause`): it starts nothing until resumed, bounded or not. */
+  paused?: (tenant: string) => boolean;
 }
 
 /** A tenant with a record here this recently counts as active, open dispatches or not. */
@@ -89,8 +91,9 @@ export class TenantAdmission {
     return this.o.maxOpen > 0 || this.o.tenantMaxOpen > 0;
   }
 
-  /** Takes a slot for one record of the tenant; false when the tenant already has its share open. */
+  /** Takes a slot for one record of the tenant; false when it is paused or already has its share open. */
   take(tenant: string): boolean {
+    if (this.o.paused?.(tenant)) return false;
     if (!this.bounded) return true;
     if (this.fair) this.lastSeen.set(tenant, this.now());
     const n = this.openOf(tenant);
@@ -208,6 +211,7 @@ export class TenantAdmission {
     let needs = 0;
     for (const t of new Set([...this.open.keys(), ...this.lastSeen.keys(), ...this.waiters.keys()])) {
       const seen = this.lastSeen.get(t);
+      if (this.openOf(t) === 0 && this.o.paused?.(t)) continue; // waits for an operator, not for a share
       if (this.openOf(t) === 0 && !this.waiters.has(t) && (seen === undefined || seen < cutoff)) {
         this.lastSeen.delete(t);
         this.paces.delete(t);
@@ -228,6 +232,7 @@ export class TenantAdmission {
    * 85 ms, not 17, in the bench).
    */
   private freeToResume(tenant: string, shares: Shares | undefined): number {
+    if (this.o.paused?.(tenant)) return 0;
     const limit = this.limit(tenant, shares);
     if (!Number.isFinite(limit)) return Number.POSITIVE_INFINITY;
     const run = Math.max(1, Math.ceil(limit / 2));
@@ -236,7 +241,8 @@ export class TenantAdmission {
     return free >= run ? Math.floor(free / run) : 0;
   }
 
-  private wakeAll(): void {
+  /** Resumes every waiting partition that has room now (also at once when a tenant is resumed). */
+  wakeAll(): void {
     if (this.waiters.size === 0) return this.stopRecheck();
     const shares = this.shares();
     for (const tenant of [...this.waiters.keys()]) this.wake(tenant, shares);

@@ -18,6 +18,7 @@ import { listClosed } from '../temporal/closedRuns';
 import { VisibilityCloses } from '../temporal/visibilityCloses';
 import { visibilityStore } from '../temporal/visibilityStore';
 import { dispatchPolicyOf } from './policy';
+import { TenantPauseFollower } from '../kafka/tenantPauses';
 
 export async function createIngester(
   cfg: RelayConfig,
@@ -50,6 +51,13 @@ export async function createIngester(
       // The start's own span, and its context in the workflow's header for the workflow's spans.
       ...(tracing ? { interceptors: tracing.clientInterceptors() } : {}),
     });
+    // Every pause an operator set, read before the first record is consumed and followed after (admission holds).
+    const pauses = new TenantPauseFollower(kafka, {
+      logger: logger.child({ component: 'tenant-pauses' }),
+      gauge: metrics.tenantPaused,
+      onChange: () => admission.wakeAll(),
+    });
+    parts.push({ name: 'tenant pauses', close: () => pauses.close() });
     const watchOne = (workflowId: string, runId: string, signal: AbortSignal) =>
       watchClose(client, workflowId, runId, signal);
     const admission = new TenantAdmission({
@@ -66,6 +74,7 @@ export async function createIngester(
       gauge: metrics.tenantOpenDispatches,
       budgetGauge: metrics.openBudget,
       logger: logger.child({ component: 'admission' }),
+      paused: (tenant) => pauses.isPaused(tenant),
     });
     const ingester = new Ingester(
       { kafka: cfg.kafka, dispatchTopicPattern: cfg.dispatchTopicPattern, ingest: cfg.ingest },
@@ -91,11 +100,14 @@ export async function createIngester(
       async start() {
         // Registered first: a close() while the start still waits for Kafka stops the ingester too.
         parts.push({ name: 'ingester', close: () => ingester.close() });
+        // No record is consumed before every pause is known: a paused tenant must not start one after a restart.
+        await pauses.start();
+        if (pauses.stopped) return;
         await ingester.start();
       },
       done,
-      ready: () => ingester.ready(),
-      readinessDetail: () => ingester.readinessDetail(),
+      ready: () => pauses.notYetRead === undefined && ingester.ready(),
+      readinessDetail: () => pauses.notYetRead ?? ingester.readinessDetail(),
       close,
     };
   } catch (err) {

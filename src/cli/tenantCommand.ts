@@ -1,0 +1,52 @@
+/** `poimen-relay tenant pause | resume | status`: wiring only. */
+import { Command } from 'commander';
+import { printable } from '../printable';
+import { checkTenantArg, pauseLine, setTenantPause, tenantPauses } from '../ops/tenantPause';
+import { withKafkaAdmin } from './kafkaAdmin';
+
+function changeCommand(name: 'pause' | 'resume'): Command {
+  const paused = name === 'pause';
+  return new Command(name)
+    .description(
+      paused
+        ? "stop every ingester starting the tenant's dispatches: they wait in Kafka, counted in poimen_inbox_lag"
+        : "let every ingester start the tenant's dispatches again, those that waited first",
+    )
+    .argument('<tenant>', 'the tenant')
+    .option('--reason <text>', "why, shown by `tenant status` and in the ingesters' logs")
+    .option('--json', 'print JSON: {before, after}')
+    .action(async (tenant: string, opts: { reason?: string; json?: boolean }) => {
+      checkTenantArg(tenant);
+      const change = await withKafkaAdmin((kafka, admin) =>
+        setTenantPause(kafka, admin, { tenant, paused, ...(opts.reason ? { reason: opts.reason } : {}) }),
+      );
+      if (opts.json) return void process.stdout.write(`${JSON.stringify(change, null, 2)}\n`);
+      const was = change.before?.paused ?? false;
+      const note = was === paused ? ` (it was ${paused ? 'paused already' : 'not paused'})` : '';
+      process.stdout.write(`${printable(pauseLine(change.after))}${note}\n`);
+    });
+}
+
+export function tenantCommand(): Command {
+  const tenant = new Command('tenant').description(
+    'pause and resume a tenant (operations.md, "Pause a tenant")',
+  );
+  tenant.addCommand(changeCommand('pause')).addCommand(changeCommand('resume'));
+  tenant
+    .command('status')
+    .description('which tenants are paused, since when, by whom and why (all tenants ever paused, or one)')
+    .argument('[tenant]', 'only this tenant')
+    .option('--json', 'print JSON: [{tenant, paused, reason, at, by}]')
+    .action(async (name: string | undefined, opts: { json?: boolean }) => {
+      if (name !== undefined) checkTenantArg(name);
+      const pauses = await withKafkaAdmin((kafka, admin) => tenantPauses(kafka, admin, name));
+      if (opts.json) return void process.stdout.write(`${JSON.stringify(pauses, null, 2)}\n`);
+      if (pauses.length === 0) {
+        return void process.stdout.write(
+          name ? `${name}: not paused (never paused)\n` : 'no tenant is paused\n',
+        );
+      }
+      for (const p of pauses) process.stdout.write(`${printable(pauseLine(p))}\n`);
+    });
+  return tenant;
+}

@@ -1,0 +1,70 @@
+/**
+ * `tenant pause`, `resume` and `status` (operations.md, "Pause a tenant"): a pause is one record on the pause topic
+ * (kafka/tenantPauses.ts), which every ingester follows; what a pause holds back is admission's (ingest/admission.ts).
+ */
+import os from 'node:os';
+import { ConfigError } from '../errors';
+import { isValidTenant } from '../contract/names';
+import type { TenantPause } from '../contract/tenantPause';
+import type { KafkaAdmin, KafkaClient } from '../kafka/port';
+import { readTenantPauses, writeTenantPause } from '../kafka/tenantPauses';
+
+export interface PauseChange {
+  /** The tenant's pause before this change; undefined when it was never paused. */
+  before: TenantPause | undefined;
+  after: TenantPause;
+}
+
+/** A tenant named on the command line: the contract's pattern, or one line naming it. */
+export function checkTenantArg(tenant: string): void {
+  if (!isValidTenant(tenant))
+    throw new ConfigError('<tenant>', `${JSON.stringify(tenant)} must match ^[a-z0-9][a-z0-9_-]{0,62}$`);
+}
+
+/** Who runs the command, as far as the host says (a container may have no user entry). */
+function operator(): string | null {
+  try {
+    return `${os.userInfo().username}@${os.hostname()}`;
+  } catch {
+    return null;
+  }
+}
+
+/** Pauses or resumes the tenant: writes its new state, whatever it was (a second pause updates the reason). */
+export async function setTenantPause(
+  kafka: KafkaClient,
+  admin: KafkaAdmin,
+  change: { tenant: string; paused: boolean; reason?: string },
+): Promise<PauseChange> {
+  checkTenantArg(change.tenant);
+  const before = (await readTenantPauses(kafka, admin)).get(change.tenant);
+  const after: TenantPause = {
+    tenant: change.tenant,
+    paused: change.paused,
+    reason: change.reason ?? null,
+    at: new Date().toISOString(),
+    by: operator(),
+  };
+  await writeTenantPause(kafka, admin, after);
+  return { before, after };
+}
+
+/** Every tenant ever paused (or only `tenant`), with its latest pause, paused ones first, then by name. */
+export async function tenantPauses(
+  kafka: KafkaClient,
+  admin: KafkaAdmin,
+  tenant?: string,
+): Promise<TenantPause[]> {
+  if (tenant !== undefined) checkTenantArg(tenant);
+  const all = [...(await readTenantPauses(kafka, admin)).values()];
+  return all
+    .filter((p) => tenant === undefined || p.tenant === tenant)
+    .sort((a, b) => Number(b.paused) - Number(a.paused) || a.tenant.localeCompare(b.tenant));
+}
+
+/** One line per tenant: `acme  paused since … by …: reason` or `acme  resumed at … by …`. */
+export function pauseLine(p: TenantPause): string {
+  const who = p.by ? ` by ${p.by}` : '';
+  const why = p.reason ? `: ${p.reason}` : '';
+  return `${p.tenant.padEnd(20)} ${p.paused ? `paused since ${p.at}` : `resumed at ${p.at}`}${who}${why}`;
+}

@@ -1,0 +1,103 @@
+/**
+ * A tenant's pause (contract §2, "Pausing a tenant"): the record the pause topic holds (src/contract/tenantPause.ts)
+ * and what admission does with a paused tenant (src/ingest/admission.ts): it starts nothing, bounded or not, its
+ * waiting partitions go on once it is resumed, and it takes no share from the others meanwhile. Real Kafka and
+ * Temporal: it_tenant_pause.
+ */
+import { type TenantPause, decodeTenantPause, encodeTenantPause } from '../../src/contract';
+import { TenantAdmission } from '../../src/ingest/admission';
+import { pauseLine } from '../../src/ops/tenantPause';
+
+const pause: TenantPause = {
+  tenant: 'acme',
+  paused: true,
+  reason: 'API migration',
+  at: '2026-12-06T05:00:00.000Z',
+  by: 'ops@host',
+};
+
+describe('the pause record', () => {
+  test('round-trips, keyed by its tenant', () => {
+    expect(decodeTenantPause('acme', encodeTenantPause(pause))).toEqual(pause);
+    const resumed = { ...pause, paused: false, reason: null, by: null };
+    expect(decodeTenantPause('acme', encodeTenantPause(resumed))).toEqual(resumed);
+  });
+
+  test.each([
+    ['acme', null, 'a record without a value'],
+    ['acme', 'paused', 'a value that is not JSON'],
+    ['acme', '[1]', 'no valid tenant'],
+    ['acme', JSON.stringify({ ...pause, tenant: 'Acme.x' }), 'no valid tenant'],
+    ['beta', JSON.stringify(pause), 'a key ("beta") other than its tenant'],
+    ['acme', JSON.stringify({ ...pause, paused: 'yes' }), 'no boolean "paused"'],
+    ['acme', JSON.stringify({ ...pause, at: 'yesterday' }), 'no ISO time "at"'],
+  ])('key %s, value %s: skipped (%s)', (key, value, why) => {
+    expect(decodeTenantPause(key, value)).toBe(why);
+  });
+
+  test('a status line says since when, by whom and why', () => {
+    expect(pauseLine(pause)).toBe(
+      'acme                 paused since 2026-12-06T05:00:00.000Z by ops@host: API migration',
+    );
+    expect(pauseLine({ ...pause, paused: false, reason: null, by: null })).toBe(
+      'acme                 resumed at 2026-12-06T05:00:00.000Z',
+    );
+  });
+});
+
+describe('admission of a paused tenant', () => {
+  const paused = new Set<string>();
+  beforeEach(() => paused.clear());
+  const never = () => new Promise<void>(() => undefined);
+
+  test.each([
+    ['fair shares (the default)', 256, 0],
+    ['a fixed cap only', 0, 8],
+    ['no bound at all', 0, 0],
+  ])('with %s, a paused tenant takes no slot and the others are not held', (_, maxOpen, tenantMaxOpen) => {
+    const a = new TenantAdmission({ maxOpen, tenantMaxOpen, watch: never, paused: (t) => paused.has(t) });
+    paused.add('acme');
+    expect(a.take('acme')).toBe(false);
+    expect(a.openOf('acme')).toBe(0);
+    expect(a.take('beta')).toBe(true);
+    paused.delete('acme');
+    expect(a.take('acme')).toBe(true);
+  });
+
+  test('its waiting partitions wait while it is paused and go on at once when it is resumed', () => {
+    const a = new TenantAdmission({
+      maxOpen: 256,
+      tenantMaxOpen: 0,
+      watch: never,
+      paused: (t) => paused.has(t),
+    });
+    paused.add('acme');
+    const resumed: string[] = [];
+    a.whenRoom('acme', 'poimen.acme.dispatch/0', () => resumed.push('0'));
+    a.whenRoom('acme', 'poimen.acme.dispatch/1', () => resumed.push('1'));
+    a.wakeAll();
+    expect(resumed).toEqual([]);
+    paused.delete('acme');
+    a.wakeAll();
+    expect(resumed).toEqual(['0', '1']);
+    a.close();
+  });
+
+  test('a paused tenant with nothing open leaves the whole ingester to a tenant alone', () => {
+    const a = new TenantAdmission({
+      maxOpen: 256,
+      tenantMaxOpen: 0,
+      watch: never,
+      paused: (t) => paused.has(t),
+    });
+    const lone = a.limit('beta');
+    paused.add('acme');
+    expect(a.take('acme')).toBe(false);
+    a.whenRoom('acme', 'poimen.acme.dispatch/0', () => undefined);
+    expect(a.limit('beta')).toBe(lone);
+    // Not paused, the same waiting tenant would share the budget with beta.
+    paused.delete('acme');
+    expect(a.limit('beta')).toBeLessThan(lone);
+    a.close();
+  });
+});
