@@ -1,5 +1,5 @@
 /**
- * Pausing a tenant (contract §2, "Pausing a tenant"; operations.md, "Pause a tenant"): `poimen-relay tenant pause`
+ * Pausing a tenant (contract §2, "Pausing a tenant"; operations.md, "Pause and resume a tenant"): `poimen-relay tenant pause`
  * stops every ingester starting the tenant's dispatches, which wait in Kafka uncommitted (its lag), while the other
  * tenants flow and every ingester stays ready; the pause outlives an ingester's restart; `tenant resume` drains
  * what waited, each dispatch once. Real Kafka and Temporal, two ingesters and two workers of the relay, the CLI as
@@ -49,8 +49,16 @@ test("a paused tenant's records wait in Kafka on every ingester, through a resta
   expect(await cli(['tenant', 'status', paused])).toBe(`${paused}: not paused (never paused)\n`);
   const said = await cli(['tenant', 'pause', paused, '--reason', 'API migration']);
   expect(said).toMatch(new RegExp(`^${paused} +paused since \\S+ by \\S+: API migration\\n$`));
-  const [status] = JSON.parse(await cli(['tenant', 'status', paused, '--json'])) as { paused: boolean }[];
+  const [status] = JSON.parse(await cli(['tenant', 'status', paused, '--json'])) as { at: string }[];
   expect(status).toMatchObject({ tenant: paused, paused: true, reason: 'API migration' });
+  // Paused again: still paused since the first time, with its reason unless a new one is given.
+  expect(await cli(['tenant', 'pause', paused])).toMatch(/API migration \(it was paused already\)\n$/);
+  const again = JSON.parse(
+    await cli(['tenant', 'pause', paused, '--reason', 'migration, day 2', '--json']),
+  ) as {
+    after: { at: string; reason: string };
+  };
+  expect(again.after).toMatchObject({ at: status!.at, reason: 'migration, day 2' });
 
   const ingesters = [await h.startIngester('ingest-1'), await h.startIngester('ingest-2')];
   await h.startWorker('worker-1');

@@ -29,7 +29,7 @@ function changeCommand(name: 'pause' | 'resume'): Command {
 
 export function tenantCommand(): Command {
   const tenant = new Command('tenant').description(
-    'pause and resume a tenant (operations.md, "Pause a tenant")',
+    'pause and resume a tenant (operations.md, "Pause and resume a tenant")',
   );
   tenant.addCommand(changeCommand('pause')).addCommand(changeCommand('resume'));
   tenant
@@ -39,7 +39,7 @@ export function tenantCommand(): Command {
     .option('--json', 'print JSON: [{tenant, paused, reason, at, by}]')
     .action(async (name: string | undefined, opts: { json?: boolean }) => {
       if (name !== undefined) checkTenantArg(name);
-      const pauses = await withKafkaAdmin((kafka, admin) => tenantPauses(kafka, admin, name));
+      const pauses = await withKafkaAdmin((kafka) => tenantPauses(kafka, name));
       if (opts.json) return void process.stdout.write(`${JSON.stringify(pauses, null, 2)}\n`);
       if (pauses.length === 0) {
         return void process.stdout.write(

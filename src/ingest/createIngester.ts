@@ -18,7 +18,9 @@ import { listClosed } from '../temporal/closedRuns';
 import { VisibilityCloses } from '../temporal/visibilityCloses';
 import { visibilityStore } from '../temporal/visibilityStore';
 import { dispatchPolicyOf } from './policy';
-import { TenantPauseFollower } from '../kafka/tenantPauses';
+import { TenantPauseFollower } from '../kafka/tenantPauseFollower';
+import { kafkaAccessProblem } from '../kafka/errors';
+import { ConfigError } from '../errors';
 
 export async function createIngester(
   cfg: RelayConfig,
@@ -56,6 +58,11 @@ export async function createIngester(
       logger: logger.child({ component: 'tenant-pauses' }),
       gauge: metrics.tenantPaused,
       onChange: () => admission.wakeAll(),
+      // Refused credentials or certificates are not an outage: one line naming the variables, as the consumer's.
+      refusal: (err) => {
+        const refused = kafkaAccessProblem(err, cfg.kafka);
+        return refused ? new ConfigError(refused.variable, refused.reason) : undefined;
+      },
     });
     parts.push({ name: 'tenant pauses', close: () => pauses.close() });
     const watchOne = (workflowId: string, runId: string, signal: AbortSignal) =>

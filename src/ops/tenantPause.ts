@@ -1,5 +1,5 @@
 /**
- * `tenant pause`, `resume` and `status` (operations.md, "Pause a tenant"): a pause is one record on the pause topic
+ * `tenant pause`, `resume` and `status` (operations.md, "Pause and resume a tenant"): a pause is one record on the pause topic
  * (kafka/tenantPauses.ts), which every ingester follows; what a pause holds back is admission's (ingest/admission.ts).
  */
 import os from 'node:os';
@@ -30,19 +30,23 @@ function operator(): string | null {
   }
 }
 
-/** Pauses or resumes the tenant: writes its new state, whatever it was (a second pause updates the reason). */
+/**
+ * Pauses or resumes the tenant: writes its new state. Asked again for the state it is in, it keeps the time it
+ * entered it (a pause's "since") and its reason unless a new one is given.
+ */
 export async function setTenantPause(
   kafka: KafkaClient,
   admin: KafkaAdmin,
   change: { tenant: string; paused: boolean; reason?: string },
 ): Promise<PauseChange> {
   checkTenantArg(change.tenant);
-  const before = (await readTenantPauses(kafka, admin)).get(change.tenant);
+  const before = (await readTenantPauses(kafka)).get(change.tenant);
+  const same = before !== undefined && before.paused === change.paused;
   const after: TenantPause = {
     tenant: change.tenant,
     paused: change.paused,
-    reason: change.reason ?? null,
-    at: new Date().toISOString(),
+    reason: change.reason ?? (same ? before.reason : null),
+    at: same ? before.at : new Date().toISOString(),
     by: operator(),
   };
   await writeTenantPause(kafka, admin, after);
@@ -50,13 +54,9 @@ export async function setTenantPause(
 }
 
 /** Every tenant ever paused (or only `tenant`), with its latest pause, paused ones first, then by name. */
-export async function tenantPauses(
-  kafka: KafkaClient,
-  admin: KafkaAdmin,
-  tenant?: string,
-): Promise<TenantPause[]> {
+export async function tenantPauses(kafka: KafkaClient, tenant?: string): Promise<TenantPause[]> {
   if (tenant !== undefined) checkTenantArg(tenant);
-  const all = [...(await readTenantPauses(kafka, admin)).values()];
+  const all = [...(await readTenantPauses(kafka)).values()];
   return all
     .filter((p) => tenant === undefined || p.tenant === tenant)
     .sort((a, b) => Number(b.paused) - Number(a.paused) || a.tenant.localeCompare(b.tenant));

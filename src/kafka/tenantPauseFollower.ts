@@ -1,0 +1,283 @@
+/**
+ * Follows the pause topic (contract §2, "Pausing a tenant") for one process: every ingester reads every pause before
+ * it consumes a record, then learns a new one within about a second (docs/design.md, "Pausing a tenant"). The topic's
+ * names and its writer: ./tenantPauses.ts; what a pause holds back: ingest/admission.ts.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Admin, Consumer, Kafka, KafkaMessage } from 'kafkajs';
+import type { Gauge } from 'prom-client';
+import { TENANT_PAUSES_GROUP_PREFIX, TENANT_PAUSES_TOPIC } from '../contract/names';
+import { type TenantPause, decodeTenantPause } from '../contract/tenantPause';
+import { AccessRefusedError, errorChain } from '../errors';
+import { type Logger, logsRepeat } from '../logger';
+import { watermarks } from './readRange';
+
+function pauseOf(message: KafkaMessage): TenantPause | string {
+  return decodeTenantPause(message.key?.toString('utf8') ?? null, message.value?.toString('utf8') ?? null);
+}
+
+export interface TenantPauseFollowerOptions {
+  logger: Logger;
+  /** Set to 1 while a tenant is paused, 0 once resumed. */
+  gauge?: Gauge<'tenant'>;
+  /** Called after each pause read (a tenant paused, resumed, or its reason changed). */
+  onChange?: (pause: TenantPause) => void;
+  /** How often a missing topic is looked for again (it appears with the first `tenant pause`). */
+  recheckMs?: number;
+  /** What an error is when waiting cannot cure it (credentials, certificates): `start` rejects with it. */
+  refusal?: (err: unknown) => Error | undefined;
+  /** The throwaway groups' prefix (default TENANT_PAUSES_GROUP_PREFIX). */
+  groupPrefix?: string;
+  /** A one-shot read (a command's): `start` rejects at the first failure instead of asking again. */
+  once?: boolean;
+}
+
+const RETRY_MIN_MS = 500;
+const RETRY_MAX_MS = 10_000;
+
+/** The pauses are not known yet or no longer followed: why, for readiness. */
+const NOT_YET_READ = 'reading tenant pauses';
+
+/**
+ * Follows the pause topic for one process, through a throwaway consumer group of its own (every process reads every
+ * pause; kafkajs reads only through groups), deleted at close. Until `start` has resolved the process knows no pause
+ * and must consume nothing.
+ */
+export class TenantPauseFollower {
+  private readonly state = new Map<string, TenantPause>();
+  /** Per partition, the next offset to read: where a rejoin (a restart after a crash) seeks, so nothing is read twice. */
+  private readonly next = new Map<number, bigint>();
+  private readonly admin: Admin;
+  private consumer: Consumer | undefined;
+  private groupId: string | undefined;
+  private recheck: NodeJS.Timeout | undefined;
+  /** Ends the read under way (resolved) when the follower is closed meanwhile. */
+  private abandonRead: (() => void) | undefined;
+  private closed = false;
+  /** A look again is under way (the interval does not start a second). */
+  private following = false;
+  private failures = 0;
+  /** Why the pauses are not known (not read yet, or no longer followed); undefined while they are. */
+  private problem: string | undefined = NOT_YET_READ;
+
+  constructor(
+    private readonly kafka: Kafka,
+    private readonly o: TenantPauseFollowerOptions,
+  ) {
+    // Each call once: the follower asks again itself, and "no such topic" must come back at once, not retried.
+    this.admin = kafka.admin({ retry: { retries: 0 } });
+  }
+
+  isPaused(tenant: string): boolean {
+    return this.state.get(tenant)?.paused === true;
+  }
+
+  /** Every tenant's latest pause read so far. */
+  all(): Map<string, TenantPause> {
+    return new Map(this.state);
+  }
+
+  /** Why the pauses are not known now (not read yet, or no longer followed); undefined while they are. */
+  get notYetRead(): string | undefined {
+    return this.problem;
+  }
+
+  /** close() was called: whoever waited for `start` stops too. */
+  get stopped(): boolean {
+    return this.closed;
+  }
+
+  /**
+   * Resolves once every pause written before it was called has been read, or at once when the topic does not exist
+   * yet (then it is looked for every `recheckMs`). Kafka unreachable: asks again with backoff; rejects only with a
+   * refusal (`refusal`, or a topic it may not Describe) or, `once`, at the first failure. A close() ends it.
+   */
+  async start(): Promise<void> {
+    for (let delayMs = RETRY_MIN_MS; !this.closed; delayMs = Math.min(delayMs * 2, RETRY_MAX_MS)) {
+      try {
+        await this.admin.connect();
+        if (await this.topicExists()) await this.follow();
+        else {
+          this.problem = undefined;
+          this.lookAgain();
+        }
+        return;
+      } catch (err) {
+        await this.stopConsumer();
+        if (this.closed) return;
+        const refused = this.refusal(err);
+        if (refused) throw refused;
+        if (this.o.once) throw err;
+        this.problem = `${NOT_YET_READ}: ${err instanceof Error ? err.message : String(err)}`;
+        this.failed(err, 'cannot read the tenant pauses yet; retrying');
+        await new Promise((r) => setTimeout(r, delayMs).unref());
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.recheck) clearInterval(this.recheck);
+    this.recheck = undefined;
+    this.abandonRead?.();
+    await this.stopConsumer();
+    await this.admin.disconnect().catch(() => undefined);
+  }
+
+  /** Whether the topic exists; throws when Kafka says this principal may not Describe it. */
+  private async topicExists(): Promise<boolean> {
+    if ((await this.admin.listTopics()).includes(TENANT_PAUSES_TOPIC)) return true;
+    // Not listed: missing, or not this principal's to Describe (a listing leaves those out). Asked by name, Kafka
+    // tells the two apart: a pause nobody can see would be a pause that silently holds nothing.
+    try {
+      await this.admin.fetchTopicMetadata({ topics: [TENANT_PAUSES_TOPIC] });
+      return true;
+    } catch (err) {
+      if (errorChain(err).some((e) => e['type'] === 'UNKNOWN_TOPIC_OR_PARTITION')) return false;
+      throw err;
+    }
+  }
+
+  private refusal(err: unknown): Error | undefined {
+    const own = this.o.refusal?.(err);
+    if (own) return own;
+    const denied = errorChain(err).find((e) => String(e['type']).endsWith('_AUTHORIZATION_FAILED'));
+    if (!denied) return undefined;
+    return new AccessRefusedError(
+      `Kafka refused reading the tenant pauses (${TENANT_PAUSES_TOPIC}): ${String(denied['type'])} (docs/access.md lists the ACLs)`,
+    );
+  }
+
+  /** A missing topic (or a follow that broke after start) is looked for again until it is followed. */
+  private lookAgain(): void {
+    if (this.recheck || this.closed) return;
+    this.recheck = setInterval(() => {
+      if (this.following) return;
+      this.following = true;
+      this.topicExists()
+        .then(async (exists) => {
+          if (this.closed) return;
+          if (!exists) return void (this.problem = undefined); // still no pause written: none to miss
+          await this.follow();
+          if (this.recheck) clearInterval(this.recheck);
+          this.recheck = undefined;
+        })
+        .catch(async (err: unknown) => {
+          await this.stopConsumer();
+          if (this.closed) return;
+          // Pauses written meanwhile are not seen: unready until followed again, and said why.
+          this.problem = `tenant pauses not followed: ${err instanceof Error ? err.message : String(err)}`;
+          this.failed(err, 'cannot follow the tenant pauses; trying again');
+        })
+        .finally(() => (this.following = false));
+    }, this.o.recheckMs ?? 5000);
+    this.recheck.unref();
+  }
+
+  /**
+   * Joins a group of its own, reads from where it stopped (the start at first), and resolves once the log's end as
+   * of now has been read: a fetch's last offset counts, so transaction markers and aborted records at the end (which
+   * kafkajs never hands over) end the read too.
+   */
+  private async follow(): Promise<void> {
+    const ends = new Map<number, bigint>();
+    for (const [p, { high }] of await watermarks(this.admin, TENANT_PAUSES_TOPIC)) {
+      if ((this.next.get(p) ?? 0n) < high) ends.set(p, high);
+    }
+    let settled = false;
+    let caughtUp!: () => void;
+    let gaveUp!: (err: Error) => void;
+    const done = new Promise<void>((resolve, reject) => {
+      caughtUp = () => ((settled = true), resolve());
+      gaveUp = (err) => ((settled = true), reject(err));
+    });
+    this.abandonRead = caughtUp;
+    const advanced = (partition: number, nextOffset: bigint) => {
+      if (nextOffset > (this.next.get(partition) ?? 0n)) this.next.set(partition, nextOffset);
+      const end = ends.get(partition);
+      if (end !== undefined && nextOffset >= end) ends.delete(partition);
+      if (ends.size === 0 && !settled) caughtUp();
+    };
+    if (ends.size === 0) caughtUp();
+    this.groupId = `${this.o.groupPrefix ?? TENANT_PAUSES_GROUP_PREFIX}${randomUUID()}`;
+    const consumer = this.kafka.consumer({
+      groupId: this.groupId,
+      allowAutoTopicCreation: false,
+      maxWaitTimeInMs: 500,
+    });
+    this.consumer = consumer;
+    consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
+      for (const partition of payload.memberAssignment[TENANT_PAUSES_TOPIC] ?? []) {
+        const offset = this.next.get(partition);
+        if (offset !== undefined)
+          consumer.seek({ topic: TENANT_PAUSES_TOPIC, partition, offset: String(offset) });
+      }
+    });
+    // Every fetch, records handed over or not (markers, aborted records): its last offset is read past.
+    consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
+      if (payload.firstOffset !== null) advanced(payload.partition, BigInt(payload.lastOffset) + 1n);
+    });
+    consumer.on(consumer.events.CRASH, ({ payload }) => {
+      if (payload.restart || this.closed || consumer !== this.consumer) return;
+      // Before the pauses are read, whoever follows (start, lookAgain) starts over with backoff.
+      if (!settled) return gaveUp(payload.error);
+      // kafkajs gave up (an ACL revoked, the topic deleted): the pauses last read stay in force; start over.
+      this.problem = `tenant pauses not followed: ${payload.error.message}`;
+      this.failed(payload.error, 'following the tenant pauses stopped; starting again');
+      void this.stopConsumer().then(() => this.lookAgain());
+    });
+    await consumer.connect();
+    if (this.closed) return;
+    await consumer.subscribe({ topic: TENANT_PAUSES_TOPIC, fromBeginning: true });
+    if (this.closed) return;
+    await consumer.run({
+      autoCommit: false,
+      eachMessage: async ({ partition, message }) => {
+        this.apply(message);
+        advanced(partition, BigInt(message.offset) + 1n);
+      },
+    });
+    await done;
+    this.abandonRead = undefined;
+    if (this.closed) return;
+    this.problem = undefined;
+    this.failures = 0;
+  }
+
+  private apply(message: KafkaMessage): void {
+    const pause = pauseOf(message);
+    if (typeof pause === 'string') {
+      this.o.logger.warn(
+        { offset: message.offset, problem: pause },
+        'skipping a record of the tenant pause topic',
+      );
+      return;
+    }
+    const before = this.state.get(pause.tenant);
+    this.state.set(pause.tenant, pause);
+    this.o.gauge?.set({ tenant: pause.tenant }, pause.paused ? 1 : 0);
+    if (pause.paused !== (before?.paused ?? false)) {
+      this.o.logger.info(
+        { tenant: pause.tenant, reason: pause.reason, by: pause.by, at: pause.at },
+        pause.paused ? 'tenant paused: its records wait in Kafka' : 'tenant resumed',
+      );
+    }
+    this.o.onChange?.(pause);
+  }
+
+  private failed(err: unknown, msg: string): void {
+    this.failures++;
+    if (logsRepeat(this.failures)) this.o.logger.warn({ err, failures: this.failures }, msg);
+  }
+
+  private async stopConsumer(): Promise<void> {
+    const consumer = this.consumer;
+    const groupId = this.groupId;
+    this.consumer = undefined;
+    this.groupId = undefined;
+    if (!consumer) return;
+    await consumer.disconnect().catch(() => undefined);
+    // The group is this process's alone: nothing to keep (without Delete, Kafka drops the empty group itself).
+    if (groupId) await this.admin.deleteGroups([groupId]).catch(() => undefined);
+  }
+}

@@ -1,0 +1,228 @@
+/**
+ * The pause follower (src/kafka/tenantPauseFollower.ts) against a scripted stand-in for kafkajs's admin and consumer:
+ * when its first read ends (every pause before the end, transaction markers at the end included), what it does with
+ * a refusal, a topic it may not see, one that appears later, and a close during the read. Real Kafka:
+ * it_tenant_pause, it_kafka_acls.
+ */
+import type { Kafka, KafkaMessage } from 'kafkajs';
+import { TENANT_PAUSES_TOPIC, encodeTenantPause } from '../../src/contract';
+import { ConfigError } from '../../src/errors';
+import { TenantPauseFollower } from '../../src/kafka/tenantPauseFollower';
+import { createLogger } from '../../src/logger';
+import { waitFor } from '../support/wait';
+
+const logger = createLogger('test', 'silent');
+
+interface Script {
+  connect?: () => Promise<void>;
+  /** What a listing shows (default: the pause topic). */
+  listed?: () => string[];
+  /** What asking for the topic by name answers when it is not listed (default: it does not exist). */
+  byName?: () => Promise<void>;
+  high?: bigint;
+  /** Records handed over after run(): [offset, tenant, paused]. */
+  records?: [bigint, string, boolean][];
+  /** The last offset of the fetch, as kafkajs reports it (markers included); default the last record's. */
+  fetchedTo?: bigint;
+  /** Hand nothing over (a join that takes its time). */
+  silent?: boolean;
+}
+
+function kafkaError(type: string): Error {
+  return Object.assign(new Error(type), { type, name: 'KafkaJSProtocolError' });
+}
+
+function scripted(s: Script) {
+  const calls = {
+    connects: 0,
+    consumers: 0,
+    deleted: [] as string[],
+    /** The newest consumer's CRASH handler: kafkajs giving up on it. */
+    crash: (_error: Error): void => undefined,
+  };
+  const kafka = {
+    admin: () => ({
+      connect: async () => {
+        calls.connects++;
+        await s.connect?.();
+      },
+      disconnect: async () => undefined,
+      listTopics: async () => s.listed?.() ?? [TENANT_PAUSES_TOPIC],
+      fetchTopicMetadata: async () =>
+        s.byName ? s.byName() : Promise.reject(kafkaError('UNKNOWN_TOPIC_OR_PARTITION')),
+      fetchTopicOffsets: async () => [{ partition: 0, low: '0', high: String(s.high ?? 0n), offset: '0' }],
+      deleteGroups: async (ids: string[]) => void calls.deleted.push(...ids),
+    }),
+    consumer: ({ groupId }: { groupId: string }) => {
+      calls.consumers++;
+      const on = new Map<string, (e: { payload: unknown }) => void>();
+      return {
+        groupId,
+        events: { GROUP_JOIN: 'join', CRASH: 'crash', END_BATCH_PROCESS: 'end' },
+        on: (event: string, f: (e: { payload: unknown }) => void) => {
+          on.set(event, f);
+          if (event === 'crash') calls.crash = (error) => f({ payload: { error, restart: false } });
+        },
+        connect: async () => undefined,
+        subscribe: async () => undefined,
+        disconnect: async () => undefined,
+        seek: () => undefined,
+        run: async ({
+          eachMessage,
+        }: {
+          eachMessage: (p: { partition: number; message: KafkaMessage }) => Promise<void>;
+        }) => {
+          if (s.silent) return;
+          setImmediate(async () => {
+            for (const [offset, tenant, paused] of s.records ?? []) {
+              const value = encodeTenantPause({
+                tenant,
+                paused,
+                reason: null,
+                at: new Date(0).toISOString(),
+                by: null,
+              });
+              const message = { offset: String(offset), key: Buffer.from(tenant), value: Buffer.from(value) };
+              await eachMessage({ partition: 0, message: message as unknown as KafkaMessage });
+            }
+            const last = s.fetchedTo ?? s.records?.at(-1)?.[0];
+            if (last !== undefined) {
+              on.get('end')?.({ payload: { partition: 0, firstOffset: '0', lastOffset: String(last) } });
+            }
+          });
+        },
+      };
+    },
+  };
+  return { kafka: kafka as unknown as Kafka, calls };
+}
+
+/** 'resolved', 'rejected: …', or 'pending' after `ms`. */
+function outcome(p: Promise<unknown>, ms = 1000): Promise<string> {
+  return Promise.race([
+    p.then(
+      () => 'resolved',
+      (e: unknown) => `rejected: ${e instanceof Error ? `${e.name}: ${e.message}` : String(e)}`,
+    ),
+    new Promise<string>((r) => setTimeout(() => r('pending'), ms)),
+  ]);
+}
+
+test('the first read ends once every pause before the end was read; the state is the latest per tenant', async () => {
+  const { kafka, calls } = scripted({
+    high: 3n,
+    records: [
+      [0n, 'acme', true],
+      [1n, 'beta', true],
+      [2n, 'acme', false],
+    ],
+  });
+  const f = new TenantPauseFollower(kafka, { logger });
+  expect(f.notYetRead).toBe('reading tenant pauses');
+  expect(await outcome(f.start())).toBe('resolved');
+  expect([f.isPaused('acme'), f.isPaused('beta'), f.isPaused('gamma')]).toEqual([false, true, false]);
+  expect(f.notYetRead).toBeUndefined();
+  await f.close();
+  expect(calls.deleted).toHaveLength(1); // its throwaway group
+});
+
+test('a transaction marker at the end (never handed over) still ends the first read', async () => {
+  const { kafka } = scripted({ high: 3n, records: [[0n, 'acme', true]], fetchedTo: 2n });
+  const f = new TenantPauseFollower(kafka, { logger });
+  expect(await outcome(f.start())).toBe('resolved');
+  expect(f.isPaused('acme')).toBe(true);
+  await f.close();
+});
+
+test('without a record of the end, the first read does not end: the process stays unready', async () => {
+  const { kafka } = scripted({ high: 5n, records: [[0n, 'acme', true]] });
+  const f = new TenantPauseFollower(kafka, { logger });
+  const started = f.start();
+  expect(await outcome(started, 300)).toBe('pending');
+  expect(f.notYetRead).toBe('reading tenant pauses');
+  await f.close(); // and a close ends the wait
+  expect(await outcome(started)).toBe('resolved');
+});
+
+test('refused credentials are not an outage: start rejects with the refusal at once', async () => {
+  const refused = Object.assign(new Error('SASL authentication failed'), {
+    name: 'KafkaJSSASLAuthenticationError',
+  });
+  const { kafka, calls } = scripted({ connect: () => Promise.reject(refused) });
+  const f = new TenantPauseFollower(kafka, {
+    logger,
+    refusal: (err) => (err === refused ? new ConfigError('KAFKA_SASL_PASSWORD', 'was rejected') : undefined),
+  });
+  expect(await outcome(f.start())).toBe(
+    'rejected: ConfigError: invalid configuration: KAFKA_SASL_PASSWORD was rejected',
+  );
+  expect(calls.connects).toBe(1);
+  await f.close();
+});
+
+test('a topic this principal may not Describe is a refusal, not "no pause yet"', async () => {
+  const { kafka } = scripted({
+    listed: () => [],
+    byName: () => Promise.reject(kafkaError('TOPIC_AUTHORIZATION_FAILED')),
+  });
+  const f = new TenantPauseFollower(kafka, { logger });
+  const result = await outcome(f.start());
+  expect(result).toMatch(
+    /^rejected: AccessRefusedError: .*poimen-relay\.tenant-pauses.*TOPIC_AUTHORIZATION_FAILED/,
+  );
+  await f.close();
+});
+
+test('Kafka unreachable at start: asked again with backoff, unready and saying why meanwhile', async () => {
+  let up = false;
+  const { kafka, calls } = scripted({
+    connect: async () => {
+      if (!up) throw new Error('Connection error: connect ECONNREFUSED 127.0.0.1:9092');
+    },
+    high: 1n,
+    records: [[0n, 'acme', true]],
+  });
+  const f = new TenantPauseFollower(kafka, { logger });
+  const started = f.start();
+  await waitFor(() => calls.connects >= 1, { timeoutMs: 2000, what: 'a first connect' });
+  expect(f.notYetRead).toMatch(/^reading tenant pauses: Connection error/);
+  up = true;
+  expect(await outcome(started, 5000)).toBe('resolved');
+  expect(f.isPaused('acme')).toBe(true);
+  await f.close();
+});
+
+test('a one-shot read (a command) rejects at its first failure', async () => {
+  const { kafka } = scripted({ connect: () => Promise.reject(new Error('ECONNREFUSED')) });
+  const f = new TenantPauseFollower(kafka, { logger, once: true });
+  expect(await outcome(f.start())).toBe('rejected: Error: ECONNREFUSED');
+  await f.close();
+});
+
+test('no topic yet: ready at once, knowing no pause; followed once it appears', async () => {
+  let listed: string[] = [];
+  const { kafka } = scripted({ listed: () => listed, high: 1n, records: [[0n, 'acme', true]] });
+  const f = new TenantPauseFollower(kafka, { logger, recheckMs: 20 });
+  expect(await outcome(f.start())).toBe('resolved');
+  expect(f.notYetRead).toBeUndefined();
+  expect(f.isPaused('acme')).toBe(false);
+  listed = [TENANT_PAUSES_TOPIC];
+  await waitFor(() => f.isPaused('acme'), {
+    timeoutMs: 2000,
+    what: 'the pause read once the topic appeared',
+  });
+  await f.close();
+});
+
+test('a follow that breaks after start keeps the pauses read, is unready saying why, and follows again', async () => {
+  const { kafka, calls } = scripted({ high: 1n, records: [[0n, 'acme', true]] });
+  const f = new TenantPauseFollower(kafka, { logger, recheckMs: 20 });
+  expect(await outcome(f.start())).toBe('resolved');
+  calls.crash(new Error('TOPIC_AUTHORIZATION_FAILED'));
+  expect(f.notYetRead).toBe('tenant pauses not followed: TOPIC_AUTHORIZATION_FAILED');
+  expect(f.isPaused('acme')).toBe(true);
+  await waitFor(() => f.notYetRead === undefined, { timeoutMs: 2000, what: 'following again' });
+  expect(calls.consumers).toBe(2);
+  expect(calls.deleted).toHaveLength(1); // the broken consumer's group
+  await f.close();
+});
