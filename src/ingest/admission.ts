@@ -91,6 +91,11 @@ export class TenantAdmission {
     return this.o.maxOpen > 0 || this.o.tenantMaxOpen > 0;
   }
 
+  /** Whether an operator has the tenant paused now. */
+  paused(tenant: string): boolean {
+    return this.o.paused?.(tenant) === true;
+  }
+
   /** Takes a slot for one record of the tenant; false when it is paused or already has its share open. */
   take(tenant: string): boolean {
     if (this.o.paused?.(tenant)) return false;
@@ -211,7 +216,7 @@ export class TenantAdmission {
     let needs = 0;
     for (const t of new Set([...this.open.keys(), ...this.lastSeen.keys(), ...this.waiters.keys()])) {
       const seen = this.lastSeen.get(t);
-      if (this.openOf(t) === 0 && this.o.paused?.(t)) continue; // waits for an operator, not for a share
+      if (this.o.paused?.(t)) continue; // waits for an operator, not for a share (its open count in the cap)
       if (this.openOf(t) === 0 && !this.waiters.has(t) && (seen === undefined || seen < cutoff)) {
         this.lastSeen.delete(t);
         this.paces.delete(t);

@@ -141,10 +141,12 @@ export class BatchTurns {
         }
         const message = batch.messages[i]!;
         const weight = await semaphore.acquire(message.value?.length ?? 0);
-        // Waiting for room may have outlasted the batch's turn: a failure, a stop, a replaced consumer, its slice.
-        if (!goOn() || turnOver(i)) {
+        // Waiting for room may have outlasted the batch's turn: a failure, a stop, a replaced consumer, its slice,
+        // or the tenant paused meanwhile (its partition then waits for the resume).
+        if (!goOn() || turnOver(i) || admission.paused(tenant)) {
           semaphore.release(weight);
           admission.giveBack(tenant);
+          if (admission.paused(tenant)) this.waitForRoom(consumer, tenant, batch.topic, batch.partition);
           break;
         }
         if (i === 0) sliceEnd = performance.now() + opts.batchSliceMs;

@@ -26,13 +26,24 @@ describe('the pause record', () => {
   test.each([
     ['acme', null, 'a record without a value'],
     ['acme', 'paused', 'a value that is not JSON'],
+    ['acme', 'null', 'a value that is not an object'],
+    ['acme', '"paused"', 'a value that is not an object'],
     ['acme', '[1]', 'no valid tenant'],
     ['acme', JSON.stringify({ ...pause, tenant: 'Acme.x' }), 'no valid tenant'],
     ['beta', JSON.stringify(pause), 'a key ("beta") other than its tenant'],
     ['acme', JSON.stringify({ ...pause, paused: 'yes' }), 'no boolean "paused"'],
     ['acme', JSON.stringify({ ...pause, at: 'yesterday' }), 'no ISO time "at"'],
+    ['acme', JSON.stringify({ ...pause, at: 12345 }), 'no ISO time "at"'], // Date.parse would take it
   ])('key %s, value %s: skipped (%s)', (key, value, why) => {
     expect(decodeTenantPause(key, value)).toBe(why);
+  });
+
+  test('a reason or an author that is not text reads as none', () => {
+    expect(decodeTenantPause('acme', JSON.stringify({ ...pause, reason: 42, by: {} }))).toEqual({
+      ...pause,
+      reason: null,
+      by: null,
+    });
   });
 
   test('a status line says since when, by whom and why', () => {
@@ -49,6 +60,9 @@ describe('admission of a paused tenant', () => {
   const paused = new Set<string>();
   beforeEach(() => paused.clear());
   const never = () => new Promise<void>(() => undefined);
+  /** Admission with the default fair shares, told of the pauses in `paused`. */
+  const fair = () =>
+    new TenantAdmission({ maxOpen: 256, tenantMaxOpen: 0, watch: never, paused: (t) => paused.has(t) });
 
   test.each([
     ['fair shares (the default)', 256, 0],
@@ -65,12 +79,7 @@ describe('admission of a paused tenant', () => {
   });
 
   test('its waiting partitions wait while it is paused and go on at once when it is resumed', () => {
-    const a = new TenantAdmission({
-      maxOpen: 256,
-      tenantMaxOpen: 0,
-      watch: never,
-      paused: (t) => paused.has(t),
-    });
+    const a = fair();
     paused.add('acme');
     const resumed: string[] = [];
     a.whenRoom('acme', 'poimen.acme.dispatch/0', () => resumed.push('0'));
@@ -83,19 +92,21 @@ describe('admission of a paused tenant', () => {
     a.close();
   });
 
-  test('a paused tenant with nothing open leaves the whole ingester to a tenant alone', () => {
-    const a = new TenantAdmission({
-      maxOpen: 256,
-      tenantMaxOpen: 0,
-      watch: never,
-      paused: (t) => paused.has(t),
-    });
+  test.each([
+    ['with nothing open', false],
+    ['whose dispatches started before the pause are still open (retrying behind a failing API)', true],
+  ])('a paused tenant %s takes no share: a tenant alone keeps the whole ingester', (_, open) => {
+    const a = fair();
     const lone = a.limit('beta');
+    if (open) {
+      expect(a.take('acme')).toBe(true);
+      a.holdUntilClosed('acme', 'wf-1', 'run-1');
+    }
     paused.add('acme');
     expect(a.take('acme')).toBe(false);
     a.whenRoom('acme', 'poimen.acme.dispatch/0', () => undefined);
     expect(a.limit('beta')).toBe(lone);
-    // Not paused, the same waiting tenant would share the budget with beta.
+    // Not paused, the same tenant would share the budget with beta.
     paused.delete('acme');
     expect(a.limit('beta')).toBeLessThan(lone);
     a.close();
