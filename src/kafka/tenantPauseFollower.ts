@@ -35,8 +35,13 @@ export interface TenantPauseFollowerOptions {
 const RETRY_MIN_MS = 500;
 const RETRY_MAX_MS = 10_000;
 
-/** The pauses are not known yet or no longer followed: why, for readiness. */
+/** The pauses are not known yet: why, for readiness. */
 const NOT_YET_READ = 'reading tenant pauses';
+
+/** Readiness text for a failure of Kafka's: it names Kafka first, as the ingester's own outage does. */
+function kafkaProblem(err: unknown, doing: string): string {
+  return `Kafka: ${err instanceof Error ? err.message : String(err)} (${doing})`;
+}
 
 /**
  * Follows the pause topic for one process, through a throwaway consumer group of its own (every process reads every
@@ -108,7 +113,7 @@ export class TenantPauseFollower {
         const refused = this.refusal(err);
         if (refused) throw refused;
         if (this.o.once) throw err;
-        this.problem = `${NOT_YET_READ}: ${err instanceof Error ? err.message : String(err)}`;
+        this.problem = kafkaProblem(err, NOT_YET_READ);
         this.failed(err, 'cannot read the tenant pauses yet; retrying');
         await new Promise((r) => setTimeout(r, delayMs).unref());
       }
@@ -166,7 +171,7 @@ export class TenantPauseFollower {
           await this.stopConsumer();
           if (this.closed) return;
           // Pauses written meanwhile are not seen: unready until followed again, and said why.
-          this.problem = `tenant pauses not followed: ${err instanceof Error ? err.message : String(err)}`;
+          this.problem = kafkaProblem(err, 'tenant pauses not followed');
           this.failed(err, 'cannot follow the tenant pauses; trying again');
         })
         .finally(() => (this.following = false));
@@ -222,7 +227,7 @@ export class TenantPauseFollower {
       // Before the pauses are read, whoever follows (start, lookAgain) starts over with backoff.
       if (!settled) return gaveUp(payload.error);
       // kafkajs gave up (an ACL revoked, the topic deleted): the pauses last read stay in force; start over.
-      this.problem = `tenant pauses not followed: ${payload.error.message}`;
+      this.problem = kafkaProblem(payload.error, 'tenant pauses not followed');
       this.failed(payload.error, 'following the tenant pauses stopped; starting again');
       void this.stopConsumer().then(() => this.lookAgain());
     });

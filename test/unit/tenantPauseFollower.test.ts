@@ -185,7 +185,7 @@ test('Kafka unreachable at start: asked again with backoff, unready and saying w
   const f = new TenantPauseFollower(kafka, { logger });
   const started = f.start();
   await waitFor(() => calls.connects >= 1, { timeoutMs: 2000, what: 'a first connect' });
-  expect(f.notYetRead).toMatch(/^reading tenant pauses: Connection error/);
+  expect(f.notYetRead).toMatch(/^Kafka: Connection error: .* \(reading tenant pauses\)$/);
   up = true;
   expect(await outcome(started, 5000)).toBe('resolved');
   expect(f.isPaused('acme')).toBe(true);
@@ -219,7 +219,7 @@ test('a follow that breaks after start keeps the pauses read, is unready saying 
   const f = new TenantPauseFollower(kafka, { logger, recheckMs: 20 });
   expect(await outcome(f.start())).toBe('resolved');
   calls.crash(new Error('TOPIC_AUTHORIZATION_FAILED'));
-  expect(f.notYetRead).toBe('tenant pauses not followed: TOPIC_AUTHORIZATION_FAILED');
+  expect(f.notYetRead).toBe('Kafka: TOPIC_AUTHORIZATION_FAILED (tenant pauses not followed)');
   expect(f.isPaused('acme')).toBe(true);
   await waitFor(() => f.notYetRead === undefined, { timeoutMs: 2000, what: 'following again' });
   expect(calls.consumers).toBe(2);
