@@ -16,7 +16,7 @@ import type { Admin, Kafka, Producer } from 'kafkajs';
 import { TENANT_PAUSES_TOPIC, encodeTenantPause, topics, workflowId } from '../src/contract';
 import { watermarks } from '../src/kafka/readRange';
 import { ensureTopics, tenantTopicSpecs } from '../src/kafka/topics';
-import { TENANT_PAUSES_TOPIC_SPEC } from '../src/kafka/tenantPauses';
+import { TENANT_PAUSES_TOPIC_SPEC } from '../src/kafka/pauseTopic';
 import { RunsApiDouble } from '../devstack/runsApiDouble';
 import { type CertAuthKafka, certPrincipal, startCertAuthKafka } from './support/authKafka';
 import { readTopicToEnd } from './support/dlqTopic';

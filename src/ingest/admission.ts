@@ -183,8 +183,8 @@ export class TenantAdmission {
    */
   private coarseFor(tenant: string): boolean {
     if (this.o.tenantMaxOpen > 0) return false;
-    // Another tenant with open dispatches: not alone, without computing the shares a second time for this record.
-    if (this.open.size > 1 || (this.open.size === 1 && !this.open.has(tenant))) return false;
+    // Another tenant with open dispatches (and not paused): not alone, without computing the shares a second time.
+    for (const t of this.open.keys()) if (t !== tenant && !this.paused(t)) return false;
     const shares = this.shares();
     if (!shares || shares.active.size !== 1 || !shares.active.has(tenant)) return false;
     const pace = this.paces.get(tenant);
@@ -238,11 +238,12 @@ export class TenantAdmission {
    */
   private freeToResume(tenant: string, shares: Shares | undefined): number {
     if (this.o.paused?.(tenant)) return 0;
-    const limit = this.limit(tenant, shares);
+    let limit = this.limit(tenant, shares);
     if (!Number.isFinite(limit)) return Number.POSITIVE_INFINITY;
+    // Within what the others leave of the ingester's cap (a paused tenant's open dispatches hold theirs).
+    if (this.fair) limit = Math.min(limit, this.o.maxOpen - (this.total - this.openOf(tenant)));
     const run = Math.max(1, Math.ceil(limit / 2));
-    let free = limit - this.openOf(tenant);
-    if (this.fair) free = Math.min(free, this.o.maxOpen - this.total);
+    const free = limit - this.openOf(tenant);
     return free >= run ? Math.floor(free / run) : 0;
   }
 

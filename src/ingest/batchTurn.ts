@@ -146,7 +146,8 @@ export class BatchTurns {
         if (!goOn() || turnOver(i) || admission.paused(tenant)) {
           semaphore.release(weight);
           admission.giveBack(tenant);
-          if (admission.paused(tenant)) this.waitForRoom(consumer, tenant, batch.topic, batch.partition);
+          if (goOn() && admission.paused(tenant))
+            this.waitForRoom(consumer, tenant, batch.topic, batch.partition);
           break;
         }
         if (i === 0) sliceEnd = performance.now() + opts.batchSliceMs;

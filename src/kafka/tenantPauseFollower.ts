@@ -7,14 +7,12 @@ import { randomUUID } from 'node:crypto';
 import type { Admin, Consumer, Kafka, KafkaMessage } from 'kafkajs';
 import type { Gauge } from 'prom-client';
 import { TENANT_PAUSES_GROUP_PREFIX, TENANT_PAUSES_TOPIC } from '../contract/names';
-import { type TenantPause, decodeTenantPause } from '../contract/tenantPause';
-import { AccessRefusedError, errorChain } from '../errors';
+import type { TenantPause } from '../contract/tenantPause';
 import { type Logger, logsRepeat } from '../logger';
+import { COORDINATOR_WAIT_MS } from './coordinator';
+import { groupCoordinatorNotReady } from './errors';
+import { pauseOf, pauseTopicExists, pauseTopicRefusal } from './pauseTopic';
 import { watermarks } from './readRange';
-
-function pauseOf(message: KafkaMessage): TenantPause | string {
-  return decodeTenantPause(message.key?.toString('utf8') ?? null, message.value?.toString('utf8') ?? null);
-}
 
 export interface TenantPauseFollowerOptions {
   logger: Logger;
@@ -34,6 +32,11 @@ export interface TenantPauseFollowerOptions {
 
 const RETRY_MIN_MS = 500;
 const RETRY_MAX_MS = 10_000;
+
+/** Looks again that fail in a row before the ingester is unready for them (one request's hiccup is not). */
+const UNREADY_AFTER_FAILURES = 3;
+/** How long a one-shot read (a command's) may take. */
+const ONCE_TIMEOUT_MS = 60_000;
 
 /** The pauses are not known yet: why, for readiness. */
 const NOT_YET_READ = 'reading tenant pauses';
@@ -62,6 +65,8 @@ export class TenantPauseFollower {
   /** A look again is under way (the interval does not start a second). */
   private following = false;
   private failures = 0;
+  /** Looks again that failed in a row. */
+  private lookFailures = 0;
   /** Why the pauses are not known (not read yet, or no longer followed); undefined while they are. */
   private problem: string | undefined = NOT_YET_READ;
 
@@ -101,7 +106,7 @@ export class TenantPauseFollower {
     for (let delayMs = RETRY_MIN_MS; !this.closed; delayMs = Math.min(delayMs * 2, RETRY_MAX_MS)) {
       try {
         await this.admin.connect();
-        if (await this.topicExists()) await this.follow();
+        if (await pauseTopicExists(this.admin)) await this.follow();
         else {
           this.problem = undefined;
           this.lookAgain();
@@ -129,28 +134,8 @@ export class TenantPauseFollower {
     await this.admin.disconnect().catch(() => undefined);
   }
 
-  /** Whether the topic exists; throws when Kafka says this principal may not Describe it. */
-  private async topicExists(): Promise<boolean> {
-    if ((await this.admin.listTopics()).includes(TENANT_PAUSES_TOPIC)) return true;
-    // Not listed: missing, or not this principal's to Describe (a listing leaves those out). Asked by name, Kafka
-    // tells the two apart: a pause nobody can see would be a pause that silently holds nothing.
-    try {
-      await this.admin.fetchTopicMetadata({ topics: [TENANT_PAUSES_TOPIC] });
-      return true;
-    } catch (err) {
-      if (errorChain(err).some((e) => e['type'] === 'UNKNOWN_TOPIC_OR_PARTITION')) return false;
-      throw err;
-    }
-  }
-
   private refusal(err: unknown): Error | undefined {
-    const own = this.o.refusal?.(err);
-    if (own) return own;
-    const denied = errorChain(err).find((e) => String(e['type']).endsWith('_AUTHORIZATION_FAILED'));
-    if (!denied) return undefined;
-    return new AccessRefusedError(
-      `Kafka refused reading the tenant pauses (${TENANT_PAUSES_TOPIC}): ${String(denied['type'])} (docs/access.md lists the ACLs)`,
-    );
+    return this.o.refusal?.(err) ?? pauseTopicRefusal(err);
   }
 
   /** A missing topic (or a follow that broke after start) is looked for again until it is followed. */
@@ -159,9 +144,10 @@ export class TenantPauseFollower {
     this.recheck = setInterval(() => {
       if (this.following) return;
       this.following = true;
-      this.topicExists()
+      pauseTopicExists(this.admin)
         .then(async (exists) => {
           if (this.closed) return;
+          this.lookFailures = 0;
           if (!exists) return void (this.problem = undefined); // still no pause written: none to miss
           await this.follow();
           if (this.recheck) clearInterval(this.recheck);
@@ -170,8 +156,9 @@ export class TenantPauseFollower {
         .catch(async (err: unknown) => {
           await this.stopConsumer();
           if (this.closed) return;
-          // Pauses written meanwhile are not seen: unready until followed again, and said why.
-          this.problem = kafkaProblem(err, 'tenant pauses not followed');
+          // A pause written meanwhile would not be seen: unready, saying why, once it is not one request's hiccup.
+          if (++this.lookFailures >= UNREADY_AFTER_FAILURES)
+            this.problem = kafkaProblem(err, 'tenant pauses not followed');
           this.failed(err, 'cannot follow the tenant pauses; trying again');
         })
         .finally(() => (this.following = false));
@@ -189,6 +176,7 @@ export class TenantPauseFollower {
     for (const [p, { high }] of await watermarks(this.admin, TENANT_PAUSES_TOPIC)) {
       if ((this.next.get(p) ?? 0n) < high) ends.set(p, high);
     }
+    if (this.closed) return;
     let settled = false;
     let caughtUp!: () => void;
     let gaveUp!: (err: Error) => void;
@@ -204,6 +192,13 @@ export class TenantPauseFollower {
       if (ends.size === 0 && !settled) caughtUp();
     };
     if (ends.size === 0) caughtUp();
+    const timer = this.o.once
+      ? setTimeout(
+          () => gaveUp(new Error(`reading ${TENANT_PAUSES_TOPIC} timed out after ${ONCE_TIMEOUT_MS} ms`)),
+          ONCE_TIMEOUT_MS,
+        )
+      : undefined;
+    void done.finally(() => clearTimeout(timer)).catch(() => undefined);
     this.groupId = `${this.o.groupPrefix ?? TENANT_PAUSES_GROUP_PREFIX}${randomUUID()}`;
     const consumer = this.kafka.consumer({
       groupId: this.groupId,
@@ -222,8 +217,14 @@ export class TenantPauseFollower {
     consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
       if (payload.firstOffset !== null) advanced(payload.partition, BigInt(payload.lastOffset) + 1n);
     });
+    const began = Date.now();
     consumer.on(consumer.events.CRASH, ({ payload }) => {
-      if (payload.restart || this.closed || consumer !== this.consumer) return;
+      if (this.closed || consumer !== this.consumer) return;
+      // A command's read fails rather than wait on kafkajs's restarts for ever; only a group coordinator still
+      // loading (a broker no group has used yet) is waited for, a bounded while.
+      const loading = groupCoordinatorNotReady(payload.error) && Date.now() - began < COORDINATOR_WAIT_MS;
+      if (this.o.once && !settled && !loading) return gaveUp(payload.error);
+      if (payload.restart) return;
       // Before the pauses are read, whoever follows (start, lookAgain) starts over with backoff.
       if (!settled) return gaveUp(payload.error);
       // kafkajs gave up (an ACL revoked, the topic deleted): the pauses last read stay in force; start over.
@@ -232,9 +233,9 @@ export class TenantPauseFollower {
       void this.stopConsumer().then(() => this.lookAgain());
     });
     await consumer.connect();
-    if (this.closed) return;
+    if (this.closed) return this.stopConsumer();
     await consumer.subscribe({ topic: TENANT_PAUSES_TOPIC, fromBeginning: true });
-    if (this.closed) return;
+    if (this.closed) return this.stopConsumer();
     await consumer.run({
       autoCommit: false,
       eachMessage: async ({ partition, message }) => {

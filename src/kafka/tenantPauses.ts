@@ -6,19 +6,13 @@
  * good, and a pause outlives every process. Owned here because only src/kafka/ speaks kafkajs; what a pause does
  * is the ingester's (ingest/admission.ts).
  */
-import type { Admin, ITopicConfig, Kafka } from 'kafkajs';
+import type { Admin, Kafka } from 'kafkajs';
 import { TENANT_PAUSES_GROUP_PREFIX, TENANT_PAUSES_TOPIC } from '../contract/names';
 import { type TenantPause, encodeTenantPause } from '../contract/tenantPause';
 import { createLogger } from '../logger';
+import { TENANT_PAUSES_TOPIC_SPEC } from './pauseTopic';
 import { TenantPauseFollower } from './tenantPauseFollower';
 import { ensureTopics } from './topics';
-
-/** One partition: every pause of a tenant in one ordered log. Compacted: a tenant's latest pause is kept. */
-export const TENANT_PAUSES_TOPIC_SPEC: ITopicConfig = {
-  topic: TENANT_PAUSES_TOPIC,
-  numPartitions: 1,
-  configEntries: [{ name: 'cleanup.policy', value: 'compact' }],
-};
 
 const silentLogger = createLogger('poimen-relay', 'silent');
 

@@ -31,8 +31,8 @@ function operator(): string | null {
 }
 
 /**
- * Pauses or resumes the tenant: writes its new state. Asked again for the state it is in, it keeps the time it
- * entered it (a pause's "since") and its reason unless a new one is given.
+ * Pauses or resumes the tenant: writes its new state. Asked again for the state it is in, it keeps when and by whom
+ * it entered it (a pause's "since … by …"), and its reason unless a new one is given.
  */
 export async function setTenantPause(
   kafka: KafkaClient,
@@ -47,7 +47,7 @@ export async function setTenantPause(
     paused: change.paused,
     reason: change.reason ?? (same ? before.reason : null),
     at: same ? before.at : new Date().toISOString(),
-    by: operator(),
+    by: same ? before.by : operator(),
   };
   await writeTenantPause(kafka, admin, after);
   return { before, after };

@@ -111,4 +111,20 @@ describe('admission of a paused tenant', () => {
     expect(a.limit('beta')).toBeLessThan(lone);
     a.close();
   });
+
+  test("a paused tenant holding most of the ingester's cap: another tenant waiting for room is resumed", () => {
+    const a = fair();
+    // acme alone behind a slow API fills its lone bound; its dispatches stay open (retrying) through the pause.
+    let n = 0;
+    while (a.take('acme')) a.holdUntilClosed('acme', `wf-${n}`, `run-${n++}`);
+    paused.add('acme');
+    let taken = 0;
+    while (a.take('beta')) taken++;
+    expect(taken).toBeGreaterThan(0);
+    const resumed: string[] = [];
+    a.whenRoom('beta', 'poimen.beta.dispatch/0', () => resumed.push('beta/0'));
+    for (let i = 0; i < taken; i++) a.giveBack('beta'); // beta's records finish: its slots come back
+    expect(resumed).toEqual(['beta/0']);
+    a.close();
+  });
 });

@@ -26,6 +26,8 @@ interface Script {
   fetchedTo?: bigint;
   /** Hand nothing over (a join that takes its time). */
   silent?: boolean;
+  /** Before the end offsets are answered. */
+  offsets?: () => Promise<void>;
 }
 
 function kafkaError(type: string): Error {
@@ -38,7 +40,7 @@ function scripted(s: Script) {
     consumers: 0,
     deleted: [] as string[],
     /** The newest consumer's CRASH handler: kafkajs giving up on it. */
-    crash: (_error: Error): void => undefined,
+    crash: (_error: Error, _restart?: boolean): void => undefined,
   };
   const kafka = {
     admin: () => ({
@@ -47,10 +49,15 @@ function scripted(s: Script) {
         await s.connect?.();
       },
       disconnect: async () => undefined,
-      listTopics: async () => s.listed?.() ?? [TENANT_PAUSES_TOPIC],
-      fetchTopicMetadata: async () =>
-        s.byName ? s.byName() : Promise.reject(kafkaError('UNKNOWN_TOPIC_OR_PARTITION')),
-      fetchTopicOffsets: async () => [{ partition: 0, low: '0', high: String(s.high ?? 0n), offset: '0' }],
+      // Asked by name: a listed topic (the default) exists; else the scripted answer, or "no such topic".
+      fetchTopicMetadata: async () => {
+        if ((s.listed?.() ?? [TENANT_PAUSES_TOPIC]).includes(TENANT_PAUSES_TOPIC)) return { topics: [] };
+        return s.byName ? s.byName() : Promise.reject(kafkaError('UNKNOWN_TOPIC_OR_PARTITION'));
+      },
+      fetchTopicOffsets: async () => {
+        await s.offsets?.();
+        return [{ partition: 0, low: '0', high: String(s.high ?? 0n), offset: '0' }];
+      },
       deleteGroups: async (ids: string[]) => void calls.deleted.push(...ids),
     }),
     consumer: ({ groupId }: { groupId: string }) => {
@@ -61,7 +68,7 @@ function scripted(s: Script) {
         events: { GROUP_JOIN: 'join', CRASH: 'crash', END_BATCH_PROCESS: 'end' },
         on: (event: string, f: (e: { payload: unknown }) => void) => {
           on.set(event, f);
-          if (event === 'crash') calls.crash = (error) => f({ payload: { error, restart: false } });
+          if (event === 'crash') calls.crash = (error, restart = false) => f({ payload: { error, restart } });
         },
         connect: async () => undefined,
         subscribe: async () => undefined,
@@ -225,4 +232,27 @@ test('a follow that breaks after start keeps the pauses read, is unready saying 
   expect(calls.consumers).toBe(2);
   expect(calls.deleted).toHaveLength(1); // the broken consumer's group
   await f.close();
+});
+
+test("a command's read fails when kafkajs keeps restarting its consumer (a broker gone), rather than wait for ever", async () => {
+  const { kafka, calls } = scripted({ high: 1n, silent: true });
+  const f = new TenantPauseFollower(kafka, { logger, once: true });
+  const started = f.start();
+  await waitFor(() => calls.consumers === 1, { timeoutMs: 2000, what: 'the read under way' });
+  await new Promise((r) => setTimeout(r, 20));
+  calls.crash(Object.assign(new Error('Connection error'), { name: 'KafkaJSNumberOfRetriesExceeded' }), true);
+  expect(await outcome(started)).toBe('rejected: KafkaJSNumberOfRetriesExceeded: Connection error');
+  await f.close();
+});
+
+test('a close while the end offsets are asked for starts no consumer', async () => {
+  let answer: (() => void) | undefined;
+  const { kafka, calls } = scripted({ high: 1n, offsets: () => new Promise<void>((r) => (answer = r)) });
+  const f = new TenantPauseFollower(kafka, { logger });
+  const started = f.start();
+  await waitFor(() => answer !== undefined, { timeoutMs: 2000, what: 'the end offsets asked for' });
+  await f.close();
+  answer!();
+  expect(await outcome(started)).toBe('resolved');
+  expect(calls.consumers).toBe(0);
 });
