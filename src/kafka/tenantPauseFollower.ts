@@ -65,6 +65,8 @@ export class TenantPauseFollower {
   /** A look again is under way (the interval does not start a second). */
   private following = false;
   private failures = 0;
+  /** The first read is done: from now on each change is logged (before, the history would be, at every start). */
+  private announced = false;
   /** Looks again that failed in a row. */
   private lookFailures = 0;
   /** Why the pauses are not known (not read yet, or no longer followed); undefined while they are. */
@@ -248,6 +250,11 @@ export class TenantPauseFollower {
     if (this.closed) return;
     this.problem = undefined;
     this.failures = 0;
+    if (!this.announced) {
+      this.announced = true;
+      const paused = [...this.state.values()].filter((p) => p.paused).map((p) => p.tenant);
+      this.o.logger.info({ paused }, `tenant pauses read: ${paused.length} tenant(s) paused`);
+    }
   }
 
   private apply(message: KafkaMessage): void {
@@ -262,7 +269,7 @@ export class TenantPauseFollower {
     const before = this.state.get(pause.tenant);
     this.state.set(pause.tenant, pause);
     this.o.gauge?.set({ tenant: pause.tenant }, pause.paused ? 1 : 0);
-    if (pause.paused !== (before?.paused ?? false)) {
+    if (this.announced && pause.paused !== (before?.paused ?? false)) {
       this.o.logger.info(
         { tenant: pause.tenant, reason: pause.reason, by: pause.by, at: pause.at },
         pause.paused ? 'tenant paused: its records wait in Kafka' : 'tenant resumed',
