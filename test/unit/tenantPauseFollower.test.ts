@@ -256,3 +256,31 @@ test('a close while the end offsets are asked for starts no consumer', async () 
   expect(await outcome(started)).toBe('resolved');
   expect(calls.consumers).toBe(0);
 });
+
+test('one failed look for the topic does not make the ingester unready; three in a row do', async () => {
+  const asked: { reject: (err: Error) => void }[] = [];
+  const { kafka } = scripted({
+    listed: () => [],
+    // The first answer (at start): no such topic. Every later one: a request the test fails by hand.
+    byName: () =>
+      asked.length === 0 && (asked.push({ reject: () => undefined }), true)
+        ? Promise.reject(kafkaError('UNKNOWN_TOPIC_OR_PARTITION'))
+        : new Promise<void>((_, reject) => void asked.push({ reject })),
+  });
+  const f = new TenantPauseFollower(kafka, { logger, recheckMs: 10 });
+  expect(await outcome(f.start())).toBe('resolved');
+  const timeout = Object.assign(new Error('Request timed out'), { name: 'KafkaJSRequestTimeoutError' });
+  for (let look = 1; look <= 3; look++) {
+    await waitFor(() => asked.length === look + 1, { timeoutMs: 2000, what: `look ${look} asked` });
+    asked[look]!.reject(timeout);
+    await waitFor(() => asked.length === look + 2 || look === 3, {
+      timeoutMs: 2000,
+      what: `look ${look} over`,
+    });
+    await new Promise((r) => setImmediate(r));
+    if (look < 3) expect(f.notYetRead).toBeUndefined();
+  }
+  await waitFor(() => f.notYetRead !== undefined, { timeoutMs: 2000, what: 'unready after three' });
+  expect(f.notYetRead).toBe('Kafka: Request timed out (tenant pauses not followed)');
+  await f.close();
+});
