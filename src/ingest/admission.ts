@@ -98,7 +98,7 @@ export class TenantAdmission {
 
   /** Takes a slot for one record of the tenant; false when it is paused or already has its share open. */
   take(tenant: string): boolean {
-    if (this.o.paused?.(tenant)) return false;
+    if (this.paused(tenant)) return false;
     if (!this.bounded) return true;
     if (this.fair) this.lastSeen.set(tenant, this.now());
     const n = this.openOf(tenant);
@@ -216,7 +216,7 @@ export class TenantAdmission {
     let needs = 0;
     for (const t of new Set([...this.open.keys(), ...this.lastSeen.keys(), ...this.waiters.keys()])) {
       const seen = this.lastSeen.get(t);
-      if (this.o.paused?.(t)) continue; // waits for an operator, not for a share (its open count in the cap)
+      if (this.paused(t)) continue; // waits for an operator, not for a share (its open count in the cap)
       if (this.openOf(t) === 0 && !this.waiters.has(t) && (seen === undefined || seen < cutoff)) {
         this.lastSeen.delete(t);
         this.paces.delete(t);
@@ -237,7 +237,7 @@ export class TenantAdmission {
    * 85 ms, not 17, in the bench).
    */
   private freeToResume(tenant: string, shares: Shares | undefined): number {
-    if (this.o.paused?.(tenant)) return 0;
+    if (this.paused(tenant)) return 0;
     let limit = this.limit(tenant, shares);
     if (!Number.isFinite(limit)) return Number.POSITIVE_INFINITY;
     // Within what the others leave of the ingester's cap (a paused tenant's open dispatches hold theirs).

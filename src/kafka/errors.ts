@@ -118,17 +118,20 @@ function innermost(err: unknown): string {
     .split('\n')[0]!;
 }
 
+/** Kafka's refusal of an ACL anywhere in the error's chain (TOPIC_AUTHORIZATION_FAILED, …): its type, or undefined. */
+export function kafkaNotAuthorized(err: unknown): string | undefined {
+  const denied = errorChain(err).find((e) => KAFKA_NOT_AUTHORIZED.has(String(e['type'])));
+  return denied ? String(denied['type']) : undefined;
+}
+
 export function classifyKafkaError(err: unknown, cfg: KafkaConfig): unknown {
   if (isUserFacingError(err)) return err;
   const access = kafkaAccessProblem(err, cfg);
   if (access) return new AccessRefusedError(`${access.variable} ${access.reason}`);
   const links = errorChain(err);
-  const denied = links.find((e) => KAFKA_NOT_AUTHORIZED.has(String(e['type'])));
-  if (denied) {
-    return new AccessRefusedError(
-      `${kafkaWhere(cfg)} refused ${principal(cfg)}: ${String(denied['type'])} (check its ACLs)`,
-    );
-  }
+  const denied = kafkaNotAuthorized(err);
+  if (denied)
+    return new AccessRefusedError(`${kafkaWhere(cfg)} refused ${principal(cfg)}: ${denied} (check its ACLs)`);
   // The token endpoint did not answer (or failed): the brokers were never asked.
   const tokenFailure = links.find((e) => e instanceof OAuthTokenError);
   if (tokenFailure) return new UnreachableError((tokenFailure as unknown as OAuthTokenError).message);

@@ -7,6 +7,7 @@ import type { Admin, ITopicConfig, KafkaMessage } from 'kafkajs';
 import { TENANT_PAUSES_TOPIC } from '../contract/names';
 import { type TenantPause, decodeTenantPause } from '../contract/tenantPause';
 import { AccessRefusedError, errorChain } from '../errors';
+import { kafkaNotAuthorized } from './errors';
 
 /** One partition: every pause of a tenant in one ordered log. Compacted: a tenant's latest pause is kept. */
 export const TENANT_PAUSES_TOPIC_SPEC: ITopicConfig = {
@@ -36,9 +37,9 @@ export async function pauseTopicExists(admin: Admin): Promise<boolean> {
 
 /** Kafka refused this principal the topic or its throwaway group: no wait cures it. */
 export function pauseTopicRefusal(err: unknown): Error | undefined {
-  const denied = errorChain(err).find((e) => String(e['type']).endsWith('_AUTHORIZATION_FAILED'));
+  const denied = kafkaNotAuthorized(err);
   if (!denied) return undefined;
   return new AccessRefusedError(
-    `Kafka refused reading the tenant pauses (${TENANT_PAUSES_TOPIC}): ${String(denied['type'])} (docs/access.md lists the ACLs)`,
+    `Kafka refused reading the tenant pauses (${TENANT_PAUSES_TOPIC}): ${denied} (docs/access.md lists the ACLs)`,
   );
 }

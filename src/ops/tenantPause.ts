@@ -1,13 +1,13 @@
 /**
- * `tenant pause`, `resume` and `status` (operations.md, "Pause and resume a tenant"): a pause is one record on the pause topic
- * (kafka/tenantPauses.ts), which every ingester follows; what a pause holds back is admission's (ingest/admission.ts).
+ * `tenant pause`, `resume` and `status` (operations.md, "Pause and resume a tenant"): a pause is one record on the
+ * pause topic (kafka/tenantPauses.ts), which every ingester follows; what a pause holds back is admission's
+ * (ingest/admission.ts).
  */
 import os from 'node:os';
-import { ConfigError } from '../errors';
-import { isValidTenant } from '../contract/names';
 import type { TenantPause } from '../contract/tenantPause';
 import type { KafkaAdmin, KafkaClient } from '../kafka/port';
 import { readTenantPauses, writeTenantPause } from '../kafka/tenantPauses';
+import { validateTenants } from './topics';
 
 export interface PauseChange {
   /** The tenant's pause before this change; undefined when it was never paused. */
@@ -17,8 +17,7 @@ export interface PauseChange {
 
 /** A tenant named on the command line: the contract's pattern, or one line naming it. */
 export function checkTenantArg(tenant: string): void {
-  if (!isValidTenant(tenant))
-    throw new ConfigError('<tenant>', `${JSON.stringify(tenant)} must match ^[a-z0-9][a-z0-9_-]{0,62}$`);
+  validateTenants([tenant], '<tenant>');
 }
 
 /** Who runs the command, as far as the host says (a container may have no user entry). */

@@ -42,12 +42,12 @@ const topicsFileSchema = z.object({
     .default([]),
 });
 
-export function validateTenants(tenants: string[]): void {
+export function validateTenants(tenants: string[], flag = '--tenant'): void {
   for (const t of tenants) {
     // A tenant is a topic-name segment: anything outside the contract's pattern (dots, regex characters) could
     // widen the ingester's pattern or collide with another tenant's topics.
     if (!isValidTenant(t))
-      throw new ConfigError('--tenant', `${JSON.stringify(t)} must match ^[a-z0-9][a-z0-9_-]{0,62}$`);
+      throw new ConfigError(flag, `${JSON.stringify(t)} must match ^[a-z0-9][a-z0-9_-]{0,62}$`);
   }
 }
 
