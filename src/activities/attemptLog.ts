@@ -18,6 +18,7 @@ import {
   attemptError,
   emptyHistory,
   historyOfBeat,
+  mergedHistory,
   throughAttempt,
   withAttempt,
 } from '../contract/attempts';
@@ -28,14 +29,24 @@ export class AttemptLog {
   private readonly attempt: number;
   private startedAtMs: number;
 
-  constructor(info: Pick<Context['info'], 'attempt' | 'heartbeatDetails'>, nowMs: number) {
+  /** `prior`: the history a held execution's earlier calls made (the first attempt of a call scheduled again). */
+  constructor(
+    info: Pick<Context['info'], 'attempt' | 'heartbeatDetails'>,
+    nowMs: number,
+    prior?: AttemptHistory,
+  ) {
     this.attempt = info.attempt;
     // A history the previous attempts left, with any number it lacks as NO_OUTCOME (worker lost, or no record).
     this.history = throughAttempt(
-      historyOfBeat(info.heartbeatDetails, info.attempt) ?? emptyHistory(),
+      mergedHistory(prior, historyOfBeat(info.heartbeatDetails, info.attempt)) ?? emptyHistory(),
       info.attempt - 1,
     );
     this.startedAtMs = nowMs;
+  }
+
+  /** The history before this attempt (what a held call carries: the held attempt is not one). */
+  before(): AttemptHistory {
+    return this.history;
   }
 
   /**

@@ -5,6 +5,7 @@
  */
 import type { Dispatcher } from 'undici';
 import type { DlqSource } from '../contract';
+import type { TenantPause } from '../contract/tenantPause';
 import type { AttemptHistory } from '../contract/attempts';
 import type { DlqPublisher } from '../kafka/dlqPublisher';
 import type { SourceRecord } from '../kafka/sourceRecord';
@@ -26,6 +27,8 @@ export interface ActivityDeps {
   startedWith(workflowId: string, runId: string): Promise<StartedWith>;
   /** The attempt history the execution's call ended with (read from its history), for a dead letter. */
   callHistory(workflowId: string, runId: string): Promise<AttemptHistory | undefined>;
+  /** The tenant's pause while it is paused (the worker follows the pause topic); undefined when it is not. */
+  tenantPause(tenant: string): TenantPause | undefined;
   /** The dispatch's source record read back from Kafka; undefined when it is no longer there. */
   sourceRecord(at: DlqSource): Promise<SourceRecord | undefined>;
 }

@@ -16,7 +16,9 @@ export function createPostRun(deps: ActivityDeps) {
    * history with its entry and carries it in its failure's details.
    */
   async function postRun(input: PostRunInput, inputText?: Uint8Array): Promise<DispatchResult> {
-    return recordedAttempt((attemptCtx, onCall) => callOnce(input, inputText, attemptCtx, onCall));
+    return recordedAttempt(deps, input.tenant, (attemptCtx, onCall) =>
+      callOnce(input, inputText, attemptCtx, onCall),
+    );
   }
 
   /**
@@ -38,15 +40,15 @@ export function createPostRun(deps: ActivityDeps) {
    * call ends, however few run at once; here only the calls running on the large-input queue's few slots hold one.
    */
   async function postRunReadingInput(input: PostRunHeadInput): Promise<DispatchResult> {
-    return recordedAttempt(async (attemptCtx, onCall) => {
+    return recordedAttempt(deps, input.tenant, async (attemptCtx, onCall) => {
       const { workflowExecution: wf } = Context.current().info;
       if (!wf) throw new Error('postRunReadingInput runs only in a workflow execution');
       const { dispatch } = (await deps.startedWith(wf.workflowId, wf.runId)).input;
       // Reading the history may have taken a while: the call that follows gets the whole heartbeat timeout. A
-      // retry heartbeats as it calls anyway (with the attempt history, which an empty heartbeat here would erase,
-      // and which must be that attempt's first heartbeat to be sent at once); a first attempt has none to keep.
+      // retry heartbeats as it calls anyway (and that must be its first heartbeat, to be sent at once); a first
+      // attempt beats here, with the history so far (a call scheduled again after a hold has one).
       const { heartbeatTimeoutMs, attempt } = Context.current().info;
-      if (heartbeatTimeoutMs && attempt === 1) Context.current().heartbeat();
+      if (heartbeatTimeoutMs && attempt === 1) attemptCtx.heartbeat();
       if (!('input_json' in dispatch)) return callOnce({ ...input, dispatch }, undefined, attemptCtx, onCall);
       return callOnce(input, Buffer.from(dispatch.input_json, 'utf8'), attemptCtx, onCall);
     });

@@ -175,6 +175,42 @@ export interface DeadLetterInput {
   workflowRunId: string;
 }
 
+/**
+ * Executions that record this patch hold their call while their tenant is paused (docs/design.md, "Pausing a
+ * tenant"). Each call they schedule is named `holdableCallId(holds, attemptsBefore)`: a worker that finds the tenant
+ * paused as an attempt begins, or just before it calls, ends the call with TENANT_PAUSED without counting that
+ * attempt, and the execution waits for the resume (the TENANT_RESUMED_SIGNAL, or a look again), then schedules the
+ * call again with the budget and the attempts left. Other activity ids (the SDK's sequence numbers) are calls that
+ * never hold.
+ */
+export const TENANT_HOLD_PATCH = 'call-held-while-tenant-paused';
+export const TENANT_PAUSED = 'TenantPaused';
+/** Sent by `tenant resume` to the tenant's running executions: a held one looks again at once. */
+export const TENANT_RESUMED_SIGNAL = 'tenantResumed';
+
+/** Details of a TENANT_PAUSED failure: the attempts made before the hold, and the pause that held it. */
+export interface TenantHeldDetails extends Partial<AttemptHistory> {
+  /** The last attempt's HTTP status; null when it had none (or no attempt was made). */
+  httpStatus: number | null;
+  /** The attempts made so far (the held one is not among them). */
+  attempt: number;
+  /** When the tenant was paused (the pause record's `at`). */
+  pausedAt: string;
+  reason: string | null;
+}
+
+const HOLDABLE_CALL = /^call-(\d+)-after-(\d+)$/;
+
+/** The activity id of a holdable call: the holds before it, and the attempts it numbers its own after. */
+export const holdableCallId = (holds: number, attemptsBefore: number): string =>
+  `call-${holds}-after-${attemptsBefore}`;
+
+/** What a holdable call's activity id says; undefined for a call that cannot hold. */
+export function holdableCall(activityId: string): { holds: number; attemptsBefore: number } | undefined {
+  const m = HOLDABLE_CALL.exec(activityId);
+  return m ? { holds: Number(m[1]), attemptsBefore: Number(m[2]) } : undefined;
+}
+
 /** Failure types: the API refused the dispatch for good / the dispatch ended dead-lettered. */
 export const RUNS_API_REJECTED = 'RunsApiRejected';
 export const RUNS_API_UNAVAILABLE = 'RunsApiUnavailable';

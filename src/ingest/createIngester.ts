@@ -18,9 +18,7 @@ import { listClosed } from '../temporal/closedRuns';
 import { VisibilityCloses } from '../temporal/visibilityCloses';
 import { visibilityStore } from '../temporal/visibilityStore';
 import { dispatchPolicyOf } from './policy';
-import { TenantPauseFollower } from '../kafka/tenantPauseFollower';
-import { kafkaAccessProblem } from '../kafka/errors';
-import { ConfigError } from '../errors';
+import { followTenantPauses } from '../kafka/tenantPauses';
 
 export async function createIngester(
   cfg: RelayConfig,
@@ -54,15 +52,10 @@ export async function createIngester(
       ...(tracing ? { interceptors: tracing.clientInterceptors() } : {}),
     });
     // Every pause an operator set, read before the first record is consumed and followed after (admission holds).
-    const pauses = new TenantPauseFollower(kafka, {
+    const pauses = followTenantPauses(kafka, cfg.kafka, {
       logger: logger.child({ component: 'tenant-pauses' }),
       gauge: metrics.tenantPaused,
       onChange: () => admission.wakeAll(),
-      // Refused credentials or certificates are not an outage: one line naming the variables, as the consumer's.
-      refusal: (err) => {
-        const refused = kafkaAccessProblem(err, cfg.kafka);
-        return refused ? new ConfigError(refused.variable, refused.reason) : undefined;
-      },
     });
     parts.push({ name: 'tenant pauses', close: () => pauses.close() });
     const watchOne = (workflowId: string, runId: string, signal: AbortSignal) =>
@@ -81,7 +74,7 @@ export async function createIngester(
       gauge: metrics.tenantOpenDispatches,
       budgetGauge: metrics.openBudget,
       logger: logger.child({ component: 'admission' }),
-      paused: (tenant) => pauses.isPaused(tenant),
+      paused: (tenant) => pauses.pauseOf(tenant) !== undefined,
     });
     const ingester = new Ingester(
       { kafka: cfg.kafka, dispatchTopicPattern: cfg.dispatchTopicPattern, ingest: cfg.ingest },

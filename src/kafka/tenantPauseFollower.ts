@@ -1,6 +1,6 @@
 /**
  * Follows the pause topic (contract §2, "Pausing a tenant") for one process: every ingester reads every pause before
- * it consumes a record, then learns a new one within about a second (docs/design.md, "Pausing a tenant"). The topic's
+ * it consumes a record (every worker before it polls), then learns a new one within about a second (docs/design.md, "Pausing a tenant"). The topic's
  * names and its writer: ./tenantPauses.ts; what a pause holds back: ingest/admission.ts.
  */
 import { randomUUID } from 'node:crypto';
@@ -80,8 +80,10 @@ export class TenantPauseFollower {
     this.admin = kafka.admin({ retry: { retries: 0 } });
   }
 
-  isPaused(tenant: string): boolean {
-    return this.state.get(tenant)?.paused === true;
+  /** The tenant's pause while it is paused; undefined when it is not. */
+  pauseOf(tenant: string): TenantPause | undefined {
+    const pause = this.state.get(tenant);
+    return pause?.paused ? pause : undefined;
   }
 
   /** Every tenant's latest pause read so far. */

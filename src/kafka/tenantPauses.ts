@@ -2,14 +2,18 @@
  * The pause topic (contract §2, "Pausing a tenant"): `tenant pause` and `resume` write a tenant's pause to it
  * (writeTenantPause), `tenant status` reads it to its end (readTenantPauses), and every ingester follows it
  * (./tenantPauseFollower.ts): at start it reads every pause before it consumes a record, then it learns a new one
- * within about a second. The topic is compacted and keyed by tenant, so it holds each tenant's latest pause for
+ * within about a second, as does every worker (a paused tenant's calls are held). The topic is compacted and keyed by tenant, so it holds each tenant's latest pause for
  * good, and a pause outlives every process. Owned here because only src/kafka/ speaks kafkajs; what a pause does
  * is the ingester's (ingest/admission.ts).
  */
 import type { Admin, Kafka } from 'kafkajs';
 import { TENANT_PAUSES_GROUP_PREFIX, TENANT_PAUSES_TOPIC } from '../contract/names';
 import { type TenantPause, encodeTenantPause } from '../contract/tenantPause';
-import { createLogger } from '../logger';
+import type { Gauge } from 'prom-client';
+import type { KafkaConfig } from '../config';
+import { ConfigError } from '../errors';
+import { type Logger, createLogger } from '../logger';
+import { kafkaAccessProblem } from './errors';
 import { TENANT_PAUSES_TOPIC_SPEC } from './pauseTopic';
 import { TenantPauseFollower } from './tenantPauseFollower';
 import { ensureTopics } from './topics';
@@ -53,4 +57,22 @@ export async function readTenantPauses(kafka: Kafka): Promise<Map<string, Tenant
   } finally {
     await reader.close();
   }
+}
+
+/**
+ * The follower a service (an ingester or a worker) keeps: refused credentials or certificates are not an outage but
+ * one line naming the variables, as the service's other Kafka clients say.
+ */
+export function followTenantPauses(
+  kafka: Kafka,
+  cfg: KafkaConfig,
+  o: { logger: Logger; gauge: Gauge<'tenant'>; onChange?: (pause: TenantPause) => void },
+): TenantPauseFollower {
+  return new TenantPauseFollower(kafka, {
+    ...o,
+    refusal: (err) => {
+      const refused = kafkaAccessProblem(err, cfg);
+      return refused ? new ConfigError(refused.variable, refused.reason) : undefined;
+    },
+  });
 }

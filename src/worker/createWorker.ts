@@ -18,6 +18,7 @@ import { createBreakerGate } from '../activities/breakerGate';
 import { createKafka, holdKafkaAuth } from '../kafka/client';
 import { DlqPublisher } from '../kafka/dlqPublisher';
 import { SourceRecordReader } from '../kafka/sourceRecord';
+import { followTenantPauses } from '../kafka/tenantPauses';
 import type { Logger } from '../logger';
 import { type Closeable, type RelayService, type RelayServiceDeps, closeOnce } from '../lifecycle';
 import { checkTemporalTls, createNativeConnection } from '../temporal/connection';
@@ -111,6 +112,12 @@ async function assemble(
   parts.push({ name: 'DLQ producer', close: () => dlq.close() });
   const sources = new SourceRecordReader(kafka, SOURCE_READ_TIMEOUT_MS);
   parts.push({ name: 'source record reader', close: () => sources.close() });
+  // Every pause, read before the first task is polled and followed after: a paused tenant's calls are held.
+  const pauses = followTenantPauses(kafka, cfg.kafka, {
+    logger: logger.child({ component: 'tenant-pauses' }),
+    gauge: metrics.tenantPaused,
+  });
+  parts.push({ name: 'tenant pauses', close: () => pauses.close() });
 
   const { note, ...found } = workflowSource(tracing !== undefined);
   const traced = tracing?.workerOptions();
@@ -149,6 +156,7 @@ async function assemble(
         runId,
       ),
     sourceRecord: (at) => sources.read(at),
+    tenantPause: (tenant) => pauses.pauseOf(tenant),
   });
   // Made in start(), not here: a Temporal Worker holds the connection from its creation and lets it go only by
   // running and shutting down, so one made but never run would keep close() from releasing anything.
@@ -225,14 +233,21 @@ async function assemble(
   });
   return {
     async start() {
+      // No call is taken before every pause is known: a paused tenant's must not go out after a restart.
+      await pauses.start();
+      if (pauses.stopped) return;
       for (const make of makers) workers.push(await make());
       run = Promise.all(workers.map((w) => w.run())).then(() => undefined);
       settle();
     },
     done,
-    ready: () => workers.length > 0 && workers.every((w) => w.getState() === 'RUNNING'),
+    ready: () =>
+      pauses.notYetRead === undefined &&
+      workers.length > 0 &&
+      workers.every((w) => w.getState() === 'RUNNING'),
     readinessDetail: () =>
-      workers.length === 0 ? 'not started' : `workers ${workers.map((w) => w.getState()).join(', ')}`,
+      pauses.notYetRead ??
+      (workers.length === 0 ? 'not started' : `workers ${workers.map((w) => w.getState()).join(', ')}`),
     close,
   };
 }

@@ -31,13 +31,16 @@ const applicationDetails = (err: ActivityFailure): Details | undefined =>
  * keeps it as the timeout's cause; the SDK does not decode it into `cause`) and its heartbeat, if it waited on
  * the breaker. A timed-out attempt that started (start-to-close, heartbeat) is itself one more attempt.
  */
-function afterTimeout(timeout: TimeoutFailure): { message: string; details: Details } {
+function afterTimeout(
+  timeout: TimeoutFailure,
+  attemptsBefore: number,
+): { message: string; details: Details } {
   const before = timeout.failure?.cause;
   const payload = before?.applicationFailureInfo?.details?.payloads?.[0];
   const failed = payload ? defaultPayloadConverter.fromPayload<Details>(payload) : undefined;
   const beat = timeout.lastHeartbeatDetails as Details | undefined;
   const ran = timeout.timeoutType === 'START_TO_CLOSE' || timeout.timeoutType === 'HEARTBEAT';
-  const attempt = Math.max(beat?.attempt ?? 0, (failed?.attempt ?? 0) + (ran ? 1 : 0));
+  const attempt = Math.max(beat?.attempt ?? 0, (failed?.attempt ?? attemptsBefore) + (ran ? 1 : 0));
   const newest = (beat?.attempt ?? 0) >= (failed?.attempt ?? 0) ? beat : failed;
   return {
     message: ran || !before?.message ? timeout.message : before.message,
@@ -45,7 +48,8 @@ function afterTimeout(timeout: TimeoutFailure): { message: string; details: Deta
   };
 }
 
-export function endingOf(err: ActivityFailure, policy: DispatchPolicy): CallEnding {
+/** `attemptsBefore`: the attempts of the calls before this one (a held execution's); its details count on from them. */
+export function endingOf(err: ActivityFailure, policy: DispatchPolicy, attemptsBefore = 0): CallEnding {
   if (policy.maxDurationMs === undefined) {
     // Executions started before the budget end exactly as they always did: a timed-out final attempt carries no
     // details, yet used every attempt.
@@ -58,11 +62,11 @@ export function endingOf(err: ActivityFailure, policy: DispatchPolicy): CallEndi
       budgetSpent: false,
     };
   }
-  const timedOut = err.cause instanceof TimeoutFailure ? afterTimeout(err.cause) : undefined;
+  const timedOut = err.cause instanceof TimeoutFailure ? afterTimeout(err.cause, attemptsBefore) : undefined;
   const details = timedOut?.details ?? applicationDetails(err);
   const last = timedOut?.message ?? err.cause?.message ?? err.message;
   // A call still queued when its budget ended (every worker slot held by waiting attempts) made no attempt.
-  const retryCount = details?.attempt ?? (timedOut ? 0 : 1);
+  const retryCount = Math.max(details?.attempt ?? attemptsBefore + (timedOut ? 0 : 1), attemptsBefore);
   const httpStatus = details?.httpStatus ?? null;
   // Temporal gave up because the next attempt would start past the budget, or the budget's timeout fired: as
   // schedule-to-close, or as schedule-to-start for a call still queued (the server sets that one to the budget).

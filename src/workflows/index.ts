@@ -15,6 +15,7 @@ import {
 } from '@temporalio/workflow';
 import type { RelayActivities } from '../activities';
 import { endingOf } from './ending';
+import { CallHold, heldBy } from './hold';
 import {
   BREAKER_HEARTBEAT_MARGIN_MS,
   BUDGET_END_WAIT_PATCH,
@@ -29,7 +30,11 @@ import {
   POST_RUN_BY_SHAPE_PATCH,
   largeInputTaskQueue,
   type DispatchResult,
+  type DeadLetterInput,
+  holdableCallId,
+  type PostRunHeadInput,
   RUNS_API_REJECTED,
+  TENANT_HOLD_PATCH,
 } from '../contract/workflow';
 
 export type { DispatchInput, DispatchResult } from '../contract/workflow';
@@ -84,62 +89,98 @@ export async function dispatch(input: DispatchInput): Promise<DispatchResult> {
   const policy = { ...DEFAULT_DISPATCH_POLICY, ...input.policy };
   const { tenant, source } = input;
   const dispatchKey = input.dispatch.dispatch_key;
+  // Executions started with a budget hold their call while the tenant is paused (./hold.ts); those recorded before
+  // the patch schedule it under the SDK's own activity id and never hold.
+  const hold =
+    policy.maxDurationMs !== undefined && patched(TENANT_HOLD_PATCH)
+      ? new CallHold(policy.maxDurationMs, tenant)
+      : undefined;
   // The Web UI names the pending call by its summary (user metadata: not part of what a replay compares). The
   // tenant only: its characters are restricted, a dispatch_key's are not (the execution's summary shows the key).
-  const callOptions = { ...callOptionsOf(policy), summary: `POST /v1/runs · ${tenant}` };
-  const activities = proxyActivities<RelayActivities>(callOptions);
+  const callOptions: ActivityOptions = {
+    ...callOptionsOf(policy),
+    summary: `POST /v1/runs · ${tenant}`,
+    ...(hold ? { activityId: holdableCallId(0, 0) } : {}),
+  };
   const firstAttemptAt = Date.now();
 
   // Scheduling encodes the activity's arguments at once; after that the execution, cached between its
   // workflow tasks for as long as the call is retried, needs none of the input (a dead letter reads it back
   // from the start event). Dropped from the argument object itself, which the SDK also references.
-  const call = scheduleCall(activities, callOptions, input, policy.attemptTimeoutMs);
+  const first = scheduleCall(callOptions, input, policy.attemptTimeoutMs);
   (input as { dispatch?: unknown }).dispatch = undefined;
-  try {
-    return await call;
-  } catch (err) {
-    if (!(err instanceof ActivityFailure)) throw err;
-    const ending = endingOf(err, policy);
-    // Temporal gives up as soon as the next retry would start past the budget; the dead letter still waits for
-    // the budget's end, so "dead-lettered" always means the whole budget was given. Behind a patch: a worker of
-    // the version before may have handled this failure (it dead-letters at once), and its history must replay.
-    if (ending.budgetSpent && policy.maxDurationMs !== undefined && patched(BUDGET_END_WAIT_PATCH)) {
-      const leftMs = firstAttemptAt + policy.maxDurationMs + BUDGET_END_MARGIN_MS - Date.now();
-      if (leftMs > 0) await sleep(leftMs);
+  let call = first.result;
+  for (;;) {
+    try {
+      return await call;
+    } catch (err) {
+      if (!(err instanceof ActivityFailure)) throw err;
+      const held = hold && heldBy(err);
+      if (held) {
+        // A call scheduled again reads the input from the start event, as a large one always does.
+        await hold.hold(held);
+        const options = hold.nextCall(first.options, policy.attemptCap);
+        call = proxyActivities<RelayActivities>(options).postRunReadingInput(first.head);
+        continue;
+      }
+      const budgetEndsAt = hold?.budgetEndsAt ?? firstAttemptAt + (policy.maxDurationMs ?? 0);
+      return deadLettered(err, { policy, input: { tenant, dispatchKey, source }, budgetEndsAt, hold });
     }
-    const { error, httpStatus, retryCount, maxRetries } = ending;
-    await deadLetterWithin(policy.deadLetterTimeoutMs)({
-      tenant,
-      dispatchKey,
-      source,
-      error,
-      httpStatus,
-      retryCount,
-      maxRetries,
-      workflowId: workflowInfo().workflowId,
-      workflowRunId: workflowInfo().runId,
-    });
-    throw ApplicationFailure.create({
-      type: DISPATCH_FAILED,
-      message: `dead-lettered after ${retryCount} attempt(s): ${error}`,
-      nonRetryable: true,
-      details: [{ http_status: httpStatus, retry_count: retryCount, max_retries: maxRetries || null }],
-      cause: err.cause,
-    });
   }
+}
+
+/**
+ * The call failed for good: the dead letter, then the execution fails so it shows as Failed in the Web UI. What was
+ * counted before a hold counts here too.
+ */
+async function deadLettered(
+  err: ActivityFailure,
+  o: {
+    policy: DispatchPolicy;
+    input: Pick<DeadLetterInput, 'tenant' | 'source' | 'dispatchKey'>;
+    budgetEndsAt: number;
+    hold: CallHold | undefined;
+  },
+): Promise<never> {
+  const ending = endingOf(err, o.policy, o.hold?.attemptsBefore ?? 0);
+  // Temporal gives up as soon as the next retry would start past the budget; the dead letter still waits for
+  // the budget's end, so "dead-lettered" always means the whole budget was given. Behind a patch: a worker of
+  // the version before may have handled this failure (it dead-letters at once), and its history must replay.
+  if (ending.budgetSpent && o.policy.maxDurationMs !== undefined && patched(BUDGET_END_WAIT_PATCH)) {
+    const leftMs = o.budgetEndsAt + BUDGET_END_MARGIN_MS - Date.now();
+    if (leftMs > 0) await sleep(leftMs);
+  }
+  const { error, httpStatus, retryCount, maxRetries } = ending;
+  await deadLetterWithin(o.policy.deadLetterTimeoutMs)({
+    ...o.input,
+    error,
+    httpStatus,
+    retryCount,
+    maxRetries,
+    workflowId: workflowInfo().workflowId,
+    workflowRunId: workflowInfo().runId,
+  });
+  throw ApplicationFailure.create({
+    type: DISPATCH_FAILED,
+    message: `dead-lettered after ${retryCount} attempt(s): ${error}`,
+    nonRetryable: true,
+    details: [{ http_status: httpStatus, retry_count: retryCount, max_retries: maxRetries || null }],
+    cause: err.cause,
+  });
 }
 
 /**
  * Schedules `postRun` with the input's text as bytes (a binary payload: off the JavaScript heap in the activity,
  * where up to POIMEN_WORKER_MAX_ACTIVITIES calls hold theirs at once). Executions started before `input_json`
- * pass their parsed input as they always did.
+ * pass their parsed input as they always did. Returns, besides the call, the options it was scheduled with (its
+ * queue included) and the dispatch's head: what a call scheduled again after a hold needs.
  */
 function scheduleCall(
-  { postRun, postRunWithInputBytes }: Pick<RelayActivities, 'postRun' | 'postRunWithInputBytes'>,
   callOptions: ActivityOptions,
   input: DispatchInput,
   attemptTimeoutMs: number,
-): Promise<DispatchResult> {
+): { result: Promise<DispatchResult>; options: ActivityOptions; head: PostRunHeadInput } {
+  const { postRun, postRunWithInputBytes } = proxyActivities<RelayActivities>(callOptions);
   const { dispatch } = input;
   const common = {
     tenant: input.tenant,
@@ -147,23 +188,21 @@ function scheduleCall(
     attemptTimeoutMs,
     recordTimestampMs: Number(input.source.timestamp),
   };
-  if (!('input_json' in dispatch)) return postRun({ ...common, dispatch });
   const { workflow_ref, goal_id, dispatch_key } = dispatch;
+  const head = { ...common, dispatch: { workflow_ref, goal_id, dispatch_key } };
+  const scheduled = (result: Promise<DispatchResult>, options = callOptions) => ({ result, options, head });
+  if (!('input_json' in dispatch)) return scheduled(postRun({ ...common, dispatch }));
   const encoded = new TextEncoder().encode(dispatch.input_json);
   // The sandbox's own Uint8Array: the payload converter recognises binary data by `instanceof`.
   const bytes = new Uint8Array(encoded.buffer, encoded.byteOffset, encoded.byteLength);
-  const head = { ...common, dispatch: { workflow_ref, goal_id, dispatch_key } };
   // Executions recorded before the patch scheduled `postRun(head, bytes)` and must replay as they ran.
-  if (!patched(POST_RUN_BY_SHAPE_PATCH)) return postRun(head, bytes);
+  if (!patched(POST_RUN_BY_SHAPE_PATCH)) return scheduled(postRun(head, bytes));
   // A large input is not scheduled at all (the SDK core would keep it while the execution is cached): the call
   // reads it from the start event, on its own queue with few slots, so memory is bounded by bytes there.
   // Executions recorded before the patch, and small inputs, keep the main queue and carry their bytes.
   if (bytes.byteLength > LARGE_INPUT_BYTES && patched(LARGE_INPUT_QUEUE_PATCH)) {
-    const large = proxyActivities<RelayActivities>({
-      ...callOptions,
-      taskQueue: largeInputTaskQueue(workflowInfo().taskQueue),
-    });
-    return large.postRunReadingInput(head);
+    const large = { ...callOptions, taskQueue: largeInputTaskQueue(workflowInfo().taskQueue) };
+    return scheduled(proxyActivities<RelayActivities>(large).postRunReadingInput(head), large);
   }
-  return postRunWithInputBytes(head, bytes);
+  return scheduled(postRunWithInputBytes(head, bytes));
 }

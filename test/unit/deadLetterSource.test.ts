@@ -38,6 +38,7 @@ function deadLetterWith(found: SourceRecord | undefined, startedWith?: StartedWi
     startedWith: async () => startedWith ?? Promise.reject(new Error('not used')),
     sourceRecord: async () => found,
     callHistory: async () => undefined,
+    tenantPause: () => undefined,
   });
   return { acts, published };
 }

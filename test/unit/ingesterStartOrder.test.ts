@@ -37,8 +37,8 @@ jest.mock('../../src/kafka/tenantPauseFollower', () => ({
       this.notYetRead = undefined;
       order.push('pauses read');
     }
-    isPaused() {
-      return false;
+    pauseOf() {
+      return undefined;
     }
     async close() {
       this.stopped = true;

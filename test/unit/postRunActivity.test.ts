@@ -68,6 +68,7 @@ function activities(token?: string, logger = createLogger('unit', 'silent')) {
     startedWith: () => Promise.reject(new Error('not used')),
     sourceRecord: () => Promise.reject(new Error('not used')),
     callHistory: () => Promise.reject(new Error('not used')),
+    tenantPause: () => undefined,
   });
   return { acts, metrics };
 }
@@ -219,6 +220,7 @@ describe('postRun activity I/O', () => {
       startedWith: () => Promise.reject(new Error('not used')),
       sourceRecord: () => Promise.reject(new Error('not used')),
       callHistory: () => Promise.reject(new Error('not used')),
+      tenantPause: () => undefined,
     });
     const err = (await env()
       .run(acts.postRunWithInputBytes, HEAD, new TextEncoder().encode('{}'))
@@ -408,6 +410,7 @@ describe("a Retry-After holds the worker's breaker no longer than the attempt's 
       startedWith: () => Promise.reject(new Error('not used')),
       sourceRecord: () => Promise.reject(new Error('not used')),
       callHistory: () => Promise.reject(new Error('not used')),
+      tenantPause: () => undefined,
     });
     const call = () =>
       env(2_000)

@@ -67,8 +67,16 @@ const OUTCOMES = [
   'failed-rejected-422',
   'failed-retries-exhausted',
 ];
-/** Outcomes only this version has: a spent budget, and a call whose input over 32 KiB runs on the -large queue. */
-const BUDGET_OUTCOMES = ['failed-budget-spent', 'completed-large-input'];
+/**
+ * Outcomes only this version has: a spent budget, a call whose input over 32 KiB runs on the -large queue, and a
+ * call held while the tenant was paused, then completed or dead-lettered.
+ */
+const BUDGET_OUTCOMES = [
+  'failed-budget-spent',
+  'completed-large-input',
+  'completed-after-hold',
+  'failed-after-hold',
+];
 
 test('the fixtures cover every dispatch outcome, as this version records them and as the versions before did', () => {
   expect(fixtures.map((f) => f.name)).toEqual(

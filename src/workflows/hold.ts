@@ -1,0 +1,102 @@
+/**
+ * Holding a dispatch's call while its tenant is paused (contract/workflow.ts, TENANT_HOLD_PATCH; docs/design.md,
+ * "Pausing a tenant"): what the execution's calls have used of the budget and the attempts, the wait for the resume,
+ * and the options of the call scheduled after it. Workflow code: imports only @temporalio/workflow and pure shapes.
+ */
+import {
+  type ActivityFailure,
+  type ActivityOptions,
+  ApplicationFailure,
+  condition,
+  defineSignal,
+  setCurrentDetails,
+  setHandler,
+} from '@temporalio/workflow';
+import {
+  TENANT_PAUSED,
+  TENANT_RESUMED_SIGNAL,
+  type TenantHeldDetails,
+  holdableCallId,
+} from '../contract/workflow';
+
+export const tenantResumed = defineSignal(TENANT_RESUMED_SIGNAL);
+
+/** A held execution looks again this long after the hold, then twice as long each time it finds the tenant paused. */
+const LOOK_AGAIN_FIRST_MS = 10_000;
+/** The longest wait between looks: a resume that no signal announced is noticed within this. */
+const LOOK_AGAIN_MAX_MS = 30 * 60_000;
+/** A call scheduled after a hold gets at least this long, however little of the budget the pause left. */
+const MIN_CALL_MS = 1_000;
+
+/** The pause a call ended held by; undefined for any other failure. */
+export function heldBy(err: ActivityFailure): TenantHeldDetails | undefined {
+  const cause = err.cause;
+  if (!(cause instanceof ApplicationFailure) || cause.type !== TENANT_PAUSED) return undefined;
+  return cause.details?.[0] as TenantHeldDetails | undefined;
+}
+
+/**
+ * One execution's holds. The budget runs only while a call is scheduled and the tenant is not paused: a held call
+ * gives back the time from the pause (its record's `at`) to the hold, and the hold itself costs nothing.
+ */
+export class CallHold {
+  holds = 0;
+  /** The attempts the execution's calls made before the current one. */
+  attemptsBefore = 0;
+  private resumed = false;
+  private lookMs = LOOK_AGAIN_FIRST_MS;
+  private callStartedAt: number;
+
+  constructor(
+    private budgetLeftMs: number,
+    private readonly tenant: string,
+  ) {
+    this.callStartedAt = Date.now();
+    setHandler(tenantResumed, () => {
+      this.resumed = true;
+    });
+  }
+
+  /** When the current call's budget ends (what the dead letter waits for). */
+  get budgetEndsAt(): number {
+    return this.callStartedAt + this.budgetLeftMs;
+  }
+
+  /**
+   * The call ended held: counts what it used, then waits for the resume signal or the next look. Whether the tenant
+   * is still paused is the next call's to find out (a worker that knows it holds that one at once, without an
+   * attempt).
+   */
+  async hold(held: TenantHeldDetails): Promise<void> {
+    const now = Date.now();
+    const pausedAt = Date.parse(held.pausedAt);
+    const ran = Number.isFinite(pausedAt) ? pausedAt - this.callStartedAt : now - this.callStartedAt;
+    this.budgetLeftMs -= Math.min(Math.max(ran, 0), now - this.callStartedAt);
+    this.attemptsBefore = Math.max(this.attemptsBefore, held.attempt);
+    this.holds += 1;
+    const why = held.reason ? ` (${held.reason})` : '';
+    const text =
+      `held: tenant ${this.tenant} is paused since ${held.pausedAt}${why}; ${this.attemptsBefore} attempt(s) ` +
+      `made, ${Math.max(0, Math.round(this.budgetLeftMs / 1000))} s of the budget left`;
+    setCurrentDetails(text);
+    const signalled = await condition(() => this.resumed, this.lookMs, { summary: text });
+    this.resumed = false;
+    this.lookMs = signalled ? LOOK_AGAIN_FIRST_MS : Math.min(this.lookMs * 2, LOOK_AGAIN_MAX_MS);
+    setCurrentDetails('');
+    this.callStartedAt = Date.now();
+  }
+
+  /** The options of the next call: the budget and attempts left, and the id that numbers its attempts on. */
+  nextCall(options: ActivityOptions, attemptCap: number | undefined): ActivityOptions {
+    const leftMs = Math.max(this.budgetLeftMs, MIN_CALL_MS);
+    const retry = { ...options.retry };
+    if (attemptCap) retry.maximumAttempts = Math.max(1, attemptCap - this.attemptsBefore);
+    return {
+      ...options,
+      scheduleToCloseTimeout: leftMs,
+      startToCloseTimeout: leftMs,
+      retry,
+      activityId: holdableCallId(this.holds, this.attemptsBefore),
+    };
+  }
+}

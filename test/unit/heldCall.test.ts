@@ -1,0 +1,198 @@
+/**
+ * A holdable call (contract/workflow.ts, TENANT_HOLD_PATCH) on the worker's side, against a real node:http server in
+ * the SDK's MockActivityEnvironment: a paused tenant's attempt ends held, with no request and no attempt of its
+ * own; the call numbers its attempts after those of the calls before it; a call that cannot hold ignores a pause.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ApplicationFailure } from '@temporalio/common';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { DefaultLogger } from '@temporalio/worker';
+import { Agent } from 'undici';
+import { createActivities } from '../../src/activities';
+import { createBreakerGate } from '../../src/activities/breakerGate';
+import type { AttemptHistory } from '../../src/contract/attempts';
+import type { TenantPause } from '../../src/contract/tenantPause';
+import {
+  type PostRunHeadInput,
+  type PostRunFailureDetails,
+  type TenantHeldDetails,
+  TENANT_PAUSED,
+  holdableCall,
+  holdableCallId,
+} from '../../src/contract/workflow';
+import type { DlqPublisher } from '../../src/kafka/dlqPublisher';
+import { createLogger } from '../../src/logger';
+import { createMetrics } from '../../src/metrics';
+
+let server: http.Server;
+let url: string;
+let requests = 0;
+let status = 503;
+const dispatcher = new Agent();
+
+beforeAll(async () => {
+  server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      requests += 1;
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(status === 201 ? '{"run_id":"r-1","admission":"created"}' : '{}');
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(async () => {
+  await dispatcher.close();
+  await new Promise<void>((r) => server.close(() => r()));
+});
+beforeEach(() => {
+  requests = 0;
+  status = 503;
+});
+
+const PAUSE: TenantPause = {
+  tenant: 'acme',
+  paused: true,
+  reason: 'runs API migration',
+  at: '2026-12-06T08:00:00.000Z',
+  by: 'ops@host',
+};
+const PRIOR: AttemptHistory = {
+  attempts: [1, 2, 3].map((attempt) => ({
+    attempt,
+    at: '2026-12-06T07:59:00.000Z',
+    http_status: 503,
+    error: 'HTTP 503',
+    duration_ms: 5,
+  })),
+  attempts_omitted: 0,
+};
+
+function activities(o: { paused?: () => TenantPause | undefined; prior?: AttemptHistory } = {}) {
+  const metrics = createMetrics();
+  const logger = createLogger('unit', 'silent');
+  const historyReads: string[] = [];
+  const acts = createActivities({
+    gate: createBreakerGate({ failures: 50, probeIntervalMs: 1_000, paced: false }, metrics, logger),
+    dispatcher,
+    runsApi: { url },
+    userAgent: 'poimen-relay/unit',
+    dlq: {} as DlqPublisher,
+    metrics,
+    logger,
+    startedWith: () => Promise.reject(new Error('not used')),
+    sourceRecord: () => Promise.reject(new Error('not used')),
+    callHistory: async (workflowId) => {
+      historyReads.push(workflowId);
+      return o.prior;
+    },
+    tenantPause: (tenant) => (tenant === 'acme' ? o.paused?.() : undefined),
+  });
+  return { acts, historyReads };
+}
+
+const env = (activityId: string, attempt: number, maximumAttempts?: number) =>
+  new MockActivityEnvironment(
+    {
+      activityId,
+      attempt,
+      retryPolicy: { initialInterval: 1000, backoffCoefficient: 2, maximumInterval: 60_000, maximumAttempts },
+      scheduledTimestampMs: Date.now(),
+      scheduleToCloseTimeoutMs: 3_600_000,
+      workflowExecution: { workflowId: 'dispatch:acme:d-1', runId: 'run-1' },
+    } as never,
+    { logger: new DefaultLogger('ERROR') },
+  );
+
+const HEAD: PostRunHeadInput = {
+  tenant: 'acme',
+  dispatch: { workflow_ref: 'onboarding@v3', goal_id: null, dispatch_key: 'd-1' },
+  attemptTimeoutMs: 5_000,
+  recordTimestampMs: Date.now(),
+};
+const BYTES = new TextEncoder().encode('{}');
+
+async function failureOf(run: Promise<unknown>): Promise<ApplicationFailure> {
+  const err = await run.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(ApplicationFailure);
+  return err as ApplicationFailure;
+}
+
+test('holdable call ids say the holds and the attempts before; other ids are calls that never hold', () => {
+  expect(holdableCall(holdableCallId(2, 7))).toEqual({ holds: 2, attemptsBefore: 7 });
+  expect(holdableCallId(0, 0)).toBe('call-0-after-0');
+  for (const id of ['1', 'call-1-after-', 'xcall-1-after-2', 'call-1-after-2x', 'call--1-after-2']) {
+    expect(holdableCall(id)).toBeUndefined();
+  }
+});
+
+test("a paused tenant's attempt ends held: no request, not counted, with the pause and the history so far", async () => {
+  const { acts } = activities({ paused: () => PAUSE });
+  // The fourth attempt of the call: three made, the third's history in the heartbeat the server hands on.
+  const e = env(holdableCallId(0, 0), 4);
+  (e.context.info as { heartbeatDetails: unknown }).heartbeatDetails = PRIOR;
+  const failure = await failureOf(e.run(acts.postRunWithInputBytes, HEAD, BYTES));
+  expect(requests).toBe(0);
+  expect(failure.type).toBe(TENANT_PAUSED);
+  expect(failure.nonRetryable).toBe(true);
+  expect(failure.message).toBe(
+    'held: tenant acme is paused since 2026-12-06T08:00:00.000Z (runs API migration)',
+  );
+  const details = failure.details?.[0] as TenantHeldDetails;
+  expect(details).toMatchObject({
+    attempt: 3,
+    httpStatus: 503,
+    pausedAt: PAUSE.at,
+    reason: PAUSE.reason,
+  });
+  expect(details.attempts?.map((a) => a.attempt)).toEqual([1, 2, 3]);
+});
+
+test('a call that cannot hold (an execution from before the patch) calls however the tenant stands', async () => {
+  const { acts } = activities({ paused: () => PAUSE });
+  status = 201;
+  await expect(env('1', 1).run(acts.postRunWithInputBytes, HEAD, BYTES)).resolves.toEqual({
+    run_id: 'r-1',
+    admission: 'created',
+  });
+  expect(requests).toBe(1);
+});
+
+test('a pause read after the breaker let the attempt through still holds it, before the request', async () => {
+  // Not paused as the attempt begins, paused when it would call: the second look holds it.
+  let looks = 0;
+  const { acts } = activities({ paused: () => (++looks > 1 ? PAUSE : undefined) });
+  const failure = await failureOf(env(holdableCallId(0, 0), 1).run(acts.postRunWithInputBytes, HEAD, BYTES));
+  expect(looks).toBe(2);
+  expect(requests).toBe(0);
+  expect(failure.type).toBe(TENANT_PAUSED);
+  expect((failure.details?.[0] as TenantHeldDetails).attempt).toBe(0);
+});
+
+test('a call scheduled again after a hold numbers its attempts on, and reads the history so far once to keep it', async () => {
+  const { acts, historyReads } = activities({ prior: PRIOR });
+  // Its first attempt, the fourth of the execution; the cap the workflow gave it is what is left of 5.
+  const first = env(holdableCallId(1, 3), 1, 2);
+  const beats: { attempts?: { attempt: number }[] }[] = [];
+  first.on('heartbeat', (d: (typeof beats)[number]) => beats.push(d));
+  const failure = await failureOf(first.run(acts.postRunWithInputBytes, HEAD, BYTES));
+  expect(historyReads).toEqual(['dispatch:acme:d-1']);
+  expect(requests).toBe(1);
+  expect(failure.details?.[0]).toMatchObject({ attempt: 4, httpStatus: 503 });
+  // Not the last (a fifth is allowed): the history goes on in the heartbeat, the three before it included.
+  expect(beats.at(-1)?.attempts?.map((a) => a.attempt)).toEqual([1, 2, 3, 4]);
+
+  // Its second attempt, the fifth and last: the heartbeat hands the history on, and the failure carries it.
+  const second = env(holdableCallId(1, 3), 2, 2);
+  (second.context.info as { heartbeatDetails: unknown }).heartbeatDetails = beats.at(-1);
+  const last = await failureOf(second.run(acts.postRunWithInputBytes, HEAD, BYTES));
+  expect(historyReads).toHaveLength(1);
+  const details = last.details?.[0] as PostRunFailureDetails;
+  expect(details.attempt).toBe(5);
+  expect(details.attempts?.map((a) => a.attempt)).toEqual([1, 2, 3, 4, 5]);
+});
