@@ -86,7 +86,12 @@ export async function recordedAttempt(
   const attemptCtx: AttemptContext = {
     info,
     cancellationSignal: ctx.cancellationSignal,
-    heartbeat: (details?: unknown) => ctx.heartbeat(log.beat(details as BreakerWaitDetails | undefined)),
+    // An attempt waiting on the breaker heartbeats as it waits: a pause meanwhile ends the wait, held. (The call's
+    // schedule-to-close runs on at the server; a wait to the budget's end would spend it.)
+    heartbeat: (details?: unknown) => {
+      holdIfPaused();
+      ctx.heartbeat(log.beat(details as BreakerWaitDetails | undefined));
+    },
   };
   let called = false;
   try {

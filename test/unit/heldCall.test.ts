@@ -70,12 +70,18 @@ const PRIOR: AttemptHistory = {
   attempts_omitted: 0,
 };
 
-function activities(o: { paused?: () => TenantPause | undefined; prior?: AttemptHistory } = {}) {
+function activities(
+  o: { paused?: () => TenantPause | undefined; prior?: AttemptHistory; failures?: number } = {},
+) {
   const metrics = createMetrics();
   const logger = createLogger('unit', 'silent');
   const historyReads: string[] = [];
   const acts = createActivities({
-    gate: createBreakerGate({ failures: 50, probeIntervalMs: 1_000, paced: false }, metrics, logger),
+    gate: createBreakerGate(
+      { failures: o.failures ?? 50, probeIntervalMs: 60_000, paced: false },
+      metrics,
+      logger,
+    ),
     dispatcher,
     runsApi: { url },
     userAgent: 'poimen-relay/unit',
@@ -196,3 +202,27 @@ test('a call scheduled again after a hold numbers its attempts on, and reads the
   expect(details.attempt).toBe(5);
   expect(details.attempts?.map((a) => a.attempt)).toEqual([1, 2, 3, 4, 5]);
 });
+
+test('an attempt waiting on the open breaker when the tenant is paused ends held at its next heartbeat', async () => {
+  const now: { pause?: TenantPause } = {};
+  const { acts } = activities({ paused: () => now.pause, failures: 1 });
+  // One 503 opens the breaker (failures: 1) for the next attempt, which then waits, heartbeating.
+  const gateEnv = () => {
+    const e = env(holdableCallId(0, 0), 2);
+    Object.assign(e.context.info, { heartbeatTimeoutMs: 30_000, startToCloseTimeoutMs: 3_600_000 });
+    return e;
+  };
+  await failureOf(env('1', 1).run(acts.postRunWithInputBytes, HEAD, BYTES));
+  expect(requests).toBe(1);
+  const waiting = gateEnv();
+  const beats: { waitingOnBreaker?: boolean }[] = [];
+  waiting.on('heartbeat', (d: (typeof beats)[number]) => beats.push(d));
+  const run = failureOf(waiting.run(acts.postRunWithInputBytes, HEAD, BYTES));
+  await new Promise((r) => setTimeout(r, 200));
+  expect(beats.some((b) => b.waitingOnBreaker)).toBe(true);
+  now.pause = PAUSE;
+  const failure = await run;
+  expect(failure.type).toBe(TENANT_PAUSED);
+  expect((failure.details?.[0] as TenantHeldDetails).attempt).toBe(1);
+  expect(requests).toBe(1);
+}, 15_000);
