@@ -46,7 +46,7 @@ export const COMMAND_READERS: Readonly<Record<string, EnvReader | readonly EnvRe
   'temporal setup': 'temporal-cli',
   'dispatch status': 'temporal-cli',
   'tenant pause': 'kafka-cli',
-  'tenant resume': 'kafka-cli',
+  'tenant resume': ['kafka-cli', 'temporal-cli'],
   'tenant status': 'kafka-cli',
 };
 

@@ -57,6 +57,12 @@ export function dispatchCommand(): Command {
           ],
           ['activity', s.activity_state],
           [
+            'held',
+            s.held
+              ? `tenant paused since ${s.held.paused_since}${s.held.reason ? ` (${s.held.reason})` : ''}: the call waits for \`tenant resume\`, its budget stopped`
+              : null,
+          ],
+          [
             'breaker',
             s.waiting_on_breaker
               ? `waiting: runs API circuit open since ${s.breaker_open_since ?? '?'}`

@@ -1,16 +1,18 @@
 /** `poimen-relay tenant pause | resume | status`: wiring only. */
 import { Command } from 'commander';
 import { printable } from '../printable';
-import { checkTenantArg, pauseLine, setTenantPause, tenantPauses } from '../ops/tenantPause';
+import { Client } from '@temporalio/client';
+import { checkTenantArg, pauseLine, setTenantPause, tenantPauses, wakeHeld } from '../ops/tenantPause';
 import { withKafkaAdmin } from './kafkaAdmin';
+import { withTemporal } from './temporalConnection';
 
 function changeCommand(name: 'pause' | 'resume'): Command {
   const paused = name === 'pause';
   return new Command(name)
     .description(
       paused
-        ? "stop every ingester starting the tenant's dispatches: they wait in Kafka, counted in poimen_inbox_lag"
-        : "let every ingester start the tenant's dispatches again, those that waited first",
+        ? "stop the tenant's dispatches: ingesters start none (they wait in Kafka), workers hold their calls"
+        : "let every ingester start the tenant's dispatches again, those that waited first, and wake its held calls",
     )
     .argument('<tenant>', 'the tenant')
     .option('--reason <text>', "why, shown by `tenant status` and in the ingesters' logs")
@@ -20,11 +22,33 @@ function changeCommand(name: 'pause' | 'resume'): Command {
       const change = await withKafkaAdmin((kafka, admin) =>
         setTenantPause(kafka, admin, { tenant, paused, ...(opts.reason ? { reason: opts.reason } : {}) }),
       );
-      if (opts.json) return void process.stdout.write(`${JSON.stringify(change, null, 2)}\n`);
+      const woken = paused ? undefined : await wakeHeldAfter(tenant);
+      if (opts.json) {
+        const out = woken === undefined ? change : { ...change, woken };
+        return void process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+      }
       const was = change.before?.paused ?? false;
       const note = was === paused ? ` (it was ${paused ? 'paused already' : 'not paused'})` : '';
       process.stdout.write(`${printable(pauseLine(change.after))}${note}\n`);
+      if (woken !== undefined) process.stdout.write(`woke ${woken} running dispatch(es) of ${tenant}\n`);
     });
+}
+
+/**
+ * The resume is written; the held calls are woken through Temporal. Should that fail, the error says the resume
+ * holds and how the held calls go on.
+ */
+async function wakeHeldAfter(tenant: string): Promise<number> {
+  try {
+    return await withTemporal((connection, cfg) =>
+      wakeHeld(new Client({ connection, namespace: cfg.temporal.namespace }), tenant),
+    );
+  } catch (err) {
+    if (err instanceof Error) {
+      err.message = `${tenant} is resumed, but its held calls were not woken (each looks again within 30 min; run the command again to wake them now): ${err.message}`;
+    }
+    throw err;
+  }
 }
 
 export function tenantCommand(): Command {

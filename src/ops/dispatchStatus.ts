@@ -1,7 +1,7 @@
 /**
  * `dispatch status`: where one dispatch stands, read from Temporal (the relay keeps no state of its own):
- * execution status, the pending `postRun` attempt with its last failure and HTTP status, the next retry, the
- * result or the failure, and the Web UI link.
+ * execution status, the pending `postRun` attempt with its last failure and HTTP status, the next retry, a hold
+ * while the tenant is paused, the result or the failure, and the Web UI link.
  */
 import { type Client, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { ApplicationFailure, defaultPayloadConverter } from '@temporalio/common';
@@ -14,8 +14,15 @@ import {
   mergedHistory,
   throughAttempt,
 } from '../contract/attempts';
-import { completedCall, historyOfFailure, lastCallHistory } from '../temporal/callAttempts';
-import type { BreakerWaitDetails, DispatchResult, PostRunFailureDetails } from '../contract/workflow';
+import { completedCall, historyOfFailure, lastCallFailure } from '../temporal/callAttempts';
+import {
+  type BreakerWaitDetails,
+  type DispatchResult,
+  type PostRunFailureDetails,
+  TENANT_PAUSED,
+  type TenantHeldDetails,
+  holdableCall,
+} from '../contract/workflow';
 
 export interface DispatchStatus {
   tenant: string;
@@ -46,6 +53,8 @@ export interface DispatchStatus {
    */
   attempts: AttemptEntry[];
   attempts_omitted: number;
+  /** The call is held while its tenant is paused (contract §7): since when, and why. */
+  held: { paused_since: string; reason: string | null } | null;
   web_ui: string;
 }
 
@@ -69,6 +78,14 @@ function failureFields(
       ? (defaultPayloadConverter.fromPayload<PostRunFailureDetails>(payload).httpStatus ?? null)
       : null,
   };
+}
+
+/** The details of a held call's failure; undefined for any other. */
+function heldDetails(failure: temporal.api.failure.v1.IFailure | undefined): TenantHeldDetails | undefined {
+  const info = failure?.applicationFailureInfo;
+  const payload = info?.details?.payloads?.[0];
+  if (info?.type !== TENANT_PAUSED || !payload) return undefined;
+  return defaultPayloadConverter.fromPayload<TenantHeldDetails>(payload);
 }
 
 export async function dispatchStatus(
@@ -101,6 +118,7 @@ export async function dispatchStatus(
     result: null,
     attempts: [],
     attempts_omitted: 0,
+    held: null,
     web_ui: `${uiUrl}/namespaces/${encodeURIComponent(namespace)}/workflows/${encodeURIComponent(id)}`,
   };
   const handle = client.workflow.getHandle(id);
@@ -122,8 +140,11 @@ export async function dispatchStatus(
   };
   const pending = desc.raw.pendingActivities?.[0];
   if (pending) {
-    status.attempt = pending.attempt ?? null;
-    status.max_attempts = pending.maximumAttempts ?? null;
+    // A call scheduled after a hold counts its attempts after those of the calls before it.
+    const before = holdableCall(pending.activityId ?? '')?.attemptsBefore ?? 0;
+    const attempt = (pending.attempt ?? 1) + before;
+    status.attempt = pending.attempt ? attempt : null;
+    status.max_attempts = pending.maximumAttempts ? pending.maximumAttempts + before : null;
     // The raw describe carries the enum as its number.
     const state =
       typeof pending.state === 'number'
@@ -139,14 +160,14 @@ export async function dispatchStatus(
     const beat = pending.heartbeatDetails?.payloads?.[0];
     const wait = beat ? defaultPayloadConverter.fromPayload<Partial<BreakerWaitDetails>>(beat) : undefined;
     // Details outlive their attempt: only the running attempt's own say whether it waits now.
-    const running = status.activity_state === 'STARTED' && wait?.attempt === pending.attempt;
+    const running = status.activity_state === 'STARTED' && wait?.attempt === attempt;
     status.waiting_on_breaker = running && wait?.waitingOnBreaker === true;
     status.breaker_open_since = status.waiting_on_breaker ? (wait?.openSince ?? null) : null;
     const failure = pending.lastFailure;
     if (CALL_ACTIVITIES.has(pending.activityType?.name ?? '')) {
       // `attempt` is the running attempt, or the next one while a retry waits: the history holds those before it.
-      const history = mergedHistory(historyOfBeat(wait, pending.attempt ?? 1), historyOfFailure(failure));
-      Object.assign(status, throughAttempt(history ?? emptyHistory(), (pending.attempt ?? 1) - 1));
+      const history = mergedHistory(historyOfBeat(wait, attempt), historyOfFailure(failure));
+      Object.assign(status, throughAttempt(history ?? emptyHistory(), attempt - 1));
     }
     if (failure) Object.assign(status, failureFields(failure));
   }
@@ -185,13 +206,21 @@ export async function dispatchStatus(
     CALL_ACTIVITIES.has(p.activityType?.name ?? ''),
   );
   if (!callPending && desc.status.name !== 'COMPLETED') {
-    const history = await lastCallHistory(
+    const last = await lastCallFailure(
       (req) => client.workflowService.getWorkflowExecutionHistoryReverse(req),
       namespace,
       id,
       desc.runId,
     );
-    const made = desc.status.name === 'FAILED' ? (status.attempt ?? 0) : 0;
+    const history = historyOfFailure(last);
+    const heldBy = desc.status.name === 'RUNNING' ? heldDetails(last) : undefined;
+    if (heldBy) {
+      status.held = { paused_since: heldBy.pausedAt, reason: heldBy.reason ?? null };
+      status.attempt = heldBy.attempt;
+      status.http_status = heldBy.httpStatus ?? null;
+      status.last_error = last?.message ?? null;
+    }
+    const made = desc.status.name === 'FAILED' ? (status.attempt ?? 0) : (heldBy?.attempt ?? 0);
     Object.assign(status, throughAttempt(history ?? emptyHistory(), made));
   }
   return status;

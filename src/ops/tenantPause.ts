@@ -1,9 +1,12 @@
 /**
  * `tenant pause`, `resume` and `status` (operations.md, "Pause and resume a tenant"): a pause is one record on the
- * pause topic (kafka/tenantPauses.ts), which every ingester follows; what a pause holds back is admission's
- * (ingest/admission.ts).
+ * pause topic (kafka/tenantPauses.ts), which every ingester and worker follows; what a pause holds back is
+ * admission's (ingest/admission.ts) and the held call's (workflows/hold.ts), which a resume wakes.
  */
 import os from 'node:os';
+import { type Client, WorkflowNotFoundError } from '@temporalio/client';
+import { WORKFLOW_TYPE } from '../contract/names';
+import { TENANT_RESUMED_SIGNAL } from '../contract/workflow';
 import type { TenantPause } from '../contract/tenantPause';
 import type { KafkaAdmin, KafkaClient } from '../kafka/port';
 import { readTenantPauses, writeTenantPause } from '../kafka/tenantPauses';
@@ -66,4 +69,35 @@ export function pauseLine(p: TenantPause): string {
   const who = p.by ? ` by ${p.by}` : '';
   const why = p.reason ? `: ${p.reason}` : '';
   return `${p.tenant.padEnd(20)} ${p.paused ? `paused since ${p.at}` : `resumed at ${p.at}`}${who}${why}`;
+}
+
+/** Signals sent at once by `wakeHeld`: thousands of held dispatches are woken in seconds. */
+const WAKE_CONCURRENCY = 32;
+
+/**
+ * Wakes the tenant's held dispatches after a resume: every running execution of the tenant gets the resume signal,
+ * and a held one schedules its call again at once (one that is not held ignores it). Without it each looks again on
+ * its own, within 30 minutes. Returns how many were signalled.
+ */
+export async function wakeHeld(client: Client, tenant: string): Promise<number> {
+  checkTenantArg(tenant);
+  // The tenant's characters are the contract's (no quote can occur in it).
+  const query = `WorkflowType = '${WORKFLOW_TYPE}' AND TenantId = '${tenant}' AND ExecutionStatus = 'Running'`;
+  const running = client.workflow.list({ query })[Symbol.asyncIterator]();
+  let woken = 0;
+  const wakeNext = async (): Promise<void> => {
+    for (let next = await running.next(); !next.done; next = await running.next()) {
+      try {
+        await client.workflow
+          .getHandle(next.value.workflowId, next.value.runId)
+          .signal(TENANT_RESUMED_SIGNAL);
+        woken += 1;
+      } catch (err) {
+        // Ended since it was listed: nothing to wake.
+        if (!(err instanceof WorkflowNotFoundError)) throw err;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: WAKE_CONCURRENCY }, wakeNext));
+  return woken;
 }

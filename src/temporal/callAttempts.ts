@@ -94,8 +94,18 @@ export async function lastCallHistory(
   workflowId: string,
   runId: string,
 ): Promise<AttemptHistory | undefined> {
+  return historyOfFailure(await lastCallFailure(getHistoryReverse, namespace, workflowId, runId));
+}
+
+/** The failure the execution's last failed or timed-out call ended with (a held call's among them). */
+export async function lastCallFailure(
+  getHistoryReverse: ReadReverse,
+  namespace: string,
+  workflowId: string,
+  runId: string,
+): Promise<Failure | undefined> {
   const failed = await newestEvent(getHistoryReverse, namespace, workflowId, runId, (e) => !!failureOf(e));
-  return failed ? historyOfFailure(failureOf(failed)) : undefined;
+  return failed ? (failureOf(failed) ?? undefined) : undefined;
 }
 
 /**
