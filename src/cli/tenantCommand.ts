@@ -16,7 +16,7 @@ function changeCommand(name: 'pause' | 'resume'): Command {
     )
     .argument('<tenant>', 'the tenant')
     .option('--reason <text>', "why, shown by `tenant status` and in the ingesters' logs")
-    .option('--json', 'print JSON: {before, after}')
+    .option('--json', paused ? 'print JSON: {before, after}' : 'print JSON: {before, after, woken}')
     .action(async (tenant: string, opts: { reason?: string; json?: boolean }) => {
       checkTenantArg(tenant);
       const change = await withKafkaAdmin((kafka, admin) =>
