@@ -73,6 +73,8 @@ export function pauseLine(p: TenantPause): string {
 
 /** Signals sent at once by `wakeHeld`: thousands of held dispatches are woken in seconds. */
 const WAKE_CONCURRENCY = 32;
+/** Each request of `wakeHeld` has its own deadline: the whole wake may take longer than one command's request. */
+const WAKE_REQUEST_MS = 30_000;
 
 /**
  * Wakes the tenant's held dispatches after a resume: every running execution of the tenant gets the resume signal,
@@ -81,16 +83,21 @@ const WAKE_CONCURRENCY = 32;
  */
 export async function wakeHeld(client: Client, tenant: string): Promise<number> {
   checkTenantArg(tenant);
+  const within = <T>(fn: () => Promise<T>) =>
+    client.connection.withDeadline(Date.now() + WAKE_REQUEST_MS, fn);
   // The tenant's characters are the contract's (no quote can occur in it).
   const query = `WorkflowType = '${WORKFLOW_TYPE}' AND TenantId = '${tenant}' AND ExecutionStatus = 'Running'`;
   const running = client.workflow.list({ query })[Symbol.asyncIterator]();
   let woken = 0;
   const wakeNext = async (): Promise<void> => {
-    for (let next = await running.next(); !next.done; next = await running.next()) {
+    for (
+      let next = await within(() => running.next());
+      !next.done;
+      next = await within(() => running.next())
+    ) {
+      const { workflowId, runId } = next.value;
       try {
-        await client.workflow
-          .getHandle(next.value.workflowId, next.value.runId)
-          .signal(TENANT_RESUMED_SIGNAL);
+        await within(() => client.workflow.getHandle(workflowId, runId).signal(TENANT_RESUMED_SIGNAL));
         woken += 1;
       } catch (err) {
         // Ended since it was listed: nothing to wake.
