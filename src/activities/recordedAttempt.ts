@@ -30,16 +30,9 @@ class Held extends Error {
 
 type Info = Context['info'];
 
-/** The attempt as the execution counts it: after the `attemptsBefore` of its earlier calls, cap included. */
+/** The attempt as the execution counts it: after the `attemptsBefore` of its earlier calls. */
 function countedInfo(info: Info, attemptsBefore: number): Info {
-  if (attemptsBefore === 0) return info;
-  const policy = info.retryPolicy;
-  const max = policy?.maximumAttempts;
-  return {
-    ...info,
-    attempt: info.attempt + attemptsBefore,
-    ...(policy && max ? { retryPolicy: { ...policy, maximumAttempts: max + attemptsBefore } } : {}),
-  };
+  return attemptsBefore === 0 ? info : { ...info, attempt: info.attempt + attemptsBefore };
 }
 
 /** The failure that ends a held call: what was made before it, and the pause (no attempt of its own). */
@@ -72,11 +65,13 @@ export async function recordedAttempt(
   const ctx = Context.current();
   const call = holdableCall(ctx.info.activityId);
   const info = countedInfo(ctx.info, call?.attemptsBefore ?? 0);
-  // A call scheduled again after a hold starts without a heartbeat: the history so far is in the held failure.
+  // A call scheduled again after a hold starts without a heartbeat: the history so far is in the held failure,
+  // read until an attempt of this call has heartbeated it. Unreadable (Temporal busy), the attempt goes on: the
+  // earlier attempts then show without their outcome, counted all the same.
   const wf = ctx.info.workflowExecution;
   const prior =
-    call && call.attemptsBefore > 0 && ctx.info.attempt === 1 && wf
-      ? await deps.callHistory(wf.workflowId, wf.runId)
+    call && call.attemptsBefore > 0 && ctx.info.heartbeatDetails === undefined && wf
+      ? await deps.callHistory(wf.workflowId, wf.runId).catch(() => undefined)
       : undefined;
   const log = new AttemptLog(info, Date.now(), prior);
   const holdIfPaused = () => {
@@ -115,10 +110,15 @@ export async function recordedAttempt(
       : null;
     const history = log.failed(status, err instanceof Error ? err.message : String(err), Date.now());
     ctx.heartbeat(log.settled());
+    // Paused while this attempt was out: it counts, and the call is held rather than retried (a retry Temporal would
+    // make past the budget's end would otherwise end the dispatch while its tenant is paused).
+    const pause = call && failure && !failure.nonRetryable ? deps.tenantPause(tenant) : undefined;
+    if (pause) throw heldFailure(pause, info.attempt, history);
     // The history rides in the failure only when it may be the last (attemptLog.ts, mayBeFinal). An unexpected
     // error (not a Temporal failure: those, a cancellation among them, go as they are) then becomes a retryable
-    // application failure, so that the history reaches the dead letter.
-    if (!mayBeFinal(info, failure ?? {}, Date.now())) throw err;
+    // application failure, so that the history reaches the dead letter. Asked with this call's own attempt and
+    // cap: Temporal's backoff starts again with each call.
+    if (!mayBeFinal(ctx.info, failure ?? {}, Date.now())) throw err;
     if (failure) throw withHistory(failure, history);
     if (err instanceof TemporalFailure || !(err instanceof Error)) throw err;
     throw withHistory(

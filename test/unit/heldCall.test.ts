@@ -226,3 +226,48 @@ test('an attempt waiting on the open breaker when the tenant is paused ends held
   expect((failure.details?.[0] as TenantHeldDetails).attempt).toBe(1);
   expect(requests).toBe(1);
 }, 15_000);
+
+test('paused while its request was out: the attempt counts, and the call ends held rather than retried', async () => {
+  const now: { pause?: TenantPause } = {};
+  const { acts } = activities({ paused: () => now.pause });
+  // The pause arrives as the API answers 503: the server's next retry might start past the budget's end.
+  const answered = new Promise<void>((resolve) => server.once('request', () => resolve()));
+  const run = failureOf(env(holdableCallId(0, 0), 2).run(acts.postRunWithInputBytes, HEAD, BYTES));
+  await answered;
+  now.pause = PAUSE;
+  const failure = await run;
+  expect(requests).toBe(1);
+  expect(failure.type).toBe(TENANT_PAUSED);
+  const details = failure.details?.[0] as TenantHeldDetails;
+  expect(details).toMatchObject({ attempt: 2, httpStatus: 503 });
+  expect(details.attempts?.map((a) => [a.attempt, a.http_status])).toEqual([
+    [1, null],
+    [2, 503],
+  ]);
+});
+
+test('a resumed call whose history cannot be read still calls, numbered on from the attempts before', async () => {
+  const metrics = createMetrics();
+  const logger = createLogger('unit', 'silent');
+  const acts = createActivities({
+    gate: createBreakerGate({ failures: 50, probeIntervalMs: 60_000, paced: false }, metrics, logger),
+    dispatcher,
+    runsApi: { url },
+    userAgent: 'poimen-relay/unit',
+    dlq: {} as DlqPublisher,
+    metrics,
+    logger,
+    startedWith: () => Promise.reject(new Error('not used')),
+    sourceRecord: () => Promise.reject(new Error('not used')),
+    callHistory: () => Promise.reject(new Error('14 UNAVAILABLE: Temporal is busy')),
+    tenantPause: () => undefined,
+  });
+  const failure = await failureOf(
+    env(holdableCallId(1, 3), 1, 1).run(acts.postRunWithInputBytes, HEAD, BYTES),
+  );
+  expect(requests).toBe(1);
+  const details = failure.details?.[0] as PostRunFailureDetails;
+  expect(details.attempt).toBe(4);
+  expect(details.attempts?.map((a) => a.attempt)).toEqual([1, 2, 3, 4]);
+  expect(details.attempts?.[3]?.http_status).toBe(503);
+});
