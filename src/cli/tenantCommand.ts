@@ -45,7 +45,7 @@ async function wakeHeldAfter(tenant: string): Promise<number> {
     );
   } catch (err) {
     if (err instanceof Error) {
-      err.message = `${tenant} is resumed, but its held calls were not woken (each looks again within 30 min; run the command again to wake them now): ${err.message}`;
+      err.message = `${tenant} is resumed, but its held calls were not woken (each looks again within an hour; run the command again to wake them now): ${err.message}`;
     }
     throw err;
   }

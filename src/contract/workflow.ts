@@ -179,8 +179,8 @@ export interface DeadLetterInput {
  * Executions that record this patch hold their call while their tenant is paused (docs/design.md, "Pausing a
  * tenant"). Each call they schedule is named `holdableCallId(holds, attemptsBefore)`: a worker that finds the tenant
  * paused as an attempt begins, or just before it calls, ends the call with TENANT_PAUSED without counting that
- * attempt, and the execution waits for the resume (the TENANT_RESUMED_SIGNAL, or a look again), then schedules the
- * call again with the budget and the attempts left. Other activity ids (the SDK's sequence numbers) are calls that
+ * attempt, and the execution waits for the resume (the TENANT_RESUMED_SIGNAL, or its next look: the local activity
+ * `tenantPauseOf`), then schedules the call again with the budget and the attempts left. Other activity ids (the SDK's sequence numbers) are calls that
  * never hold.
  */
 export const TENANT_HOLD_PATCH = 'call-held-while-tenant-paused';
@@ -188,15 +188,19 @@ export const TENANT_PAUSED = 'TenantPaused';
 /** Sent by `tenant resume` to the tenant's running executions: a held one looks again at once. */
 export const TENANT_RESUMED_SIGNAL = 'tenantResumed';
 
-/** Details of a TENANT_PAUSED failure: the attempts made before the hold, and the pause that held it. */
-export interface TenantHeldDetails extends Partial<AttemptHistory> {
-  /** The last attempt's HTTP status; null when it had none (or no attempt was made). */
-  httpStatus: number | null;
-  /** The attempts made so far (the held one is not among them). */
-  attempt: number;
+/** A tenant's pause as a held execution sees it: `tenantPauseOf`'s answer while the tenant is paused. */
+export interface TenantHoldState {
   /** When the tenant was paused (the pause record's `at`). */
   pausedAt: string;
   reason: string | null;
+}
+
+/** Details of a TENANT_PAUSED failure: the attempts made before the hold, and the pause that held it. */
+export interface TenantHeldDetails extends TenantHoldState, Partial<AttemptHistory> {
+  /** The last attempt's HTTP status; null when it had none (or no attempt was made). */
+  httpStatus: number | null;
+  /** The attempts made so far (a held attempt that made no request is not among them). */
+  attempt: number;
 }
 
 const HOLDABLE_CALL = /^call-(\d+)-after-(\d+)$/;

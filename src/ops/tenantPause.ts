@@ -79,7 +79,7 @@ const WAKE_REQUEST_MS = 30_000;
 /**
  * Wakes the tenant's held dispatches after a resume: every running execution of the tenant gets the resume signal,
  * and a held one schedules its call again at once (one that is not held ignores it). Without it each looks again on
- * its own, within 30 minutes. Returns how many were signalled.
+ * its own, within an hour. Returns how many were signalled.
  */
 export async function wakeHeld(client: Client, tenant: string): Promise<number> {
   checkTenantArg(tenant);

@@ -9,13 +9,16 @@ import {
   ApplicationFailure,
   condition,
   defineSignal,
+  proxyLocalActivities,
   setCurrentDetails,
   setHandler,
 } from '@temporalio/workflow';
+import type { RelayActivities } from '../activities';
 import {
   TENANT_PAUSED,
   TENANT_RESUMED_SIGNAL,
   type TenantHeldDetails,
+  type TenantHoldState,
   holdableCallId,
 } from '../contract/workflow';
 
@@ -23,8 +26,17 @@ export const tenantResumed = defineSignal(TENANT_RESUMED_SIGNAL);
 
 /** A held execution looks again this long after the hold, then twice as long each time it finds the tenant paused. */
 const LOOK_AGAIN_FIRST_MS = 10_000;
-/** The longest wait between looks: a resume that no signal announced is noticed within this. */
-const LOOK_AGAIN_MAX_MS = 30 * 60_000;
+/**
+ * The longest wait between looks: a resume that no signal announced is noticed within this. Each look is a local
+ * activity and a timer (about six history events): a pause of a month adds some 4,500 to a held execution.
+ */
+const LOOK_AGAIN_MAX_MS = 60 * 60_000;
+
+/** The look: the worker's answer from the pause topic it follows, without a task on any queue. */
+const { tenantPauseOf } = proxyLocalActivities<RelayActivities>({
+  startToCloseTimeout: '10s',
+  retry: { initialInterval: '1s', maximumInterval: '10s' },
+});
 /** A call scheduled after a hold gets at least this long, however little of the budget the pause left. */
 const MIN_CALL_MS = 1_000;
 
@@ -45,6 +57,7 @@ export class CallHold {
   attemptsBefore = 0;
   private resumed = false;
   private lookMs = LOOK_AGAIN_FIRST_MS;
+  private lastPausedAt: string | undefined;
   private callStartedAt: number;
 
   constructor(
@@ -63,9 +76,8 @@ export class CallHold {
   }
 
   /**
-   * The call ended held: counts what it used, then waits for the resume signal or the next look. Whether the tenant
-   * is still paused is the next call's to find out (a worker that knows it holds that one at once, without an
-   * attempt).
+   * The call ended held: counts what it used, then waits until the tenant is resumed — woken by the resume signal
+   * or at its next look, each time asking the worker (`tenantPauseOf`) whether the tenant is still paused.
    */
   async hold(held: TenantHeldDetails): Promise<void> {
     const now = Date.now();
@@ -74,14 +86,21 @@ export class CallHold {
     this.budgetLeftMs -= Math.min(Math.max(ran, 0), now - this.callStartedAt);
     this.attemptsBefore = Math.max(this.attemptsBefore, held.attempt);
     this.holds += 1;
-    const why = held.reason ? ` (${held.reason})` : '';
-    const text =
-      `held: tenant ${this.tenant} is paused since ${held.pausedAt}${why}; ${this.attemptsBefore} attempt(s) ` +
-      `made, ${Math.max(0, Math.round(this.budgetLeftMs / 1000))} s of the budget left`;
-    setCurrentDetails(text);
-    const signalled = await condition(() => this.resumed, this.lookMs, { summary: text });
-    this.resumed = false;
-    this.lookMs = signalled ? LOOK_AGAIN_FIRST_MS : Math.min(this.lookMs * 2, LOOK_AGAIN_MAX_MS);
+    // Another pause than the one that held the call before: its looks start from the first wait again.
+    if (held.pausedAt !== this.lastPausedAt) this.lookMs = LOOK_AGAIN_FIRST_MS;
+    let pause: TenantHoldState | null = held;
+    while (pause) {
+      this.lastPausedAt = pause.pausedAt;
+      const why = pause.reason ? ` (${pause.reason})` : '';
+      const text =
+        `held: tenant ${this.tenant} is paused since ${pause.pausedAt}${why}; ${this.attemptsBefore} attempt(s) ` +
+        `made, ${Math.max(0, Math.round(this.budgetLeftMs / 1000))} s of the budget left`;
+      setCurrentDetails(text);
+      const signalled = await condition(() => this.resumed, this.lookMs, { summary: text });
+      this.resumed = false;
+      this.lookMs = signalled ? LOOK_AGAIN_FIRST_MS : Math.min(this.lookMs * 2, LOOK_AGAIN_MAX_MS);
+      pause = await tenantPauseOf(this.tenant);
+    }
     setCurrentDetails('');
     this.callStartedAt = Date.now();
   }

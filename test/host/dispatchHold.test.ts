@@ -17,6 +17,7 @@ import {
   type DeadLetterInput,
   type DispatchInput,
   type TenantHeldDetails,
+  type TenantHoldState,
   TENANT_HOLD_PATCH,
   TENANT_PAUSED,
   TENANT_RESUMED_SIGNAL,
@@ -83,6 +84,14 @@ const input = (policy: DispatchInput['policy'] = BUDGETED): DispatchInput => ({
   policy,
 });
 
+/** What the worker's look (`tenantPauseOf`) answers; the tests set it (null: resumed). */
+let pauseNow: TenantHoldState | null = null;
+let looks = 0;
+beforeEach(() => {
+  pauseNow = null;
+  looks = 0;
+});
+
 async function runDispatch(
   dispatch: DispatchInput,
   script: Script,
@@ -98,7 +107,14 @@ async function runDispatch(
     connection: env.nativeConnection,
     taskQueue,
     workflowBundle,
-    activities: { postRunWithInputBytes: post, postRunReadingInput: post },
+    activities: {
+      postRunWithInputBytes: post,
+      postRunReadingInput: post,
+      tenantPauseOf: async () => {
+        looks += 1;
+        return pauseNow;
+      },
+    },
   });
   const deadLetterWorker = await Worker.create({
     connection: env.nativeConnection,
@@ -174,18 +190,36 @@ test('held, then resumed by the signal: the call is scheduled again with the who
   if (recordingHistories()) writeHistoryFixture('completed-after-hold', historyToJson({ events }));
 });
 
-test('with no signal, a held execution looks again after 10 s (a second hold waits longer)', async () => {
+test('with no signal, a held execution looks again after 10 s, and schedules its call only once resumed', async () => {
   const started = Date.now();
-  const { result, events } = await runDispatch(input(), async (id) => {
-    if (id === 'call-0-after-0') throw held(0, null);
-    return { run_id: 'r-2', admission: 'created' };
-  });
+  const { result, events } = await runDispatch(
+    input(),
+    async (id) => {
+      if (id === 'call-0-after-0') throw held(0, null);
+      return { run_id: 'r-2', admission: 'created' };
+    },
+    async (workflowId) => {
+      pauseNow = { pausedAt: PAUSED_AT, reason: 'migration' };
+      await heldTimer(workflowId);
+      // The first look (10 s) finds the tenant paused: no call, a longer wait; the signal then cuts it short.
+      for (let i = 0; i < 300 && looks === 0; i++) await new Promise((r) => setTimeout(r, 100));
+      pauseNow = null;
+      await env.client.workflow.getHandle(workflowId).signal(TENANT_RESUMED_SIGNAL);
+    },
+  );
   expect(result).toEqual({ run_id: 'r-2', admission: 'created' });
+  expect(looks).toBe(2);
   expect(Date.now() - started).toBeGreaterThanOrEqual(10_000);
   expect(calls(events).map((c) => c.activityId)).toEqual(['call-0-after-0', 'call-1-after-0']);
-  expect(
-    ms(events.find((e) => e.timerStartedEventAttributes)!.timerStartedEventAttributes!.startToFireTimeout),
-  ).toBe(10_000);
+  const waits = events
+    .filter((e) => e.timerStartedEventAttributes)
+    .map((e) => ms(e.timerStartedEventAttributes!.startToFireTimeout));
+  expect(waits).toEqual([10_000, 20_000]);
+  // Each look is a local activity: a marker in the history, no task on a queue.
+  const lookMarkers = events.filter(
+    (e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity',
+  );
+  expect(lookMarkers).toHaveLength(2);
 });
 
 test('dead-lettered after a hold: the attempts of both calls are counted, the cap is the whole cap', async () => {
