@@ -102,7 +102,7 @@ export class TenantAdmission {
     if (!this.bounded) return true;
     if (this.fair) this.lastSeen.set(tenant, this.now());
     const n = this.openOf(tenant);
-    if (n >= this.limit(tenant) || (this.fair && this.total >= this.o.maxOpen)) return false;
+    if (n >= this.limit(tenant) || (this.fair && this.counted() >= this.o.maxOpen)) return false;
     this.set(tenant, n + 1);
     return true;
   }
@@ -216,7 +216,7 @@ export class TenantAdmission {
     let needs = 0;
     for (const t of new Set([...this.open.keys(), ...this.lastSeen.keys(), ...this.waiters.keys()])) {
       const seen = this.lastSeen.get(t);
-      if (this.paused(t)) continue; // waits for an operator, not for a share (its open count in the cap)
+      if (this.paused(t)) continue; // waits for an operator, not for a share (nor in the cap: counted())
       if (this.openOf(t) === 0 && !this.waiters.has(t) && (seen === undefined || seen < cutoff)) {
         this.lastSeen.delete(t);
         this.paces.delete(t);
@@ -240,8 +240,8 @@ export class TenantAdmission {
     if (this.paused(tenant)) return 0;
     let limit = this.limit(tenant, shares);
     if (!Number.isFinite(limit)) return Number.POSITIVE_INFINITY;
-    // Within what the others leave of the ingester's cap (a paused tenant's open dispatches hold theirs).
-    if (this.fair) limit = Math.min(limit, this.o.maxOpen - (this.total - this.openOf(tenant)));
+    // Within what the others leave of the ingester's cap.
+    if (this.fair) limit = Math.min(limit, this.o.maxOpen - (this.counted() - this.openOf(tenant)));
     const run = Math.max(1, Math.ceil(limit / 2));
     const free = limit - this.openOf(tenant);
     return free >= run ? Math.floor(free / run) : 0;
@@ -277,6 +277,17 @@ export class TenantAdmission {
   private stopRecheck(): void {
     if (this.recheck) clearInterval(this.recheck);
     this.recheck = undefined;
+  }
+
+  /**
+   * The open dispatches the ingester's cap counts: a paused tenant's are left out. Their calls are held by the
+   * workers for as long as the pause lasts, so they would hold their slots that long; they count again at resume
+   * (the others then wait for the excess to close).
+   */
+  private counted(): number {
+    let n = this.total;
+    for (const [tenant, open] of this.open) if (this.paused(tenant)) n -= open;
+    return n;
   }
 
   private set(tenant: string, n: number): void {

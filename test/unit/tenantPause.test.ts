@@ -112,6 +112,33 @@ describe('admission of a paused tenant', () => {
     a.close();
   });
 
+  test("a paused tenant's open dispatches (held by the workers for the whole pause) leave the cap to the others", () => {
+    const cap = (paused_: boolean) => {
+      const a = new TenantAdmission({
+        maxOpen: 8,
+        tenantMaxOpen: 0,
+        watch: never,
+        paused: (t) => paused.has(t),
+      });
+      // Two tenants behind a failing API fill the cap between them, with dispatches retrying.
+      let n = 0;
+      for (const t of ['acme', 'gamma']) while (a.take(t)) a.holdUntilClosed(t, `wf-${n}`, `run-${n++}`);
+      if (paused_) ['acme', 'gamma'].forEach((t) => paused.add(t));
+      let taken = 0;
+      while (a.take('beta')) a.holdUntilClosed('beta', `wf-b${taken}`, `run-b${taken++}`);
+      paused.clear();
+      a.close();
+      return { held: n, beta: taken };
+    };
+    const alone = new TenantAdmission({ maxOpen: 8, tenantMaxOpen: 0, watch: never });
+    let lone = 0;
+    while (alone.take('beta')) alone.holdUntilClosed('beta', `wf-${lone}`, `run-${lone++}`);
+    alone.close();
+    // Not paused, their open dispatches fill the cap; paused, beta takes what it would take alone.
+    expect(cap(false).beta).toBeLessThan(lone);
+    expect(cap(true).beta).toBe(lone);
+  });
+
   test("a paused tenant holding most of the ingester's cap: another tenant waiting for room is resumed", () => {
     const a = fair();
     // acme alone behind a slow API fills its lone bound; its dispatches stay open (retrying) through the pause.
