@@ -8,7 +8,7 @@ import { withTemporal } from './temporalConnection';
 
 function changeCommand(name: 'pause' | 'resume'): Command {
   const paused = name === 'pause';
-  return new Command(name)
+  const command = new Command(name)
     .description(
       paused
         ? "stop the tenant's dispatches: ingesters start none (they wait in Kafka), workers hold their calls"
@@ -16,22 +16,25 @@ function changeCommand(name: 'pause' | 'resume'): Command {
     )
     .argument('<tenant>', 'the tenant')
     .option('--reason <text>', "why, shown by `tenant status` and in the ingesters' logs")
-    .option('--json', paused ? 'print JSON: {before, after}' : 'print JSON: {before, after, woken}')
-    .action(async (tenant: string, opts: { reason?: string; json?: boolean }) => {
-      checkTenantArg(tenant);
-      const change = await withKafkaAdmin((kafka, admin) =>
-        setTenantPause(kafka, admin, { tenant, paused, ...(opts.reason ? { reason: opts.reason } : {}) }),
-      );
-      const woken = paused ? undefined : await wakeHeldAfter(tenant);
-      if (opts.json) {
-        const out = woken === undefined ? change : { ...change, woken };
-        return void process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
-      }
-      const was = change.before?.paused ?? false;
-      const note = was === paused ? ` (it was ${paused ? 'paused already' : 'not paused'})` : '';
-      process.stdout.write(`${printable(pauseLine(change.after))}${note}\n`);
-      if (woken !== undefined) process.stdout.write(`woke ${woken} running dispatch(es) of ${tenant}\n`);
-    });
+    .option('--json', paused ? 'print JSON: {before, after}' : 'print JSON: {before, after, woken}');
+  if (!paused) {
+    command.option('--no-wake', 'do not signal the held calls (each looks again on its own, within an hour)');
+  }
+  return command.action(async (tenant: string, opts: { reason?: string; json?: boolean; wake?: boolean }) => {
+    checkTenantArg(tenant);
+    const change = await withKafkaAdmin((kafka, admin) =>
+      setTenantPause(kafka, admin, { tenant, paused, ...(opts.reason ? { reason: opts.reason } : {}) }),
+    );
+    const woken = paused || opts.wake === false ? undefined : await wakeHeldAfter(tenant);
+    if (opts.json) {
+      const out = woken === undefined ? change : { ...change, woken };
+      return void process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+    }
+    const was = change.before?.paused ?? false;
+    const note = was === paused ? ` (it was ${paused ? 'paused already' : 'not paused'})` : '';
+    process.stdout.write(`${printable(pauseLine(change.after))}${note}\n`);
+    if (woken !== undefined) process.stdout.write(`woke ${woken} running dispatch(es) of ${tenant}\n`);
+  });
 }
 
 /**
