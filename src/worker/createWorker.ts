@@ -214,6 +214,7 @@ async function assemble(
       }),
   ];
   const workers: Worker[] = [];
+  let pausesRead = false;
   let run: Promise<void> | undefined;
   let settle!: () => void;
   const settled = new Promise<void>((resolve) => (settle = resolve));
@@ -236,17 +237,17 @@ async function assemble(
       // No call is taken before every pause is known: a paused tenant's must not go out after a restart.
       await pauses.start();
       if (pauses.stopped) return;
+      pausesRead = true;
       for (const make of makers) workers.push(await make());
       run = Promise.all(workers.map((w) => w.run())).then(() => undefined);
       settle();
     },
     done,
-    ready: () =>
-      pauses.notYetRead === undefined &&
-      workers.length > 0 &&
-      workers.every((w) => w.getState() === 'RUNNING'),
+    // Unready until the pauses are read; a follow that breaks later (Kafka out) leaves the worker ready, calling
+    // with the pauses last read (the follower logs it): its calls do not need Kafka.
+    ready: () => pausesRead && workers.length > 0 && workers.every((w) => w.getState() === 'RUNNING'),
     readinessDetail: () =>
-      pauses.notYetRead ??
+      (pausesRead ? undefined : pauses.notYetRead) ??
       (workers.length === 0 ? 'not started' : `workers ${workers.map((w) => w.getState()).join(', ')}`),
     close,
   };
