@@ -105,14 +105,16 @@ export function createDeadLetter(deps: ActivityDeps) {
     // Every attempt the call made, as the execution's history holds them: numbers without a record as NO_OUTCOME.
     // A history that cannot be read is retried with the attempt; from the third attempt on, it no longer holds the
     // dead letter back.
-    const history = await deps.callHistory(input.workflowId, input.workflowRunId).catch((err: unknown) => {
-      if (ctx.info.attempt < 3) throw err;
-      deps.logger.warn(
-        { workflow_id: input.workflowId, err: err instanceof Error ? err.message : String(err) },
-        'attempt history not readable; the dead letter lists the attempts without it',
-      );
-      return undefined;
-    });
+    const history = await deps
+      .callHistory(input.workflowId, input.workflowRunId, input.retryCount)
+      .catch((err: unknown) => {
+        if (ctx.info.attempt < 3) throw err;
+        deps.logger.warn(
+          { workflow_id: input.workflowId, err: err instanceof Error ? err.message : String(err) },
+          'attempt history not readable; the dead letter lists the attempts without it',
+        );
+        return undefined;
+      });
     const attempts = throughAttempt(history ?? emptyHistory(), input.retryCount);
     // Redacted again, as `error` is (each entry was written by whichever worker made the attempt), then cut.
     attempts.attempts = attempts.attempts.map((a) =>

@@ -25,8 +25,11 @@ export interface ActivityDeps {
   logger: Logger;
   /** What an execution was started with (read from its history), for a dead letter's payload and redrive count. */
   startedWith(workflowId: string, runId: string): Promise<StartedWith>;
-  /** The attempt history the execution's call ended with (read from its history), for a dead letter. */
-  callHistory(workflowId: string, runId: string): Promise<AttemptHistory | undefined>;
+  /**
+   * The attempt history the execution's call ended with (read from its history), for a dead letter; `through`: the
+   * attempts made (a call after a hold may not hold the earlier ones: they are then read from the held failure).
+   */
+  callHistory(workflowId: string, runId: string, through?: number): Promise<AttemptHistory | undefined>;
   /** The tenant's pause while it is paused (the worker follows the pause topic); undefined when it is not. */
   tenantPause(tenant: string): TenantPause | undefined;
   /** The dispatch's source record read back from Kafka; undefined when it is no longer there. */

@@ -67,7 +67,7 @@ export function historyOfBeat(beat: unknown, before: number): AttemptHistory | u
 }
 
 /** The attempts a history stands for: its kept entries and the ones it counts as left out. */
-function attemptsMade(h: AttemptHistory): number {
+export function attemptsMade(h: AttemptHistory): number {
   return Math.max(h.attempts.length + h.attempts_omitted, ...h.attempts.map((a) => a.attempt));
 }
 

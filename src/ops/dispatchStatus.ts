@@ -14,7 +14,7 @@ import {
   mergedHistory,
   throughAttempt,
 } from '../contract/attempts';
-import { completedCall, historyOfFailure, lastCallFailure } from '../temporal/callAttempts';
+import { completedCall, historyOfFailure, lastCallFailure, lastCallHistory } from '../temporal/callAttempts';
 import {
   type BreakerWaitDetails,
   type DispatchResult,
@@ -212,7 +212,6 @@ export async function dispatchStatus(
       id,
       desc.runId,
     );
-    const history = historyOfFailure(last);
     const heldBy = desc.status.name === 'RUNNING' ? heldDetails(last) : undefined;
     if (heldBy) {
       status.held = { paused_since: heldBy.pausedAt, reason: heldBy.reason ?? null };
@@ -221,6 +220,17 @@ export async function dispatchStatus(
       status.last_error = last?.message ?? null;
     }
     const made = desc.status.name === 'FAILED' ? (status.attempt ?? 0) : (heldBy?.attempt ?? 0);
+    // A failed call scheduled after a hold may not hold the attempts before it: read on to the held failure then.
+    const history =
+      desc.status.name === 'FAILED'
+        ? await lastCallHistory(
+            (req) => client.workflowService.getWorkflowExecutionHistoryReverse(req),
+            namespace,
+            id,
+            desc.runId,
+            made,
+          )
+        : historyOfFailure(last);
     Object.assign(status, throughAttempt(history ?? emptyHistory(), made));
   }
   return status;

@@ -8,13 +8,14 @@ import type { temporal } from '@temporalio/proto';
 import {
   type AttemptHistory,
   attemptError,
+  attemptsMade,
   historyFrom,
   historyOfBeat,
   mergedHistory,
   withAttempt,
   emptyHistory,
 } from '../contract/attempts';
-import type { PostRunFailureDetails } from '../contract/workflow';
+import { type PostRunFailureDetails, TENANT_PAUSED, holdableCall } from '../contract/workflow';
 
 type Failure = temporal.api.failure.v1.IFailure;
 type HistoryRequest = temporal.api.workflowservice.v1.IGetWorkflowExecutionHistoryReverseRequest;
@@ -64,6 +65,22 @@ async function newestEvent(
   runId: string,
   is: (e: HistoryEvent) => boolean,
 ): Promise<HistoryEvent | undefined> {
+  let found: HistoryEvent | undefined;
+  await scanNewestFirst(getHistoryReverse, namespace, workflowId, runId, (e) => {
+    if (is(e)) found = e;
+    return found !== undefined;
+  });
+  return found;
+}
+
+/** Hands events to `visit`, newest first, page by page, until it returns true or the history ends. */
+async function scanNewestFirst(
+  getHistoryReverse: ReadReverse,
+  namespace: string,
+  workflowId: string,
+  runId: string,
+  visit: (e: HistoryEvent) => boolean,
+): Promise<void> {
   let nextPageToken: Uint8Array | undefined;
   for (let page = 0; page < MAX_PAGES; page++) {
     const res = await getHistoryReverse({
@@ -72,12 +89,10 @@ async function newestEvent(
       maximumPageSize: 20,
       nextPageToken,
     });
-    const found = res.history?.events?.find(is);
-    if (found) return found;
-    if (!res.nextPageToken || res.nextPageToken.length === 0) return undefined;
+    if (res.history?.events?.some(visit)) return;
+    if (!res.nextPageToken || res.nextPageToken.length === 0) return;
     nextPageToken = res.nextPageToken;
   }
-  return undefined;
 }
 
 const failureOf = (e: HistoryEvent): Failure | null | undefined =>
@@ -93,9 +108,21 @@ export async function lastCallHistory(
   namespace: string,
   workflowId: string,
   runId: string,
+  through = 0,
 ): Promise<AttemptHistory | undefined> {
-  return historyOfFailure(await lastCallFailure(getHistoryReverse, namespace, workflowId, runId));
+  const last = await lastCallFailure(getHistoryReverse, namespace, workflowId, runId);
+  const own = historyOfFailure(last);
+  // `through` attempts were made, and the last call's failure holds fewer: a call scheduled after a hold that ended
+  // before it had heartbeated the attempts before it (a timeout in the queue). They are in the held failure.
+  if (!last || heldFailure(last) || (own ? attemptsMade(own) : 0) >= through) return own;
+  const held = await newestEvent(getHistoryReverse, namespace, workflowId, runId, (e) =>
+    heldFailure(failureOf(e)),
+  );
+  return held ? mergedHistory(historyOfFailure(failureOf(held)), own) : own;
 }
+
+const heldFailure = (f: Failure | null | undefined): boolean =>
+  f?.applicationFailureInfo?.type === TENANT_PAUSED;
 
 /** The failure the execution's last failed or timed-out call ended with (a held call's among them). */
 export async function lastCallFailure(
@@ -121,14 +148,16 @@ export async function completedCall(
   workflowId: string,
   runId: string,
 ): Promise<{ attempt: number; lastFailure: Failure | null } | undefined> {
-  const started = (
-    await newestEvent(
-      getHistoryReverse,
-      namespace,
-      workflowId,
-      runId,
-      (e) => !!e.activityTaskStartedEventAttributes,
-    )
-  )?.activityTaskStartedEventAttributes;
-  return started ? { attempt: started.attempt ?? 1, lastFailure: started.lastFailure ?? null } : undefined;
+  // The newest started call, then the event that scheduled it (older): a call scheduled after a hold counts its
+  // attempts after those its activity id names (contract/workflow.ts).
+  let started: temporal.api.history.v1.IActivityTaskStartedEventAttributes | undefined;
+  let scheduled: temporal.api.history.v1.IActivityTaskScheduledEventAttributes | undefined;
+  await scanNewestFirst(getHistoryReverse, namespace, workflowId, runId, (e) => {
+    if (!started) started = e.activityTaskStartedEventAttributes ?? undefined;
+    else scheduled = e.activityTaskScheduledEventAttributes ?? undefined;
+    return scheduled !== undefined;
+  });
+  if (!started) return undefined;
+  const before = holdableCall(scheduled?.activityId ?? '')?.attemptsBefore ?? 0;
+  return { attempt: (started.attempt ?? 1) + before, lastFailure: started.lastFailure ?? null };
 }

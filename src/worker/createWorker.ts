@@ -148,12 +148,13 @@ async function assemble(
     metrics,
     logger: logger.child({ component: 'activities' }),
     startedWith: startReader(connection, cfg.temporal.namespace),
-    callHistory: (workflowId, runId) =>
+    callHistory: (workflowId, runId, through) =>
       lastCallHistory(
         (req) => connection.workflowService.getWorkflowExecutionHistoryReverse(req),
         cfg.temporal.namespace,
         workflowId,
         runId,
+        through,
       ),
     sourceRecord: (at) => sources.read(at),
     tenantPause: (tenant) => pauses.pauseOf(tenant),

@@ -30,6 +30,7 @@ const activityCompleted: Event = { activityTaskCompletedEventAttributes: {} };
 const started = (attempt: number, lastFailure?: temporal.api.failure.v1.IFailure): Event => ({
   activityTaskStartedEventAttributes: { attempt, lastFailure },
 });
+const scheduled = (activityId: string): Event => ({ activityTaskScheduledEventAttributes: { activityId } });
 const answered503 = {
   message: 'runs API answered 503: upstream busy',
   applicationFailureInfo: { details: payloads({ httpStatus: 503, attempt: 1 }) },
@@ -47,7 +48,7 @@ describe('a completed call', () => {
   test('succeeded on a retry: that attempt, and the failure of the one before, found on a later page', async () => {
     const { read, requests } = reader([
       [completed, task, activityCompleted],
-      [started(2, answered503)],
+      [started(2, answered503), scheduled('1')],
       [started(9)],
     ]);
     const call = await completedCall(read, 'default', 'w', 'r');
@@ -56,6 +57,13 @@ describe('a completed call', () => {
     // Stops at the page that held it.
     expect(requests).toHaveLength(2);
     expect(requests[0]).toMatchObject({ namespace: 'default', execution: { workflowId: 'w', runId: 'r' } });
+  });
+
+  test('succeeded after a hold: its attempt counted after those its activity id names', async () => {
+    const { read } = reader([
+      [completed, task, activityCompleted, started(2, answered503), scheduled('call-1-after-3')],
+    ]);
+    await expect(completedCall(read, 'default', 'w', 'r')).resolves.toMatchObject({ attempt: 5 });
   });
 
   test('a history without a started call gives nothing', async () => {
@@ -98,6 +106,43 @@ describe("a failed call's attempts", () => {
     const { read, requests } = reader([[bare], [later]]);
     await expect(lastCallHistory(read, 'default', 'w', 'r')).resolves.toBeUndefined();
     expect(requests).toHaveLength(1);
+  });
+
+  test('a call after a hold that timed out before it held the earlier attempts: they come from the held failure', async () => {
+    const entry = (attempt: number) => ({
+      attempt,
+      at: null,
+      http_status: 503,
+      error: 'HTTP 503',
+      duration_ms: 1,
+    });
+    const heldEvent = {
+      activityTaskFailedEventAttributes: {
+        failure: {
+          message: 'held: tenant acme is paused since 2026-12-06T08:00:00.000Z',
+          applicationFailureInfo: {
+            type: 'TenantPaused',
+            details: payloads({
+              attempt: 2,
+              httpStatus: 503,
+              attempts: [entry(1), entry(2)],
+              attempts_omitted: 0,
+            }),
+          },
+        },
+      },
+    };
+    const timedOut = { activityTaskTimedOutEventAttributes: { failure: { message: 'activity timeout' } } };
+    const { read } = reader([
+      [task, timedOut],
+      [task, heldEvent],
+    ]);
+    // Two attempts made: the timed-out call holds none of them.
+    expect((await lastCallHistory(read, 'default', 'w', 'r', 2))?.attempts.map((a) => a.attempt)).toEqual([
+      1, 2,
+    ]);
+    // Without a count to reach, the reading stops at the newest failure, as before.
+    await expect(lastCallHistory(read, 'default', 'w', 'r')).resolves.toBeUndefined();
   });
 
   test('no failure in the whole history gives none', async () => {
