@@ -89,6 +89,7 @@ export async function wakeHeld(client: Client, tenant: string): Promise<number> 
   const query = `WorkflowType = '${WORKFLOW_TYPE}' AND TenantId = '${tenant}' AND ExecutionStatus = 'Running'`;
   const running = client.workflow.list({ query })[Symbol.asyncIterator]();
   let woken = 0;
+  const failed: unknown[] = [];
   const wakeNext = async (): Promise<void> => {
     for (
       let next = await within(() => running.next());
@@ -100,11 +101,14 @@ export async function wakeHeld(client: Client, tenant: string): Promise<number> 
         await within(() => client.workflow.getHandle(workflowId, runId).signal(TENANT_RESUMED_SIGNAL));
         woken += 1;
       } catch (err) {
-        // Ended since it was listed: nothing to wake.
-        if (!(err instanceof WorkflowNotFoundError)) throw err;
+        // Ended since it was listed: nothing to wake. Any other failure: the others are still woken.
+        if (!(err instanceof WorkflowNotFoundError)) failed.push(err);
       }
     }
   };
   await Promise.all(Array.from({ length: WAKE_CONCURRENCY }, wakeNext));
-  return woken;
+  const [first] = failed;
+  if (first === undefined) return woken;
+  if (first instanceof Error) first.message = `${woken} woken, ${failed.length} not: ${first.message}`;
+  throw first;
 }
