@@ -32,6 +32,8 @@ export interface ActivityDeps {
   callHistory(workflowId: string, runId: string, through?: number): Promise<AttemptHistory | undefined>;
   /** The tenant's pause while it is paused (the worker follows the pause topic); undefined when it is not. */
   tenantPause(tenant: string): TenantPause | undefined;
+  /** Why the worker does not know the pauses now (its follow is broken); undefined while it does. */
+  pausesUnknown(): string | undefined;
   /** The dispatch's source record read back from Kafka; undefined when it is no longer there. */
   sourceRecord(at: DlqSource): Promise<SourceRecord | undefined>;
 }

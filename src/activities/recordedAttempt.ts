@@ -54,7 +54,7 @@ function heldFailure(pause: TenantPause, attempt: number, history: AttemptHistor
   });
 }
 
-export type HoldDeps = Pick<ActivityDeps, 'tenantPause' | 'callHistory'>;
+export type HoldDeps = Pick<ActivityDeps, 'tenantPause' | 'callHistory' | 'logger'>;
 
 /** `work` as one attempt with its entry in the history: whatever it throws is recorded. */
 export async function recordedAttempt(
@@ -71,7 +71,13 @@ export async function recordedAttempt(
   const wf = ctx.info.workflowExecution;
   const prior =
     call && call.attemptsBefore > 0 && ctx.info.heartbeatDetails === undefined && wf
-      ? await deps.callHistory(wf.workflowId, wf.runId).catch(() => undefined)
+      ? await deps.callHistory(wf.workflowId, wf.runId).catch((err: unknown) => {
+          deps.logger.warn(
+            { workflow_id: wf.workflowId, err: err instanceof Error ? err.message : String(err) },
+            'attempt history before the hold not readable; its attempts show without their outcome',
+          );
+          return undefined;
+        })
       : undefined;
   const log = new AttemptLog(info, Date.now(), prior);
   const holdIfPaused = () => {
@@ -111,8 +117,14 @@ export async function recordedAttempt(
     const history = log.failed(status, err instanceof Error ? err.message : String(err), Date.now());
     ctx.heartbeat(log.settled());
     // Paused while this attempt was out: it counts, and the call is held rather than retried (a retry Temporal would
-    // make past the budget's end would otherwise end the dispatch while its tenant is paused).
-    const pause = call && failure && !failure.nonRetryable ? deps.tenantPause(tenant) : undefined;
+    // make past the budget's end would otherwise end the dispatch while its tenant is paused). Not the attempt
+    // that reaches the cap: that one ends the call as it would have.
+    const retryable = failure
+      ? !failure.nonRetryable
+      : err instanceof Error && !(err instanceof TemporalFailure);
+    const cap = ctx.info.retryPolicy?.maximumAttempts ?? 0;
+    const pause =
+      call && retryable && !(cap > 0 && ctx.info.attempt >= cap) ? deps.tenantPause(tenant) : undefined;
     if (pause) throw heldFailure(pause, info.attempt, history);
     // The history rides in the failure only when it may be the last (attemptLog.ts, mayBeFinal). An unexpected
     // error (not a Temporal failure: those, a cancellation among them, go as they are) then becomes a retryable

@@ -39,6 +39,7 @@ function deadLetterWith(found: SourceRecord | undefined, startedWith?: StartedWi
     sourceRecord: async () => found,
     callHistory: async () => undefined,
     tenantPause: () => undefined,
+    pausesUnknown: () => undefined,
   });
   return { acts, published };
 }

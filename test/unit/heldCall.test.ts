@@ -95,6 +95,7 @@ function activities(
       return o.prior;
     },
     tenantPause: (tenant) => (tenant === 'acme' ? o.paused?.() : undefined),
+    pausesUnknown: () => undefined,
   });
   return { acts, historyReads };
 }
@@ -261,6 +262,7 @@ test('a resumed call whose history cannot be read still calls, numbered on from 
     sourceRecord: () => Promise.reject(new Error('not used')),
     callHistory: () => Promise.reject(new Error('14 UNAVAILABLE: Temporal is busy')),
     tenantPause: () => undefined,
+    pausesUnknown: () => undefined,
   });
   const failure = await failureOf(
     env(holdableCallId(1, 3), 1, 1).run(acts.postRunWithInputBytes, HEAD, BYTES),
@@ -270,4 +272,17 @@ test('a resumed call whose history cannot be read still calls, numbered on from 
   expect(details.attempt).toBe(4);
   expect(details.attempts?.map((a) => a.attempt)).toEqual([1, 2, 3, 4]);
   expect(details.attempts?.[3]?.http_status).toBe(503);
+});
+
+test('the attempt that reaches the cap is not held when the pause arrives during it: the call ends as it would', async () => {
+  const now: { pause?: TenantPause } = {};
+  const { acts } = activities({ paused: () => now.pause });
+  const answered = new Promise<void>((resolve) => server.once('request', () => resolve()));
+  // The second and last attempt this call may make (the cap less the attempts before it).
+  const run = failureOf(env(holdableCallId(1, 3), 2, 2).run(acts.postRunWithInputBytes, HEAD, BYTES));
+  await answered;
+  now.pause = PAUSE;
+  const failure = await run;
+  expect(failure.type).toBe('RunsApiUnavailable');
+  expect((failure.details?.[0] as PostRunFailureDetails).attempt).toBe(5);
 });

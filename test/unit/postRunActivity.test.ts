@@ -69,6 +69,7 @@ function activities(token?: string, logger = createLogger('unit', 'silent')) {
     sourceRecord: () => Promise.reject(new Error('not used')),
     callHistory: () => Promise.reject(new Error('not used')),
     tenantPause: () => undefined,
+    pausesUnknown: () => undefined,
   });
   return { acts, metrics };
 }
@@ -221,6 +222,7 @@ describe('postRun activity I/O', () => {
       sourceRecord: () => Promise.reject(new Error('not used')),
       callHistory: () => Promise.reject(new Error('not used')),
       tenantPause: () => undefined,
+      pausesUnknown: () => undefined,
     });
     const err = (await env()
       .run(acts.postRunWithInputBytes, HEAD, new TextEncoder().encode('{}'))
@@ -411,6 +413,7 @@ describe("a Retry-After holds the worker's breaker no longer than the attempt's 
       sourceRecord: () => Promise.reject(new Error('not used')),
       callHistory: () => Promise.reject(new Error('not used')),
       tenantPause: () => undefined,
+      pausesUnknown: () => undefined,
     });
     const call = () =>
       env(2_000)
