@@ -9,6 +9,7 @@ import {
   type AttemptHistory,
   attemptError,
   attemptsMade,
+  NO_OUTCOME,
   historyFrom,
   historyOfBeat,
   mergedHistory,
@@ -51,8 +52,12 @@ export function historyOfFailure(failure: Failure | null | undefined): AttemptHi
   return mergedHistory(own, fromBeat, failure.cause ? historyOfFailure(failure.cause) : undefined);
 }
 
-/** Upper bound on history pages read: a dispatch execution has a dozen events, a reset one a few more. */
-const MAX_PAGES = 20;
+/**
+ * Pages of PAGE_SIZE events read at most: a dispatch execution has a dozen events, a reset one a few more, and one
+ * held through a long pause a few thousand (a look every hour); these reach Temporal's own limit of 51,200.
+ */
+const MAX_PAGES = 60;
+const PAGE_SIZE = 1_000;
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 type ReadReverse = (req: HistoryRequest) => Promise<HistoryResponse>;
@@ -86,7 +91,7 @@ async function scanNewestFirst(
     const res = await getHistoryReverse({
       namespace,
       execution: { workflowId, runId },
-      maximumPageSize: 20,
+      maximumPageSize: PAGE_SIZE,
       nextPageToken,
     });
     if (res.history?.events?.some(visit)) return;
@@ -112,9 +117,11 @@ export async function lastCallHistory(
 ): Promise<AttemptHistory | undefined> {
   const last = await lastCallFailure(getHistoryReverse, namespace, workflowId, runId);
   const own = historyOfFailure(last);
-  // `through` attempts were made, and the last call's failure holds fewer: a call scheduled after a hold that ended
-  // before it had heartbeated the attempts before it (a timeout in the queue). They are in the held failure.
-  if (!last || heldFailure(last) || (own ? attemptsMade(own) : 0) >= through) return own;
+  // `through` attempts were made, and the last call's failure holds fewer, or some without their outcome: a call
+  // scheduled after a hold that ended before it had the attempts before it (a timeout in the queue, a history it
+  // could not read). The held failure has them; entries with an outcome win in the merge.
+  const complete = own && attemptsMade(own) >= through && !own.attempts.some((a) => a.error === NO_OUTCOME);
+  if (!last || heldFailure(last) || through === 0 || complete) return own;
   const held = await newestEvent(getHistoryReverse, namespace, workflowId, runId, (e) =>
     heldFailure(failureOf(e)),
   );

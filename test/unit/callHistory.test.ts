@@ -5,6 +5,7 @@
  */
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
+import { NO_OUTCOME } from '../../src/contract/attempts';
 import { completedCall, lastCallHistory } from '../../src/temporal/callAttempts';
 
 type Event = temporal.api.history.v1.IHistoryEvent;
@@ -141,6 +142,37 @@ describe("a failed call's attempts", () => {
     expect((await lastCallHistory(read, 'default', 'w', 'r', 2))?.attempts.map((a) => a.attempt)).toEqual([
       1, 2,
     ]);
+    // A call that could not read them heartbeated them without outcome: the held failure's entries win.
+    const blind = {
+      activityTaskFailedEventAttributes: {
+        failure: {
+          message: 'HTTP 503',
+          applicationFailureInfo: {
+            details: payloads({
+              attempt: 3,
+              httpStatus: 503,
+              attempts: [
+                { ...entry(1), http_status: null, error: NO_OUTCOME },
+                { ...entry(2), http_status: null, error: NO_OUTCOME },
+                entry(3),
+              ],
+              attempts_omitted: 0,
+            }),
+          },
+        },
+      },
+    };
+    const merged = await lastCallHistory(
+      reader([
+        [task, blind],
+        [task, heldEvent],
+      ]).read,
+      'default',
+      'w',
+      'r',
+      3,
+    );
+    expect(merged?.attempts.map((a) => a.error)).toEqual(['HTTP 503', 'HTTP 503', 'HTTP 503']);
     // Without a count to reach, the reading stops at the newest failure, as before.
     await expect(lastCallHistory(read, 'default', 'w', 'r')).resolves.toBeUndefined();
   });
