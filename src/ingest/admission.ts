@@ -10,7 +10,8 @@
  * The bound is a fair share, not a fixed number:
  * - a tenant alone (no other tenant had a record or an open dispatch here in the last seconds) may keep up to
  *   POIMEN_INGEST_MAX_OPEN open but for a few slots kept for a newcomer: the whole ingester is its own;
- * - POIMEN_INGEST_MAX_OPEN also caps the ingester's open dispatches in all, whoever holds them;
+ * - POIMEN_INGEST_MAX_OPEN also caps the ingester's open dispatches in all, whoever holds them (a paused tenant's,
+ *   held for the whole pause, are left out up to the cap: counted());
  * - with others active, the ingester's budget (openBudget.ts: what keeps the pipeline downstream busy) is shared:
  *   each tenant may keep its equal part open, and more when the others leave theirs unused (what they have open
  *   plus a spare slot or two stays theirs), so nothing idles while one tenant has work and none waits behind
@@ -280,14 +281,14 @@ export class TenantAdmission {
   }
 
   /**
-   * The open dispatches the ingester's cap counts: a paused tenant's are left out. Their calls are held by the
-   * workers for as long as the pause lasts, so they would hold their slots that long; they count again at resume
-   * (the others then wait for the excess to close).
+   * The open dispatches the cap counts: paused tenants' are left out, up to the cap itself (their calls are held for
+   * the whole pause; at resume they count again, and the others wait for the excess to close). So the open
+   * dispatches stay within twice the cap however many tenants are paused in turn.
    */
   private counted(): number {
-    let n = this.total;
-    for (const [tenant, open] of this.open) if (this.paused(tenant)) n -= open;
-    return n;
+    let paused = 0;
+    for (const [tenant, open] of this.open) if (this.paused(tenant)) paused += open;
+    return this.total - Math.min(paused, this.o.maxOpen);
   }
 
   private set(tenant: string, n: number): void {

@@ -139,6 +139,23 @@ describe('admission of a paused tenant', () => {
     expect(cap(true).beta).toBe(lone);
   });
 
+  test('tenants paused in turn keep the ingester within twice its cap', () => {
+    const a = new TenantAdmission({
+      maxOpen: 20,
+      tenantMaxOpen: 0,
+      watch: never,
+      paused: (t) => paused.has(t),
+    });
+    let total = 0;
+    for (const t of ['t1', 't2', 't3', 't4', 't5']) {
+      while (a.take(t)) a.holdUntilClosed(t, `wf-${total}`, `run-${total++}`);
+      paused.add(t);
+    }
+    expect(total).toBeGreaterThan(20);
+    expect(total).toBeLessThanOrEqual(40);
+    a.close();
+  });
+
   test("a paused tenant holding most of the ingester's cap: another tenant waiting for room is resumed", () => {
     const a = fair();
     // acme alone behind a slow API fills its lone bound; its dispatches stay open (retrying) through the pause.
