@@ -5,14 +5,11 @@
  * The worker's side of a hold is test/unit/heldCall.test.ts; the whole relay's, test/it_tenant_hold.test.ts.
  */
 import { randomUUID as uuid } from 'node:crypto';
-import fs from 'node:fs';
 import { ApplicationFailure } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
 import { Context } from '@temporalio/activity';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { DefaultLogger, Runtime, Worker, bundleWorkflowCode } from '@temporalio/worker';
-import { loadStackConfig } from '../../devstack/config';
-import { temporalBinPath } from '../../devstack/stack/provision';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
 import {
   type DeadLetterInput,
   type DispatchInput,
@@ -24,26 +21,14 @@ import {
   deadLetterTaskQueue,
 } from '../../src/contract/workflow';
 import { historyToJson } from '../support/histories';
+import { startWorkflowTestEnv } from '../support/workflowTestEnv';
 import { recordingHistories, writeHistoryFixture } from '../support/recordHistories';
 
 let env: TestWorkflowEnvironment;
 let workflowBundle: { code: string };
 
 beforeAll(async () => {
-  const bin = temporalBinPath(loadStackConfig());
-  if (!fs.existsSync(bin)) {
-    throw new Error(
-      `the Temporal CLI is not at ${bin}: run \`node devstack/bin/poimen-dev.js stack provision\` first`,
-    );
-  }
-  Runtime.install({ logger: new DefaultLogger('ERROR') });
-  workflowBundle = await bundleWorkflowCode({
-    workflowsPath: require.resolve('../../src/workflows'),
-    logger: new DefaultLogger('WARN'),
-  });
-  env = await TestWorkflowEnvironment.createLocal({
-    server: { executable: { type: 'existing-path', path: bin }, ui: false },
-  });
+  ({ env, workflowBundle } = await startWorkflowTestEnv());
 }, 60_000);
 afterAll(async () => {
   await env?.teardown();

@@ -71,7 +71,7 @@ const PRIOR: AttemptHistory = {
 };
 
 function activities(
-  o: { paused?: () => TenantPause | undefined; prior?: AttemptHistory; failures?: number } = {},
+  o: { paused?: () => TenantPause | undefined; prior?: AttemptHistory | Error; failures?: number } = {},
 ) {
   const metrics = createMetrics();
   const logger = createLogger('unit', 'silent');
@@ -92,6 +92,7 @@ function activities(
     sourceRecord: () => Promise.reject(new Error('not used')),
     callHistory: async (workflowId) => {
       historyReads.push(workflowId);
+      if (o.prior instanceof Error) throw o.prior;
       return o.prior;
     },
     tenantPause: (tenant) => (tenant === 'acme' ? o.paused?.() : undefined),
@@ -248,22 +249,7 @@ test('paused while its request was out: the attempt counts, and the call ends he
 });
 
 test('a resumed call whose history cannot be read still calls, numbered on from the attempts before', async () => {
-  const metrics = createMetrics();
-  const logger = createLogger('unit', 'silent');
-  const acts = createActivities({
-    gate: createBreakerGate({ failures: 50, probeIntervalMs: 60_000, paced: false }, metrics, logger),
-    dispatcher,
-    runsApi: { url },
-    userAgent: 'poimen-relay/unit',
-    dlq: {} as DlqPublisher,
-    metrics,
-    logger,
-    startedWith: () => Promise.reject(new Error('not used')),
-    sourceRecord: () => Promise.reject(new Error('not used')),
-    callHistory: () => Promise.reject(new Error('14 UNAVAILABLE: Temporal is busy')),
-    tenantPause: () => undefined,
-    pausesUnknown: () => undefined,
-  });
+  const { acts } = activities({ prior: new Error('14 UNAVAILABLE: Temporal is busy') });
   const failure = await failureOf(
     env(holdableCallId(1, 3), 1, 1).run(acts.postRunWithInputBytes, HEAD, BYTES),
   );
