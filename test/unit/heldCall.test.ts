@@ -174,9 +174,11 @@ test('a call that cannot hold (an execution from before the patch) calls however
 test('a pause read after the breaker let the attempt through still holds it, before the request', async () => {
   // Not paused as the attempt begins, paused when it would call: the second look holds it.
   let looks = 0;
-  const { acts } = activities({ paused: () => (++looks > 1 ? PAUSE : undefined) });
+  const { acts, historyReads } = activities({ paused: () => (++looks > 1 ? PAUSE : undefined) });
   const failure = await failureOf(env(holdableCallId(0, 0), 1).run(acts.postRunWithInputBytes, HEAD, BYTES));
   expect(looks).toBe(2);
+  // The execution's first call: no history before it to read.
+  expect(historyReads).toEqual([]);
   expect(requests).toBe(0);
   expect(failure.type).toBe(TENANT_PAUSED);
   expect((failure.details?.[0] as TenantHeldDetails).attempt).toBe(0);
@@ -258,6 +260,20 @@ test('a resumed call whose history cannot be read still calls, numbered on from 
   expect(details.attempt).toBe(4);
   expect(details.attempts?.map((a) => a.attempt)).toEqual([1, 2, 3, 4]);
   expect(details.attempts?.[3]?.http_status).toBe(503);
+});
+
+test.each([
+  ['a call that cannot hold (an execution from before the patch)', 'RunsApiUnavailable', '1', 3],
+  ['a holdable call below its cap', TENANT_PAUSED, holdableCallId(0, 0), 3],
+  ['a holdable call at its cap', 'RunsApiUnavailable', holdableCallId(0, 0), 2],
+])('answered as the pause arrives, attempt 2 of %s ends %s', async (_, type, id, cap) => {
+  const now: { pause?: TenantPause } = {};
+  const { acts } = activities({ paused: () => now.pause });
+  const answered = new Promise<void>((resolve) => server.once('request', () => resolve()));
+  const run = failureOf(env(id, 2, cap).run(acts.postRunWithInputBytes, HEAD, BYTES));
+  await answered;
+  now.pause = PAUSE;
+  expect((await run).type).toBe(type);
 });
 
 test('the attempt that reaches the cap is not held when the pause arrives during it: the call ends as it would', async () => {
