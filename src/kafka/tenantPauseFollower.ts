@@ -32,12 +32,10 @@ export interface TenantPauseFollowerOptions {
 
 const RETRY_MIN_MS = 500;
 const RETRY_MAX_MS = 10_000;
-
 /** Looks again that fail in a row before the ingester is unready for them (one request's hiccup is not). */
 const UNREADY_AFTER_FAILURES = 3;
 /** How long a one-shot read (a command's) may take. */
 const ONCE_TIMEOUT_MS = 60_000;
-
 /** The pauses are not known yet: why, for readiness. */
 const NOT_YET_READ = 'reading tenant pauses';
 
@@ -204,13 +202,17 @@ export class TenantPauseFollower {
       : undefined;
     void done.finally(() => clearTimeout(timer)).catch(() => undefined);
     this.groupId = `${this.o.groupPrefix ?? TENANT_PAUSES_GROUP_PREFIX}${randomUUID()}`;
-    const consumer = this.kafka.consumer({
+    // Unwanted (closed, replaced), not restarted after a crash, and stopped if a restart rejoins: it'd hold the exit.
+    const unwanted = () => this.closed || consumer !== this.consumer;
+    const consumer: Consumer = this.kafka.consumer({
       groupId: this.groupId,
       allowAutoTopicCreation: false,
       maxWaitTimeInMs: 500,
+      retry: { retries: 5, restartOnFailure: async () => !unwanted() },
     });
     this.consumer = consumer;
     consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
+      if (unwanted()) return void consumer.disconnect().catch(() => undefined);
       for (const partition of payload.memberAssignment[TENANT_PAUSES_TOPIC] ?? []) {
         const offset = this.next.get(partition);
         if (offset !== undefined)
@@ -223,7 +225,7 @@ export class TenantPauseFollower {
     });
     const began = Date.now();
     consumer.on(consumer.events.CRASH, ({ payload }) => {
-      if (this.closed || consumer !== this.consumer) return;
+      if (unwanted()) return;
       // A command's read fails rather than wait on kafkajs's restarts for ever; only a group coordinator still
       // loading (a broker no group has used yet) is waited for, a bounded while.
       const loading = groupCoordinatorNotReady(payload.error) && Date.now() - began < COORDINATOR_WAIT_MS;

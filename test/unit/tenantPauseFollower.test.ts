@@ -4,105 +4,14 @@
  * a refusal, a topic it may not see, one that appears later, and a close during the read. Real Kafka:
  * it_tenant_pause, it_kafka_acls.
  */
-import type { Kafka, KafkaMessage } from 'kafkajs';
-import { TENANT_PAUSES_TOPIC, encodeTenantPause } from '../../src/contract';
 import { ConfigError } from '../../src/errors';
 import { TenantPauseFollower } from '../../src/kafka/tenantPauseFollower';
 import { createLogger } from '../../src/logger';
+import { TENANT_PAUSES_TOPIC } from '../../src/contract';
+import { kafkaError, scripted } from '../support/pauseFollowerStandIn';
 import { waitFor } from '../support/wait';
 
 const logger = createLogger('test', 'silent');
-
-interface Script {
-  connect?: () => Promise<void>;
-  /** What a listing shows (default: the pause topic). */
-  listed?: () => string[];
-  /** What asking for the topic by name answers when it is not listed (default: it does not exist). */
-  byName?: () => Promise<void>;
-  high?: bigint;
-  /** Records handed over after run(): [offset, tenant, paused]. */
-  records?: [bigint, string, boolean][];
-  /** The last offset of the fetch, as kafkajs reports it (markers included); default the last record's. */
-  fetchedTo?: bigint;
-  /** Hand nothing over (a join that takes its time). */
-  silent?: boolean;
-  /** Before the end offsets are answered. */
-  offsets?: () => Promise<void>;
-}
-
-function kafkaError(type: string): Error {
-  return Object.assign(new Error(type), { type, name: 'KafkaJSProtocolError' });
-}
-
-function scripted(s: Script) {
-  const calls = {
-    connects: 0,
-    consumers: 0,
-    deleted: [] as string[],
-    /** The newest consumer's CRASH handler: kafkajs giving up on it. */
-    crash: (_error: Error, _restart?: boolean): void => undefined,
-  };
-  const kafka = {
-    admin: () => ({
-      connect: async () => {
-        calls.connects++;
-        await s.connect?.();
-      },
-      disconnect: async () => undefined,
-      // Asked by name: a listed topic (the default) exists; else the scripted answer, or "no such topic".
-      fetchTopicMetadata: async () => {
-        if ((s.listed?.() ?? [TENANT_PAUSES_TOPIC]).includes(TENANT_PAUSES_TOPIC)) return { topics: [] };
-        return s.byName ? s.byName() : Promise.reject(kafkaError('UNKNOWN_TOPIC_OR_PARTITION'));
-      },
-      fetchTopicOffsets: async () => {
-        await s.offsets?.();
-        return [{ partition: 0, low: '0', high: String(s.high ?? 0n), offset: '0' }];
-      },
-      deleteGroups: async (ids: string[]) => void calls.deleted.push(...ids),
-    }),
-    consumer: ({ groupId }: { groupId: string }) => {
-      calls.consumers++;
-      const on = new Map<string, (e: { payload: unknown }) => void>();
-      return {
-        groupId,
-        events: { GROUP_JOIN: 'join', CRASH: 'crash', END_BATCH_PROCESS: 'end' },
-        on: (event: string, f: (e: { payload: unknown }) => void) => {
-          on.set(event, f);
-          if (event === 'crash') calls.crash = (error, restart = false) => f({ payload: { error, restart } });
-        },
-        connect: async () => undefined,
-        subscribe: async () => undefined,
-        disconnect: async () => undefined,
-        seek: () => undefined,
-        run: async ({
-          eachMessage,
-        }: {
-          eachMessage: (p: { partition: number; message: KafkaMessage }) => Promise<void>;
-        }) => {
-          if (s.silent) return;
-          setImmediate(async () => {
-            for (const [offset, tenant, paused] of s.records ?? []) {
-              const value = encodeTenantPause({
-                tenant,
-                paused,
-                reason: null,
-                at: new Date(0).toISOString(),
-                by: null,
-              });
-              const message = { offset: String(offset), key: Buffer.from(tenant), value: Buffer.from(value) };
-              await eachMessage({ partition: 0, message: message as unknown as KafkaMessage });
-            }
-            const last = s.fetchedTo ?? s.records?.at(-1)?.[0];
-            if (last !== undefined) {
-              on.get('end')?.({ payload: { partition: 0, firstOffset: '0', lastOffset: String(last) } });
-            }
-          });
-        },
-      };
-    },
-  };
-  return { kafka: kafka as unknown as Kafka, calls };
-}
 
 /** 'resolved', 'rejected: …', or 'pending' after `ms`. */
 function outcome(p: Promise<unknown>, ms = 1000): Promise<string> {
@@ -287,4 +196,19 @@ test('one failed look for the topic does not make the ingester unready; three in
   await waitFor(() => f.notYetRead !== undefined, { timeoutMs: 2000, what: 'unready after three' });
   expect(f.notYetRead).toBe('Kafka: Request timed out (tenant pauses not followed)');
   await f.close();
+});
+
+test('a consumer kafkajs brings back after close (its restart already timed) is not restarted again, and stops as it rejoins', async () => {
+  const { kafka, calls } = scripted({ records: [[0n, 'acme', true]], high: 1n });
+  const f = new TenantPauseFollower(kafka, { logger });
+  await f.start();
+  await expect(calls.restarts()).resolves.toBe(true);
+  await f.close();
+  const disconnects = calls.disconnects;
+  expect(disconnects).toBeGreaterThan(0);
+  await expect(calls.restarts()).resolves.toBe(false);
+  // The restart kafkajs had timed before the close joins the group anyway: it is disconnected again.
+  calls.join();
+  await new Promise((r) => setImmediate(r));
+  expect(calls.disconnects).toBe(disconnects + 1);
 });
