@@ -38,6 +38,8 @@ test('createWorker and createIngester from the package entry relay a dispatch, a
   );
   services.push(ingester);
   expect(worker.ready()).toBe(false);
+  expect(ingester.ready()).toBe(false);
+  expect(ingester.readinessDetail()).toBe('not started');
   await worker.start();
   await ingester.start();
   await waitFor(() => worker.ready() && ingester.ready(), { timeoutMs: 60_000, what: 'both services ready' });

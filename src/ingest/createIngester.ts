@@ -93,11 +93,13 @@ export async function createIngester(
       logger,
       { admission },
     );
+    let started = false;
     let stopped!: () => void;
     const done = new Promise<void>((resolve) => (stopped = resolve));
     parts.push({ name: 'stopped', close: async () => stopped() });
     return {
       async start() {
+        started = true;
         // Registered first: a close() while the start still waits for Kafka stops the ingester too.
         parts.push({ name: 'ingester', close: () => ingester.close() });
         // No record is consumed before every pause is known: a paused tenant must not start one after a restart.
@@ -107,7 +109,7 @@ export async function createIngester(
       },
       done,
       ready: () => pauses.notYetRead === undefined && ingester.ready(),
-      readinessDetail: () => pauses.notYetRead ?? ingester.readinessDetail(),
+      readinessDetail: () => (started ? (pauses.notYetRead ?? ingester.readinessDetail()) : 'not started'),
       close,
     };
   } catch (err) {

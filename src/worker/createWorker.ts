@@ -216,6 +216,7 @@ async function assemble(
       }),
   ];
   const workers: Worker[] = [];
+  let started = false;
   let pausesRead = false;
   let run: Promise<void> | undefined;
   let settle!: () => void;
@@ -236,6 +237,7 @@ async function assemble(
   });
   return {
     async start() {
+      started = true;
       // No call is taken before every pause is known: a paused tenant's must not go out after a restart.
       await pauses.start();
       if (pauses.stopped) return;
@@ -248,9 +250,13 @@ async function assemble(
     // Unready until the pauses are read; a follow that breaks later (Kafka out) leaves the worker ready, calling
     // with the pauses last read (the follower logs it): its calls do not need Kafka.
     ready: () => pausesRead && workers.length > 0 && workers.every((w) => w.getState() === 'RUNNING'),
-    readinessDetail: () =>
-      (pausesRead ? undefined : pauses.notYetRead) ??
-      (workers.length === 0 ? 'not started' : `workers ${workers.map((w) => w.getState()).join(', ')}`),
+    readinessDetail: () => {
+      if (!started) return 'not started';
+      if (!pausesRead && pauses.notYetRead) return pauses.notYetRead;
+      return workers.length === 0
+        ? 'starting workers'
+        : `workers ${workers.map((w) => w.getState()).join(', ')}`;
+    },
     close,
   };
 }
