@@ -107,6 +107,11 @@ const failureOf = (e: HistoryEvent): Failure | null | undefined =>
  * The history of the call an execution's last failed or timed-out activity left; undefined when it has none. Read
  * newest first, stopping at that event: only `postRun` attempts fail before the dead letter is scheduled (a
  * `deadLetter` that never succeeds never fails either: it has no attempt limit), so it is the call's.
+ *
+ * Read on while that history lacks attempts: fewer than `through` (the attempts made), or some without their outcome.
+ * A call scheduled after a hold starts from the held failure's entries, and may not have them (a timeout in the
+ * queue, a history it could not read); each older held failure is merged in, entries with an outcome winning, until
+ * none is missing or the history ends.
  */
 export async function lastCallHistory(
   getHistoryReverse: ReadReverse,
@@ -115,18 +120,20 @@ export async function lastCallHistory(
   runId: string,
   through = 0,
 ): Promise<AttemptHistory | undefined> {
-  const last = await lastCallFailure(getHistoryReverse, namespace, workflowId, runId);
-  const own = historyOfFailure(last);
-  // `through` attempts were made, and the last call's failure holds fewer, or some without their outcome: a call
-  // scheduled after a hold that ended before it had the attempts before it (a timeout in the queue, a history it
-  // could not read). The held failure has them; entries with an outcome win in the merge.
-  const complete = own && attemptsMade(own) >= through && !own.attempts.some((a) => a.error === NO_OUTCOME);
-  if (!last || heldFailure(last) || through === 0 || complete) return own;
-  const held = await newestEvent(getHistoryReverse, namespace, workflowId, runId, (e) =>
-    heldFailure(failureOf(e)),
-  );
-  return held ? mergedHistory(historyOfFailure(failureOf(held)), own) : own;
+  let history: AttemptHistory | undefined;
+  let newest = true;
+  await scanNewestFirst(getHistoryReverse, namespace, workflowId, runId, (e) => {
+    const failure = failureOf(e);
+    if (!failure || !(newest || heldFailure(failure))) return false;
+    history = newest ? historyOfFailure(failure) : mergedHistory(history, historyOfFailure(failure));
+    newest = false;
+    return !lacksAttempts(history, through);
+  });
+  return history;
 }
+
+const lacksAttempts = (h: AttemptHistory | undefined, through: number): boolean =>
+  (through > 0 && (!h || attemptsMade(h) < through)) || !!h?.attempts.some((a) => a.error === NO_OUTCOME);
 
 const heldFailure = (f: Failure | null | undefined): boolean =>
   f?.applicationFailureInfo?.type === TENANT_PAUSED;

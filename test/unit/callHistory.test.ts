@@ -177,6 +177,44 @@ describe("a failed call's attempts", () => {
     await expect(lastCallHistory(read, 'default', 'w', 'r')).resolves.toBeUndefined();
   });
 
+  test('held twice, the second time without the outcomes of the first: they come from the older held failure', async () => {
+    const entry = (attempt: number, known: boolean) => ({
+      attempt,
+      at: known ? '2026-12-06T07:59:00.000Z' : null,
+      http_status: known ? 503 : null,
+      error: known ? 'HTTP 503' : NO_OUTCOME,
+      duration_ms: known ? 5 : null,
+    });
+    const failed = (type: string, attempt: number, attempts: ReturnType<typeof entry>[]): Event => ({
+      activityTaskFailedEventAttributes: {
+        failure: {
+          message: type,
+          applicationFailureInfo: {
+            type,
+            details: payloads({ attempt, httpStatus: null, attempts, attempts_omitted: 0 }),
+          },
+        },
+      },
+    });
+    // call-0 made attempts 1-3, answered, then was held; call-1-after-3 could not read them (Temporal busy) and was
+    // held again before it sent; call-2-after-3 read that second hold's entries, made 4 and 5 and reached the cap.
+    const first = failed('TenantPaused', 3, [entry(1, true), entry(2, true), entry(3, true)]);
+    const second = failed('TenantPaused', 3, [entry(1, false), entry(2, false), entry(3, false)]);
+    const last = failed('RunsApiUnavailable', 5, [
+      entry(1, false),
+      entry(2, false),
+      entry(3, false),
+      entry(4, true),
+      entry(5, true),
+    ]);
+    const pages = [[task, last, scheduled('call-2-after-3')], [second, scheduled('call-1-after-3')], [first]];
+    const deadLetter = await lastCallHistory(reader(pages).read, 'default', 'w', 'r', 5);
+    expect(deadLetter?.attempts.map((a) => a.http_status)).toEqual([503, 503, 503, 503, 503]);
+    // What call-2-after-3's first attempt reads as the history before it: the newest hold, completed the same way.
+    const prior = await lastCallHistory(reader(pages.slice(1)).read, 'default', 'w', 'r');
+    expect(prior?.attempts.map((a) => a.error)).toEqual(['HTTP 503', 'HTTP 503', 'HTTP 503']);
+  });
+
   test('no failure in the whole history gives none', async () => {
     const { read, requests } = reader([[task], [task], [task]]);
     await expect(lastCallHistory(read, 'default', 'w', 'r')).resolves.toBeUndefined();
