@@ -30,10 +30,11 @@ export interface ActivityDeps {
    * attempts made (a call after a hold may not hold the earlier ones: they are then read from the held failure).
    */
   callHistory(workflowId: string, runId: string, through?: number): Promise<AttemptHistory | undefined>;
-  /** The tenant's pause while it is paused (the worker follows the pause topic); undefined when it is not. */
+  /**
+   * The tenant's pause while it is paused, as the worker last read it from the pause topic it follows (also while
+   * that follow is broken); undefined when it is not.
+   */
   tenantPause(tenant: string): TenantPause | undefined;
-  /** Why the worker does not know the pauses now (its follow is broken); undefined while it does. */
-  pausesUnknown(): string | undefined;
   /** The dispatch's source record read back from Kafka; undefined when it is no longer there. */
   sourceRecord(at: DlqSource): Promise<SourceRecord | undefined>;
 }

@@ -5,14 +5,14 @@
 import type { TenantHoldState } from '../contract/workflow';
 import type { ActivityDeps } from './deps';
 
-export function createTenantPauseOf(deps: Pick<ActivityDeps, 'tenantPause' | 'pausesUnknown'>) {
+export function createTenantPauseOf(deps: Pick<ActivityDeps, 'tenantPause'>) {
   /**
-   * The tenant's pause while it is paused; null once it is not. While the worker's follow of the pauses is broken
-   * its answer could be stale either way: it fails, and the look is retried until the follow is back.
+   * The tenant's pause while it is paused; null once it is not. Answered from the pauses the worker last read, also
+   * while its follow is broken, as its calls are (recordedAttempt.ts): a look that failed instead would be retried
+   * inside one workflow task, which Temporal extends every few seconds with events of its own, for as long as Kafka
+   * stays out.
    */
   async function tenantPauseOf(tenant: string): Promise<TenantHoldState | null> {
-    const unknown = deps.pausesUnknown();
-    if (unknown) throw new Error(`the tenant pauses are not known: ${unknown}`);
     const pause = deps.tenantPause(tenant);
     return pause ? { pausedAt: pause.at, reason: pause.reason } : null;
   }

@@ -158,7 +158,6 @@ async function assemble(
       ),
     sourceRecord: (at) => sources.read(at),
     tenantPause: (tenant) => pauses.pauseOf(tenant),
-    pausesUnknown: () => pauses.notYetRead,
   });
   // Made in start(), not here: a Temporal Worker holds the connection from its creation and lets it go only by
   // running and shutting down, so one made but never run would keep close() from releasing anything.

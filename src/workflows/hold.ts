@@ -9,6 +9,7 @@ import {
   ApplicationFailure,
   condition,
   defineSignal,
+  log,
   proxyLocalActivities,
   setCurrentDetails,
   setHandler,
@@ -32,10 +33,14 @@ const LOOK_AGAIN_FIRST_MS = 10_000;
  */
 const LOOK_AGAIN_MAX_MS = 60 * 60_000;
 
-/** The look: the worker's answer from the pause topic it follows, without a task on any queue. */
+/**
+ * The look: the worker's answer from the pause topic it follows, without a task on any queue. It answers from memory;
+ * one that fails anyway is retried briefly, inside the workflow task, then counts as "still paused" until the next.
+ */
 const { tenantPauseOf } = proxyLocalActivities<RelayActivities>({
-  startToCloseTimeout: '10s',
-  retry: { initialInterval: '1s', maximumInterval: '10s' },
+  startToCloseTimeout: '5s',
+  scheduleToCloseTimeout: '15s',
+  retry: { initialInterval: '1s', maximumAttempts: 3 },
 });
 /** A call scheduled after a hold gets at least this long, however little of the budget the pause left. */
 const MIN_CALL_MS = 1_000;
@@ -99,10 +104,23 @@ export class CallHold {
       const signalled = await condition(() => this.resumed, this.lookMs, { summary: text });
       this.resumed = false;
       this.lookMs = signalled ? LOOK_AGAIN_FIRST_MS : Math.min(this.lookMs * 2, LOOK_AGAIN_MAX_MS);
-      pause = await tenantPauseOf(this.tenant);
+      pause = await this.look(pause);
     }
     setCurrentDetails('');
     this.callStartedAt = Date.now();
+  }
+
+  /** The tenant's pause now, by the worker's answer; `before` (still held) when the look failed. */
+  private async look(before: TenantHoldState): Promise<TenantHoldState | null> {
+    try {
+      return await tenantPauseOf(this.tenant);
+    } catch (err) {
+      log.warn('the look at the tenant pause failed; the call stays held until the next look', {
+        tenant: this.tenant,
+        error: err instanceof Error ? err.message : String(err),
+      });
+      return before;
+    }
   }
 
   /** The options of the next call: the budget and attempts left, and the id that numbers its attempts on. */

@@ -39,7 +39,6 @@ function deadLetterWith(found: SourceRecord | undefined, startedWith?: StartedWi
     sourceRecord: async () => found,
     callHistory: async () => undefined,
     tenantPause: () => undefined,
-    pausesUnknown: () => undefined,
   });
   return { acts, published };
 }

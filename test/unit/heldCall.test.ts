@@ -96,7 +96,6 @@ function activities(
       return o.prior;
     },
     tenantPause: (tenant) => (tenant === 'acme' ? o.paused?.() : undefined),
-    pausesUnknown: () => undefined,
   });
   return { acts, historyReads };
 }

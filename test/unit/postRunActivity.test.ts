@@ -69,7 +69,6 @@ function activities(token?: string, logger = createLogger('unit', 'silent')) {
     sourceRecord: () => Promise.reject(new Error('not used')),
     callHistory: () => Promise.reject(new Error('not used')),
     tenantPause: () => undefined,
-    pausesUnknown: () => undefined,
   });
   return { acts, metrics };
 }
@@ -222,7 +221,6 @@ describe('postRun activity I/O', () => {
       sourceRecord: () => Promise.reject(new Error('not used')),
       callHistory: () => Promise.reject(new Error('not used')),
       tenantPause: () => undefined,
-      pausesUnknown: () => undefined,
     });
     const err = (await env()
       .run(acts.postRunWithInputBytes, HEAD, new TextEncoder().encode('{}'))
@@ -413,7 +411,6 @@ describe("a Retry-After holds the worker's breaker no longer than the attempt's 
       sourceRecord: () => Promise.reject(new Error('not used')),
       callHistory: () => Promise.reject(new Error('not used')),
       tenantPause: () => undefined,
-      pausesUnknown: () => undefined,
     });
     const call = () =>
       env(2_000)

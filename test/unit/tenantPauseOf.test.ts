@@ -1,6 +1,6 @@
 /**
  * The look of a held execution (src/activities/tenantPauseOf.ts, a local activity): the worker's answer from the
- * pauses it follows, and no answer while it does not know them (the look is then retried).
+ * pauses it last read, as the worker's calls do.
  */
 import { createTenantPauseOf } from '../../src/activities/tenantPauseOf';
 import type { TenantPause } from '../../src/contract/tenantPause';
@@ -13,15 +13,12 @@ const PAUSE: TenantPause = {
   by: 'ops@host',
 };
 
-test("the worker's look answers from the pauses it follows, and fails while it does not know them", async () => {
-  const known = { problem: undefined as string | undefined };
+test("the worker's look answers from the pauses it last read, also while its follow is broken", async () => {
   const { tenantPauseOf } = createTenantPauseOf({
     tenantPause: (tenant) => (tenant === 'acme' ? PAUSE : undefined),
-    pausesUnknown: () => known.problem,
   });
-  const acts = { tenantPauseOf };
-  await expect(acts.tenantPauseOf('acme')).resolves.toEqual({ pausedAt: PAUSE.at, reason: PAUSE.reason });
-  await expect(acts.tenantPauseOf('beta')).resolves.toBeNull();
-  known.problem = 'Kafka: connect ECONNREFUSED (tenant pauses not followed)';
-  await expect(acts.tenantPauseOf('beta')).rejects.toThrow('the tenant pauses are not known: Kafka: connect');
+  await expect(tenantPauseOf('acme')).resolves.toEqual({ pausedAt: PAUSE.at, reason: PAUSE.reason });
+  // As the worker's calls do (recordedAttempt.ts): a look that failed while Kafka is out would be retried inside one
+  // workflow task, which Temporal extends every few seconds with events of its own, until the history is too long.
+  await expect(tenantPauseOf('beta')).resolves.toBeNull();
 });
