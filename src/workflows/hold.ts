@@ -61,8 +61,6 @@ export class CallHold {
   /** The attempts the execution's calls made before the current one. */
   attemptsBefore = 0;
   private resumed = false;
-  private lookMs = LOOK_AGAIN_FIRST_MS;
-  private lastPausedAt: string | undefined;
   private callStartedAt: number;
 
   constructor(
@@ -91,19 +89,19 @@ export class CallHold {
     this.budgetLeftMs -= Math.min(Math.max(ran, 0), now - this.callStartedAt);
     this.attemptsBefore = Math.max(this.attemptsBefore, held.attempt);
     this.holds += 1;
-    // Another pause than the one that held the call before: its looks start from the first wait again.
-    if (held.pausedAt !== this.lastPausedAt) this.lookMs = LOOK_AGAIN_FIRST_MS;
+    // Each hold starts from the first wait, also one by the pause a look just saw over (a worker behind on the pauses
+    // held the call again): a long pause's hour between looks must not outlive it.
+    let lookMs = LOOK_AGAIN_FIRST_MS;
     let pause: TenantHoldState | null = held;
     while (pause) {
-      this.lastPausedAt = pause.pausedAt;
       const why = pause.reason ? ` (${pause.reason})` : '';
       const text =
         `held: tenant ${this.tenant} is paused since ${pause.pausedAt}${why}; ${this.attemptsBefore} attempt(s) ` +
         `made, ${Math.max(0, Math.round(this.budgetLeftMs / 1000))} s of the budget left`;
       setCurrentDetails(text);
-      const signalled = await condition(() => this.resumed, this.lookMs, { summary: text });
+      const signalled = await condition(() => this.resumed, lookMs, { summary: text });
       this.resumed = false;
-      this.lookMs = signalled ? LOOK_AGAIN_FIRST_MS : Math.min(this.lookMs * 2, LOOK_AGAIN_MAX_MS);
+      lookMs = signalled ? LOOK_AGAIN_FIRST_MS : Math.min(lookMs * 2, LOOK_AGAIN_MAX_MS);
       pause = await this.look(pause);
     }
     setCurrentDetails('');

@@ -242,6 +242,21 @@ test('a look that fails leaves the call held until the next look, and the histor
   expect(looks).toBeGreaterThanOrEqual(2);
 });
 
+test('held again by the same pause after a look saw it over (a worker behind on the pauses): the first wait again', async () => {
+  const { result, events } = await runDispatch(input(), async (id) => {
+    if (id !== 'call-2-after-0') throw held(0, null);
+    return { run_id: 'r-5', admission: 'created' };
+  });
+  expect(result).toEqual({ run_id: 'r-5', admission: 'created' });
+  expect(calls(events).map((c) => c.activityId)).toEqual([
+    'call-0-after-0',
+    'call-1-after-0',
+    'call-2-after-0',
+  ]);
+  // The look that saw the tenant resumed ends the doubling: a pause of hours must not leave an hour's wait behind.
+  expect(waitsOf(events)).toEqual([10_000, 10_000]);
+});
+
 test('dead-lettered after a hold: the attempts of both calls are counted, the cap is the whole cap', async () => {
   const { error, deadLetters, events } = await runDispatch(
     input(),
