@@ -111,7 +111,8 @@ const failureOf = (e: HistoryEvent): Failure | null | undefined =>
  * Read on while that history lacks attempts: fewer than `through` (the attempts made), or some without their outcome.
  * A call scheduled after a hold starts from the held failure's entries, and may not have them (a timeout in the
  * queue, a history it could not read); each older held failure is merged in, entries with an outcome winning, until
- * none is missing or the history ends.
+ * none is missing, or the call scheduled next says the calls before it made fewer attempts than the first one
+ * missing (an attempt that timed out, or whose worker was lost, has no outcome anywhere).
  */
 export async function lastCallHistory(
   getHistoryReverse: ReadReverse,
@@ -124,16 +125,26 @@ export async function lastCallHistory(
   let newest = true;
   await scanNewestFirst(getHistoryReverse, namespace, workflowId, runId, (e) => {
     const failure = failureOf(e);
-    if (!failure || !(newest || heldFailure(failure))) return false;
-    history = newest ? historyOfFailure(failure) : mergedHistory(history, historyOfFailure(failure));
-    newest = false;
-    return !lacksAttempts(history, through);
+    if (failure && (newest || heldFailure(failure))) {
+      history = newest ? historyOfFailure(failure) : mergedHistory(history, historyOfFailure(failure));
+      newest = false;
+      return firstMissing(history, through) === undefined;
+    }
+    const scheduled = e.activityTaskScheduledEventAttributes;
+    if (newest || !scheduled) return false;
+    const before = holdableCall(scheduled.activityId ?? '')?.attemptsBefore ?? 0;
+    return (firstMissing(history, through) ?? Infinity) > before;
   });
   return history;
 }
 
-const lacksAttempts = (h: AttemptHistory | undefined, through: number): boolean =>
-  (through > 0 && (!h || attemptsMade(h) < through)) || !!h?.attempts.some((a) => a.error === NO_OUTCOME);
+/** The first attempt up to `through` whose entry has no outcome or is not there; undefined when none is. */
+function firstMissing(h: AttemptHistory | undefined, through: number): number | undefined {
+  const unknown = (h?.attempts ?? []).filter((a) => a.error === NO_OUTCOME).map((a) => a.attempt);
+  if (unknown.length > 0) return Math.min(...unknown);
+  const made = h ? attemptsMade(h) : 0;
+  return through > made ? made + 1 : undefined;
+}
 
 const heldFailure = (f: Failure | null | undefined): boolean =>
   f?.applicationFailureInfo?.type === TENANT_PAUSED;

@@ -215,6 +215,56 @@ describe("a failed call's attempts", () => {
     expect(prior?.attempts.map((a) => a.error)).toEqual(['HTTP 503', 'HTTP 503', 'HTTP 503']);
   });
 
+  test('an attempt no hold can tell (it timed out) stops the reading at the call scheduled after the hold', async () => {
+    const entry = (attempt: number, known: boolean) => ({
+      attempt,
+      at: '2026-12-06T07:59:00.000Z',
+      http_status: known ? 503 : null,
+      error: known ? 'HTTP 503' : NO_OUTCOME,
+      duration_ms: known ? 5 : null,
+    });
+    const failure = (type: string, attempt: number, attempts: ReturnType<typeof entry>[]) => ({
+      message: type,
+      applicationFailureInfo: {
+        type,
+        details: payloads({ attempt, httpStatus: null, attempts, attempts_omitted: 0 }),
+      },
+    });
+    // Attempts 1-2, then held; after the resume attempt 3 answered and attempt 4 timed out with the budget.
+    const timedOut: Event = {
+      activityTaskTimedOutEventAttributes: {
+        failure: failure('RunsApiUnavailable', 4, [
+          entry(1, true),
+          entry(2, true),
+          entry(3, true),
+          entry(4, false),
+        ]),
+      },
+    };
+    const held: Event = {
+      activityTaskFailedEventAttributes: {
+        failure: failure('TenantPaused', 2, [entry(1, true), entry(2, true)]),
+      },
+    };
+    const older = Array.from({ length: 40 }, () => [task, task]);
+    const { read, requests } = reader([[task, timedOut], [scheduled('call-1-after-2')], [held], ...older]);
+    const h = await lastCallHistory(read, 'default', 'w', 'r', 4);
+    expect(h?.attempts.map((a) => a.error)).toEqual(['HTTP 503', 'HTTP 503', 'HTTP 503', NO_OUTCOME]);
+    expect(requests).toHaveLength(2);
+    // The first call bounds it too: no call before it, so no hold before it.
+    const first = reader([[task, held], [scheduled('call-0-after-0')], ...older]);
+    const unknownFirst: Event = {
+      activityTaskFailedEventAttributes: {
+        failure: failure('TenantPaused', 2, [entry(1, false), entry(2, true)]),
+      },
+    };
+    const bounded = reader([[task, unknownFirst], [scheduled('call-0-after-0')], ...older]);
+    await expect(lastCallHistory(first.read, 'default', 'w', 'r')).resolves.toBeDefined();
+    expect(first.requests).toHaveLength(1);
+    expect((await lastCallHistory(bounded.read, 'default', 'w', 'r'))?.attempts[0]?.error).toBe(NO_OUTCOME);
+    expect(bounded.requests).toHaveLength(2);
+  });
+
   test('no failure in the whole history gives none', async () => {
     const { read, requests } = reader([[task], [task], [task]]);
     await expect(lastCallHistory(read, 'default', 'w', 'r')).resolves.toBeUndefined();
