@@ -9,6 +9,7 @@ import {
   ApplicationFailure,
   condition,
   defineSignal,
+  isCancellation,
   log,
   proxyLocalActivities,
   setCurrentDetails,
@@ -113,6 +114,8 @@ export class CallHold {
     try {
       return await tenantPauseOf(this.tenant);
     } catch (err) {
+      // The execution cancelled: the wait that follows ends it, without a warning of a look that did not fail.
+      if (isCancellation(err)) return before;
       log.warn('the look at the tenant pause failed; the call stays held until the next look', {
         tenant: this.tenant,
         error: err instanceof Error ? err.message : String(err),
