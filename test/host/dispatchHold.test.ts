@@ -240,6 +240,7 @@ test('a look that fails leaves the call held until the next look, and the histor
   );
   expect(lookMarkers).toHaveLength(2);
   expect(looks).toBeGreaterThanOrEqual(2);
+  if (recordingHistories()) writeHistoryFixture('completed-after-failed-look', historyToJson({ events }));
 });
 
 test('held again by the same pause after a look saw it over (a worker behind on the pauses): the first wait again', async () => {
@@ -248,13 +249,11 @@ test('held again by the same pause after a look saw it over (a worker behind on 
     return { run_id: 'r-5', admission: 'created' };
   });
   expect(result).toEqual({ run_id: 'r-5', admission: 'created' });
-  expect(calls(events).map((c) => c.activityId)).toEqual([
-    'call-0-after-0',
-    'call-1-after-0',
-    'call-2-after-0',
-  ]);
+  const ids = calls(events).map((c) => c.activityId);
+  expect(ids).toEqual(['call-0-after-0', 'call-1-after-0', 'call-2-after-0']);
   // The look that saw the tenant resumed ends the doubling: a pause of hours must not leave an hour's wait behind.
   expect(waitsOf(events)).toEqual([10_000, 10_000]);
+  if (recordingHistories()) writeHistoryFixture('completed-after-second-hold', historyToJson({ events }));
 });
 
 test('dead-lettered after a hold: the attempts of both calls are counted, the cap is the whole cap', async () => {

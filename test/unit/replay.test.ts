@@ -76,6 +76,8 @@ const BUDGET_OUTCOMES = [
   'completed-large-input',
   'completed-after-hold',
   'failed-after-hold',
+  'completed-after-failed-look',
+  'completed-after-second-hold',
 ];
 
 test('the fixtures cover every dispatch outcome, as this version records them and as the versions before did', () => {
