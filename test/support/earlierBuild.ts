@@ -4,6 +4,7 @@
  * node_modules (the commits used share the dependency set), and cached outside the repo by commit.
  */
 import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { loadStackConfig } from '../../devstack/config';
@@ -39,7 +40,7 @@ function linkDependencies(dir: string): void {
   const link = path.join(dir, 'node_modules');
   const target = path.join(REPO_ROOT, 'node_modules');
   if (readLink(link) === target) return;
-  const tmp = `${link}.tmp-${process.pid}`;
+  const tmp = `${link}.tmp-${process.pid}-${randomUUID()}`;
   fs.rmSync(tmp, { force: true });
   fs.symlinkSync(target, tmp);
   fs.renameSync(tmp, link);
