@@ -41,6 +41,8 @@ export interface IngesterParts {
 export class Ingester {
   private readonly admin;
   private subscribed: string[] = [];
+  /** The consumer for `subscribed` failed to start (Kafka down): the next listing starts it, though unchanged. */
+  private applyFailed = false;
   private readonly ignoredTopics = new Set<string>();
   private closed = false;
   /** Its consumer, whether that has joined, its assignment and generation (membership.ts). */
@@ -103,7 +105,7 @@ export class Ingester {
     for (let delayMs = 500; ; delayMs = Math.min(delayMs * 2, 10_000)) {
       try {
         await this.admin.connect();
-        await this.refreshTopics();
+        await this.applyTopics(await this.listTopics());
         break;
       } catch (err) {
         if (this.group.stopping) return;
@@ -149,14 +151,9 @@ export class Ingester {
     return this.paused.summary() ?? (this.group.joined ? 'ok' : 'joining consumer group');
   }
 
-  private async refreshTopics(): Promise<void> {
-    await this.applyTopics(await this.listTopics());
-  }
-
   private async listTopics(): Promise<string[]> {
     return dispatchTopics(await this.admin.listTopics(), this.cfg.dispatchTopicPattern, (t) => {
-      // Reported once per topic, not at every refresh.
-      if (this.ignoredTopics.has(t)) return;
+      if (this.ignoredTopics.has(t)) return; // reported once per topic, not at every refresh
       this.ignoredTopics.add(t);
       this.logger.warn(
         { topic: t },
@@ -166,11 +163,17 @@ export class Ingester {
   }
 
   private async applyTopics(topics: string[]): Promise<void> {
-    if (this.group.stopping || topics.join('\n') === this.subscribed.join('\n')) return;
+    if (this.group.stopping || (topics.join('\n') === this.subscribed.join('\n') && !this.applyFailed))
+      return;
     this.logger.info({ topics }, 'dispatch topics changed; (re)subscribing');
     await this.stopConsumer();
     this.subscribed = topics;
-    if (topics.length > 0 && !this.group.stopping) await this.startConsumer(topics);
+    this.applyFailed = false;
+    if (topics.length > 0 && !this.group.stopping)
+      await this.startConsumer(topics).catch((err: unknown) => {
+        this.applyFailed = true;
+        throw err;
+      });
   }
 
   private async startConsumer(topics: string[]): Promise<void> {
