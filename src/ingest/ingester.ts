@@ -41,8 +41,7 @@ export interface IngesterParts {
 export class Ingester {
   private readonly admin;
   private subscribed: string[] = [];
-  /** The consumer for `subscribed` failed to start (Kafka down): the next listing starts it, though unchanged. */
-  private applyFailed = false;
+  private applyFailed = false; // applyTopics could not start a consumer for `subscribed`: the next listing tries
   private readonly ignoredTopics = new Set<string>();
   private closed = false;
   /** Its consumer, whether that has joined, its assignment and generation (membership.ts). */
@@ -102,7 +101,7 @@ export class Ingester {
 
   async start(): Promise<void> {
     // Kafka may be down when the ingester starts: keep trying (not ready meanwhile) instead of crash-looping.
-    for (let delayMs = 500; ; delayMs = Math.min(delayMs * 2, 10_000)) {
+    for (let delayMs = 500; !this.group.stopping; delayMs = Math.min(delayMs * 2, 10_000)) {
       try {
         await this.admin.connect();
         await this.applyTopics(await this.listTopics());
@@ -117,6 +116,7 @@ export class Ingester {
         await new Promise((r) => setTimeout(r, delayMs));
       }
     }
+    if (this.group.stopping) return; // closed during a retry's wait: no watcher, no monitor
     this.problem = undefined;
     // The listing is not queued with the consumer's restarts, only its outcome is: an admin connection that hangs
     // (its broker session expired while no token could be had) must not hold a crashed consumer's restart behind it.
@@ -168,7 +168,6 @@ export class Ingester {
     this.logger.info({ topics }, 'dispatch topics changed; (re)subscribing');
     await this.stopConsumer();
     this.subscribed = topics;
-    this.applyFailed = false;
     if (topics.length > 0 && !this.group.stopping)
       await this.startConsumer(topics).catch((err: unknown) => {
         this.applyFailed = true;
@@ -270,6 +269,7 @@ export class Ingester {
   private async stopConsumer(): Promise<void> {
     const consumer = this.group.consumer;
     this.group.consumer = undefined;
+    this.applyFailed = false; // whoever stops it starts the next (applyTopics, a crash's restart)
     this.group.joined = false;
     this.group.assignment = undefined;
     this.paused.clear();

@@ -11,15 +11,17 @@ import { createMetrics } from '../../src/metrics';
 const silent = createLogger('ingesterResubscribe', 'silent');
 const TOPICS = ['poimen.acme.dispatch', 'poimen.newco.dispatch'];
 
-/** A kafkajs client whose consumers fail their first `failing` connects, as during a broker outage. */
-function kafkaWith(failing: number) {
-  const seen = { connects: 0, runs: 0, disconnects: 0 };
+type Crash = (e: { payload: { error: Error; restart: boolean } }) => void;
+
+/** A kafkajs client whose consumers fail the connects `fails` picks (by their count), as during a broker outage. */
+function kafkaWith(fails: (n: number) => boolean) {
+  const seen = { connects: 0, runs: 0, disconnects: 0, adminConnects: 0 };
+  const crashes: Crash[] = [];
   const consumer = () => ({
     events: { GROUP_JOIN: 'join', CRASH: 'crash', END_BATCH_PROCESS: 'end' },
-    on: () => undefined,
+    on: (event: string, handler: Crash) => void (event === 'crash' && crashes.push(handler)),
     connect: async () => {
-      if (++seen.connects <= failing)
-        throw new KafkaJSConnectionError('Connection error: connect ECONNREFUSED');
+      if (fails(++seen.connects)) throw new KafkaJSConnectionError('Connection error: connect ECONNREFUSED');
     },
     subscribe: async () => undefined,
     run: async () => void seen.runs++,
@@ -27,11 +29,11 @@ function kafkaWith(failing: number) {
     pause: () => undefined,
   });
   const admin = () => ({
-    connect: async () => undefined,
+    connect: async () => void seen.adminConnects++,
     listTopics: async () => TOPICS,
-    disconnect: async () => {},
+    disconnect: async () => undefined,
   });
-  return { kafka: { admin, consumer } as never, seen };
+  return { kafka: { admin, consumer } as never, seen, crashes };
 }
 
 function ingester(kafka: never): Ingester {
@@ -40,7 +42,7 @@ function ingester(kafka: never): Ingester {
 }
 
 test('topics applied while the consumer cannot connect are applied again at the next refresh', async () => {
-  const { kafka, seen } = kafkaWith(1);
+  const { kafka, seen } = kafkaWith((n) => n === 1);
   const ing = ingester(kafka);
   const apply = (t: string[]) =>
     (ing as unknown as { applyTopics(t: string[]): Promise<void> }).applyTopics(t);
@@ -48,21 +50,54 @@ test('topics applied while the consumer cannot connect are applied again at the 
     await expect(apply(TOPICS)).rejects.toThrow(/ECONNREFUSED/); // the watcher logs it and refreshes again
     expect(ing.ready()).toBe(false);
     await apply(TOPICS); // Kafka is back; the listing is the same
-    expect(seen).toEqual({ connects: 2, runs: 1, disconnects: 1 }); // the failed consumer closed, a new one runs
+    expect(seen).toMatchObject({ connects: 2, runs: 1, disconnects: 1 }); // the failed one closed, a new one runs
     await apply(TOPICS); // and once it runs, the same listing changes nothing
-    expect(seen).toEqual({ connects: 2, runs: 1, disconnects: 1 });
+    expect(seen).toMatchObject({ connects: 2, runs: 1, disconnects: 1 });
   } finally {
     await ing.close();
   }
 });
 
 test('a start whose consumer cannot connect at first keeps trying until it runs', async () => {
-  const { kafka, seen } = kafkaWith(2);
+  const { kafka, seen } = kafkaWith((n) => n <= 2);
   const ing = ingester(kafka);
   try {
     await ing.start();
-    expect(seen).toEqual({ connects: 3, runs: 1, disconnects: 2 });
+    expect(seen).toMatchObject({ connects: 3, runs: 1, disconnects: 2 });
   } finally {
     await ing.close();
   }
 }, 20_000);
+
+test("a failed topic change that a crash's restart then started leaves the running consumer alone", async () => {
+  const { kafka, seen, crashes } = kafkaWith((n) => n === 2 || n === 3);
+  const ing = ingester(kafka);
+  const p = ing as unknown as { applyTopics(t: string[]): Promise<void>; restarting: Promise<void> };
+  try {
+    await p.applyTopics(TOPICS.slice(0, 1)); // consumer 1 runs
+    crashes[0]!({ payload: { error: new Error('an ACL revoked'), restart: false } }); // its restart waits 1 s
+    p.restarting = p.restarting.then(() => p.applyTopics(TOPICS)).catch(() => undefined); // a new tenant's topic
+    // The restart's start fails (2), the topic change's too (3), the next restart's succeeds (4).
+    while (seen.runs < 2) await new Promise((r) => setTimeout(r, 20));
+    await p.restarting;
+    await p.applyTopics(TOPICS); // the next listing, unchanged
+    expect(seen).toMatchObject({ connects: 4, runs: 2 });
+  } finally {
+    await ing.close();
+  }
+}, 20_000);
+
+test('a close during the start loop ends it: no Kafka connection, watcher or monitor after close', async () => {
+  const { kafka, seen } = kafkaWith(() => true);
+  const ing = ingester(kafka);
+  const started = ing.start();
+  await new Promise((r) => setTimeout(r, 100)); // in the first retry's wait
+  await ing.close();
+  const connects = seen.adminConnects;
+  await started;
+  const p = ing as unknown as { watcher?: NodeJS.Timeout };
+  expect({ adminConnects: seen.adminConnects - connects, watcher: p.watcher !== undefined }).toEqual({
+    adminConnects: 0,
+    watcher: false,
+  });
+});
