@@ -1,7 +1,9 @@
 /**
  * Contract §6 ids on a dispatch topic deleted and made anew while the ingester runs: the new topic's offsets start
  * at 0 again, so a record there can sit at the offset of one dead-lettered before. It is another record: it gets
- * its own dead letter under its own id. Real Kafka, real Temporal, the relay's ingester (one process throughout).
+ * its own dead letter under its own id. And a DLQ topic deleted while the ingester runs (dead letters purged) is
+ * declared again by the next dead letter, without a restart. Real Kafka, real Temporal, the relay's ingester (one
+ * process throughout).
  */
 import { topics } from '../src/contract';
 import { ensureTopics, tenantTopicSpecs } from '../src/kafka/topics';
@@ -72,5 +74,30 @@ test('a malformed record at an offset seen before the topic was made anew is dea
   ]);
   expect(letters[1]!.id).not.toBe(letters[0]!.id);
   // One ingester process throughout: its publisher remembered the first id when the second record came.
+  expect(ingester.child.exitCode).toBeNull();
+});
+
+test('a DLQ topic deleted while the ingester runs is declared again at the next dead letter', async () => {
+  h = await createHarness();
+  const ingester = await h.startIngester();
+  const dlq = topics.dlq(h.tenant);
+  await h.publish('{"broken": 1', { key: 'before' });
+  await h.readDlq(1);
+  await h.expectCommittedAtLogEnd();
+
+  // An operator purges the dead letters by deleting the topic (its publisher knew it from the first).
+  const admin = h.kafka.admin();
+  await admin.connect();
+  try {
+    await admin.deleteTopics({ topics: [dlq] });
+    await waitFor(async () => !(await admin.listTopics()).includes(dlq), { what: `${dlq} deleted` });
+  } finally {
+    await admin.disconnect();
+  }
+  await h.publish('{"broken": 2', { key: 'after' });
+  // The publisher declared the topic again and the record was committed past: nothing waits for a restart.
+  await h.expectCommittedAtLogEnd(90_000);
+  const letters = await h.readDlq(1, 20_000);
+  expect(letters.map((r) => [r.source.key, r.payload])).toEqual([['after', '{"broken": 2']]);
   expect(ingester.child.exitCode).toBeNull();
 });
