@@ -175,6 +175,9 @@ export class DlqPublisher {
     try {
       await send(value);
     } catch (err) {
+      // The topic may be gone since it was declared (an operator purged the dead letters by deleting it, and the
+      // producer never creates one): the next try declares it again, as the first did.
+      this.knownTopics.delete(record.topic);
       // The broker refuses this record for its size, every time: retrying would stall the caller for good.
       if (!(err instanceof KafkaJSProtocolError && err.type === 'MESSAGE_TOO_LARGE')) throw err;
       const bytes = Buffer.byteLength(value);
