@@ -56,7 +56,7 @@ export class IngestMonitor {
   }
 
   /** DLQ backlog of each tenant served: records not yet handled by `dlq replay`, and the oldest's age. */
-  private async refreshDlqBacklog(): Promise<void> {
+  async refreshDlqBacklog(): Promise<void> {
     for (const topic of this.subscribed()) {
       const tenant = tenantFromTopic(topic);
       if (tenant === undefined) continue;
