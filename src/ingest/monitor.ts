@@ -5,6 +5,7 @@
  * own; a failed round is retried at the next.
  */
 import { tenantFromTopic, topics as topicNames } from '../contract';
+import { errorChain } from '../errors';
 import { dlqBacklog } from '../kafka/dlqBacklog';
 import { groupPositions } from '../kafka/offsets';
 import type { KafkaAdmin } from '../kafka/port';
@@ -14,6 +15,9 @@ import type { RelayMetrics } from '../metrics';
 export class IngestMonitor {
   private lagTimer: NodeJS.Timeout | undefined;
   private dlqTimer: NodeJS.Timeout | undefined;
+  /** The series each gauge has now, so that those of a topic no longer measured are removed. */
+  private lagSeries = new Map<string, { topic: string; partition: string }>();
+  private dlqSeries = new Set<string>();
 
   constructor(
     private readonly admin: KafkaAdmin,
@@ -41,22 +45,29 @@ export class IngestMonitor {
 
   async refreshLag(): Promise<void> {
     const topics = this.subscribed();
-    if (topics.length === 0) return;
     try {
-      for (const p of await groupPositions(this.admin, this.groupId, topics)) {
+      const reported = new Map<string, { topic: string; partition: string }>();
+      for (const p of topics.length === 0 ? [] : await groupPositions(this.admin, this.groupId, topics)) {
         const base = p.committed ?? p.low;
-        this.metrics.inboxLag.set(
-          { topic: p.topic, partition: String(p.partition) },
-          Number(p.high > base ? p.high - base : 0n),
-        );
+        const labels = { topic: p.topic, partition: String(p.partition) };
+        this.metrics.inboxLag.set(labels, Number(p.high > base ? p.high - base : 0n));
+        reported.set(`${p.topic}/${p.partition}`, labels);
       }
+      for (const [key, labels] of this.lagSeries)
+        if (!reported.has(key)) this.metrics.inboxLag.remove(labels);
+      this.lagSeries = reported;
     } catch (err) {
       this.logger.debug({ err }, 'lag refresh failed');
     }
   }
 
-  /** DLQ backlog of each tenant served: records not yet handled by `dlq replay`, and the oldest's age. */
+  /**
+   * DLQ backlog of each tenant served: records not yet handled by `dlq replay`, and the oldest's age. A tenant no
+   * longer served, or whose DLQ topic is gone, has no series: a last value nobody measures any more would keep its
+   * alert firing.
+   */
   async refreshDlqBacklog(): Promise<void> {
+    const measured = new Set<string>();
     for (const topic of this.subscribed()) {
       const tenant = tenantFromTopic(topic);
       if (tenant === undefined) continue;
@@ -65,10 +76,23 @@ export class IngestMonitor {
         const { lag, oldestAgeSeconds } = await dlqBacklog(this.admin, dlqTopic, Date.now());
         this.metrics.dlqConsumerLag.set({ topic: dlqTopic }, lag);
         this.metrics.dlqOldestAge.set({ topic: dlqTopic }, oldestAgeSeconds);
+        measured.add(dlqTopic);
       } catch (err) {
-        // A tenant without a DLQ topic yet has no backlog; anything else is retried next round.
+        // A tenant without a DLQ topic (not made yet, or deleted) has no backlog; anything else keeps the last
+        // value and is retried next round.
+        if (!topicMissing(err)) measured.add(dlqTopic);
         this.logger.debug({ err, topic: dlqTopic }, 'DLQ backlog refresh failed');
       }
     }
+    for (const dlqTopic of this.dlqSeries) {
+      if (measured.has(dlqTopic)) continue;
+      this.metrics.dlqConsumerLag.remove({ topic: dlqTopic });
+      this.metrics.dlqOldestAge.remove({ topic: dlqTopic });
+    }
+    this.dlqSeries = measured;
   }
+}
+
+function topicMissing(err: unknown): boolean {
+  return errorChain(err).some((e) => e['type'] === 'UNKNOWN_TOPIC_OR_PARTITION');
 }
