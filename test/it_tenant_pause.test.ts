@@ -6,6 +6,11 @@
  * an operator runs it.
  */
 import { topics } from '../src/contract';
+import { TENANT_PAUSES_TOPIC } from '../src/contract/names';
+import { readTenantPauses, writeTenantPause } from '../src/kafka/tenantPauses';
+import { TenantPauseFollower } from '../src/kafka/tenantPauseFollower';
+import { createLogger } from '../src/logger';
+import { createMetrics } from '../src/metrics';
 import { runCli } from './support/cli';
 import { type RelayProcess, metricValue } from './support/relay';
 import { type Harness, createHarness } from './support/relayHarness';
@@ -116,4 +121,44 @@ test('a tenant name outside the contract is refused in one line, before Kafka is
   expect(r.code).toBe(2);
   expect(r.stderr.trim().split('\n')).toHaveLength(1);
   expect(r.stderr).toContain('<tenant>');
+});
+
+test('a tombstone for a tenant deletes its pause, for a running follower as for one started after it', async () => {
+  h = await createHarness();
+  const tenant = h.tenant;
+  const metrics = createMetrics({ defaultMetrics: false });
+  const follower = new TenantPauseFollower(h.kafka, {
+    logger: createLogger('it-tenant-pause', 'silent'),
+    gauge: metrics.tenantPaused,
+  });
+  const admin = h.kafka.admin();
+  await admin.connect();
+  const producer = h.kafka.producer({ allowAutoTopicCreation: false });
+  await producer.connect();
+  try {
+    await writeTenantPause(h.kafka, admin, {
+      tenant,
+      paused: true,
+      reason: 'offboarding',
+      at: new Date().toISOString(),
+      by: null,
+    });
+    await follower.start();
+    expect(follower.pauseOf(tenant)?.reason).toBe('offboarding');
+
+    // The tenant is offboarded: its pause record is deleted the way a compacted topic deletes a key.
+    await producer.send({ topic: TENANT_PAUSES_TOPIC, acks: -1, messages: [{ key: tenant, value: null }] });
+    await waitFor(async () => follower.pauseOf(tenant) === undefined, {
+      timeoutMs: 20_000,
+      what: 'the pause deleted',
+    });
+    expect(follower.all().has(tenant)).toBe(false);
+    expect((await metrics.tenantPaused.get()).values.filter((v) => v.labels.tenant === tenant)).toEqual([]);
+    // A process started later (the tombstone read, or the key compacted away) agrees.
+    expect((await readTenantPauses(h.kafka)).has(tenant)).toBe(false);
+  } finally {
+    await follower.close();
+    await producer.disconnect();
+    await admin.disconnect();
+  }
 });
