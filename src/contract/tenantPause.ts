@@ -21,12 +21,24 @@ export function encodeTenantPause(pause: TenantPause): string {
   return JSON.stringify(pause);
 }
 
+/** A tombstone keyed by a tenant: its pause is deleted, and the tenant is not paused (as after compaction). */
+export interface TenantPauseDeleted {
+  tenant: string;
+  deleted: true;
+}
+
 /**
- * The pause a record holds, or a reason why it holds none (not JSON, another shape, a key that is not its tenant):
- * such a record is skipped and the tenant keeps the state before it.
+ * The pause a record holds, its deletion (a tombstone keyed by a tenant), or a reason why it holds neither (not JSON,
+ * another shape, a key that is not its tenant): such a record is skipped and the tenant keeps the state before it.
  */
-export function decodeTenantPause(key: string | null, value: string | null): TenantPause | string {
-  if (value === null) return 'a record without a value';
+export function decodeTenantPause(
+  key: string | null,
+  value: string | null,
+): TenantPause | TenantPauseDeleted | string {
+  if (value === null) {
+    if (key !== null && isValidTenant(key)) return { tenant: key, deleted: true };
+    return 'a record without a value or a tenant for its key';
+  }
   let v: unknown;
   try {
     v = JSON.parse(value);

@@ -5,7 +5,7 @@
  */
 import type { Admin, ITopicConfig, KafkaMessage } from 'kafkajs';
 import { TENANT_PAUSES_TOPIC } from '../contract/names';
-import { type TenantPause, decodeTenantPause } from '../contract/tenantPause';
+import { type TenantPause, type TenantPauseDeleted, decodeTenantPause } from '../contract/tenantPause';
 import { AccessRefusedError, errorChain } from '../errors';
 import { kafkaNotAuthorized } from './errors';
 
@@ -16,8 +16,8 @@ export const TENANT_PAUSES_TOPIC_SPEC: ITopicConfig = {
   configEntries: [{ name: 'cleanup.policy', value: 'compact' }],
 };
 
-/** The pause a record holds, or why it holds none. */
-export function pauseOf(message: KafkaMessage): TenantPause | string {
+/** The pause a record holds, its deletion, or why it holds neither. */
+export function pauseOf(message: KafkaMessage): TenantPause | TenantPauseDeleted | string {
   return decodeTenantPause(message.key?.toString('utf8') ?? null, message.value?.toString('utf8') ?? null);
 }
 

@@ -1,25 +1,21 @@
 /**
  * Follows the pause topic (contract §2, "Pausing a tenant") for one process: every ingester reads every pause before
  * it consumes a record (every worker before it polls), then learns a new one within about a second (docs/design.md, "Pausing a tenant"). The topic's
- * names and its writer: ./tenantPauses.ts; what a pause holds back: ingest/admission.ts.
+ * names and its writer: ./tenantPauses.ts; what its records make of a tenant's pause: ./pauseState.ts; what a pause
+ * holds back: ingest/admission.ts.
  */
 import { randomUUID } from 'node:crypto';
-import type { Admin, Consumer, Kafka, KafkaMessage } from 'kafkajs';
-import type { Gauge } from 'prom-client';
+import type { Admin, Consumer, Kafka } from 'kafkajs';
 import { TENANT_PAUSES_GROUP_PREFIX, TENANT_PAUSES_TOPIC } from '../contract/names';
 import type { TenantPause } from '../contract/tenantPause';
-import { type Logger, logsRepeat } from '../logger';
+import { logsRepeat } from '../logger';
 import { COORDINATOR_WAIT_MS } from './coordinator';
 import { groupCoordinatorNotReady } from './errors';
-import { pauseOf, pauseTopicExists, pauseTopicRefusal } from './pauseTopic';
+import { type PauseStateOptions, TenantPauseState } from './pauseState';
+import { pauseTopicExists, pauseTopicRefusal } from './pauseTopic';
 import { watermarks } from './readRange';
 
-export interface TenantPauseFollowerOptions {
-  logger: Logger;
-  /** Set to 1 while a tenant is paused, 0 once resumed. */
-  gauge?: Gauge<'tenant'>;
-  /** Called after each pause read (a tenant paused, resumed, or its reason changed). */
-  onChange?: (pause: TenantPause) => void;
+export interface TenantPauseFollowerOptions extends PauseStateOptions {
   /** How often a missing topic is looked for again (it appears with the first `tenant pause`). */
   recheckMs?: number;
   /** What an error is when waiting cannot cure it (credentials, certificates): `start` rejects with it. */
@@ -50,7 +46,7 @@ function kafkaProblem(err: unknown, doing: string): string {
  * and must consume nothing.
  */
 export class TenantPauseFollower {
-  private readonly state = new Map<string, TenantPause>();
+  private readonly state: TenantPauseState;
   /** Per partition, the next offset to read: where a rejoin (a restart after a crash) seeks, so nothing is read twice. */
   private readonly next = new Map<number, bigint>();
   private readonly admin: Admin;
@@ -63,8 +59,6 @@ export class TenantPauseFollower {
   /** A look again is under way (the interval does not start a second). */
   private following = false;
   private failures = 0;
-  /** The first read is done: from now on each change is logged (before, the history would be, at every start). */
-  private announced = false;
   /** Looks again that failed in a row. */
   private lookFailures = 0;
   /** Why the pauses are not known (not read yet, or no longer followed); undefined while they are. */
@@ -76,17 +70,17 @@ export class TenantPauseFollower {
   ) {
     // Each call once: the follower asks again itself, and "no such topic" must come back at once, not retried.
     this.admin = kafka.admin({ retry: { retries: 0 } });
+    this.state = new TenantPauseState(o);
   }
 
   /** The tenant's pause while it is paused; undefined when it is not. */
   pauseOf(tenant: string): TenantPause | undefined {
-    const pause = this.state.get(tenant);
-    return pause?.paused ? pause : undefined;
+    return this.state.pauseOf(tenant);
   }
 
   /** Every tenant's latest pause read so far. */
   all(): Map<string, TenantPause> {
-    return new Map(this.state);
+    return this.state.all();
   }
 
   /** Why the pauses are not known now (not read yet, or no longer followed); undefined while they are. */
@@ -245,7 +239,7 @@ export class TenantPauseFollower {
     await consumer.run({
       autoCommit: false,
       eachMessage: async ({ partition, message }) => {
-        this.apply(message);
+        this.state.apply(message);
         advanced(partition, BigInt(message.offset) + 1n);
       },
     });
@@ -254,32 +248,7 @@ export class TenantPauseFollower {
     if (this.closed) return;
     this.problem = undefined;
     this.failures = 0;
-    if (!this.announced) {
-      this.announced = true;
-      const paused = [...this.state.values()].filter((p) => p.paused).map((p) => p.tenant);
-      this.o.logger.info({ paused }, `tenant pauses read: ${paused.length} tenant(s) paused`);
-    }
-  }
-
-  private apply(message: KafkaMessage): void {
-    const pause = pauseOf(message);
-    if (typeof pause === 'string') {
-      this.o.logger.warn(
-        { offset: message.offset, problem: pause },
-        'skipping a record of the tenant pause topic',
-      );
-      return;
-    }
-    const before = this.state.get(pause.tenant);
-    this.state.set(pause.tenant, pause);
-    this.o.gauge?.set({ tenant: pause.tenant }, pause.paused ? 1 : 0);
-    if (this.announced && pause.paused !== (before?.paused ?? false)) {
-      this.o.logger.info(
-        { tenant: pause.tenant, reason: pause.reason, by: pause.by, at: pause.at },
-        pause.paused ? 'tenant paused: its records wait in Kafka' : 'tenant resumed',
-      );
-    }
-    this.o.onChange?.(pause);
+    this.state.announce();
   }
 
   private failed(err: unknown, msg: string): void {

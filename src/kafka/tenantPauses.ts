@@ -66,7 +66,7 @@ export async function readTenantPauses(kafka: Kafka): Promise<Map<string, Tenant
 export function followTenantPauses(
   kafka: Kafka,
   cfg: KafkaConfig,
-  o: { logger: Logger; gauge: Gauge<'tenant'>; onChange?: (pause: TenantPause) => void },
+  o: { logger: Logger; gauge: Gauge<'tenant'>; onChange?: (tenant: string) => void },
 ): TenantPauseFollower {
   return new TenantPauseFollower(kafka, {
     ...o,

@@ -24,7 +24,8 @@ describe('the pause record', () => {
   });
 
   test.each([
-    ['acme', null, 'a record without a value'],
+    [null, null, 'a record without a value or a tenant for its key'],
+    ['Acme.x', null, 'a record without a value or a tenant for its key'],
     ['acme', 'paused', 'a value that is not JSON'],
     ['acme', 'null', 'a value that is not an object'],
     ['acme', '"paused"', 'a value that is not an object'],
@@ -36,6 +37,10 @@ describe('the pause record', () => {
     ['acme', JSON.stringify({ ...pause, at: 12345 }), 'no ISO time "at"'], // Date.parse would take it
   ])('key %s, value %s: skipped (%s)', (key, value, why) => {
     expect(decodeTenantPause(key, value)).toBe(why);
+  });
+
+  test("a tombstone keyed by a tenant deletes the tenant's pause", () => {
+    expect(decodeTenantPause('acme', null)).toEqual({ tenant: 'acme', deleted: true });
   });
 
   test('a reason or an author that is not text reads as none', () => {

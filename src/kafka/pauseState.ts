@@ -1,0 +1,78 @@
+/**
+ * The tenant pauses one process knows (contract §2, "Pausing a tenant"): the pause topic's records applied in order,
+ * a tenant's latest pause its state, and a tombstone keyed by a tenant deleting it, as compaction will. Who reads
+ * the records into it: ./tenantPauseFollower.ts.
+ */
+import type { KafkaMessage } from 'kafkajs';
+import type { Gauge } from 'prom-client';
+import type { TenantPause } from '../contract/tenantPause';
+import type { Logger } from '../logger';
+import { pauseOf } from './pauseTopic';
+
+export interface PauseStateOptions {
+  logger: Logger;
+  /** 1 while a tenant is paused, 0 once resumed; no series once its pause is deleted. */
+  gauge?: Gauge<'tenant'>;
+  /** Called after each record that changed a tenant's pause (paused, resumed, its reason changed, deleted). */
+  onChange?: (tenant: string) => void;
+}
+
+export class TenantPauseState {
+  private readonly state = new Map<string, TenantPause>();
+  /** The first read is done: from now on each change is logged (before, the history would be, at every start). */
+  private announced = false;
+
+  constructor(private readonly o: PauseStateOptions) {}
+
+  /** The tenant's pause while it is paused; undefined when it is not. */
+  pauseOf(tenant: string): TenantPause | undefined {
+    const pause = this.state.get(tenant);
+    return pause?.paused ? pause : undefined;
+  }
+
+  /** Every tenant's latest pause read so far. */
+  all(): Map<string, TenantPause> {
+    return new Map(this.state);
+  }
+
+  /** The topic was read to its end for the first time: says which tenants are paused, once. */
+  announce(): void {
+    if (this.announced) return;
+    this.announced = true;
+    const paused = [...this.state.values()].filter((p) => p.paused).map((p) => p.tenant);
+    this.o.logger.info({ paused }, `tenant pauses read: ${paused.length} tenant(s) paused`);
+  }
+
+  apply(message: KafkaMessage): void {
+    const pause = pauseOf(message);
+    if (typeof pause === 'string') {
+      this.o.logger.warn(
+        { offset: message.offset, problem: pause },
+        'skipping a record of the tenant pause topic',
+      );
+      return;
+    }
+    const before = this.state.get(pause.tenant);
+    if ('deleted' in pause) {
+      this.state.delete(pause.tenant);
+      this.o.gauge?.remove({ tenant: pause.tenant });
+    } else {
+      this.state.set(pause.tenant, pause);
+      this.o.gauge?.set({ tenant: pause.tenant }, pause.paused ? 1 : 0);
+    }
+    const paused = 'deleted' in pause ? false : pause.paused;
+    if (this.announced && paused !== (before?.paused ?? false)) {
+      this.o.logger.info(
+        'deleted' in pause
+          ? { tenant: pause.tenant }
+          : { tenant: pause.tenant, reason: pause.reason, by: pause.by, at: pause.at },
+        paused
+          ? 'tenant paused: its records wait in Kafka'
+          : 'deleted' in pause
+            ? 'tenant resumed: its pause was deleted'
+            : 'tenant resumed',
+      );
+    }
+    this.o.onChange?.(pause.tenant);
+  }
+}
