@@ -2,11 +2,22 @@
  * Contract §6 ids on a dispatch topic deleted and made anew while the ingester runs: the new topic's offsets start
  * at 0 again, so a record there can sit at the offset of one dead-lettered before. It is another record: it gets
  * its own dead letter under its own id. And a DLQ topic deleted while the ingester runs (dead letters purged) is
- * declared again by the next dead letter, without a restart. Real Kafka, real Temporal, the relay's ingester (one
- * process throughout).
+ * declared again by the next dead letter, without a restart. A topic deleted by an operator stops none of the relay's
+ * long-lived clients for the other tenants (kafkajs asks about every topic a client has known: the publisher and
+ * the source-record reader make a new client when that fails). Real Kafka, real Temporal, the relay's ingester (one
+ * process throughout) and its classes.
  */
+import { randomUUID } from 'node:crypto';
 import { topics } from '../src/contract';
+import { buildTestDeadLetter } from '../src/contract/testDeadLetter';
+import { createKafka } from '../src/kafka/client';
+import { DlqPublisher } from '../src/kafka/dlqPublisher';
+import { SourceRecordReader } from '../src/kafka/sourceRecord';
 import { ensureTopics, tenantTopicSpecs } from '../src/kafka/topics';
+import { createLogger } from '../src/logger';
+import { createMetrics } from '../src/metrics';
+import { uniqueName, uniqueTenant } from './support/names';
+import { testServices } from './support/testEnv';
 import { type Harness, createHarness } from './support/relayHarness';
 import { waitFor } from './support/wait';
 
@@ -100,4 +111,83 @@ test('a DLQ topic deleted while the ingester runs is declared again at the next 
   const letters = await h.readDlq(1, 20_000);
   expect(letters.map((r) => [r.source.key, r.payload])).toEqual([['after', '{"broken": 2']]);
   expect(ingester.child.exitCode).toBeNull();
+});
+
+const quiet = createLogger('it-dlq-recreated', 'silent');
+
+function relayKafka() {
+  return createKafka(
+    { brokers: testServices().kafkaBrokers, clientId: uniqueName('it-recreated'), groupId: '-', ssl: false },
+    quiet,
+  );
+}
+
+/** Deletes the topics as an operator does, from a client of its own. */
+async function operatorDeletes(names: string[]): Promise<void> {
+  const admin = relayKafka().admin();
+  await admin.connect();
+  try {
+    await admin.deleteTopics({ topics: names });
+    await waitFor(async () => !(await admin.listTopics()).some((t) => names.includes(t)), {
+      what: `${names.join(', ')} deleted`,
+    });
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+test("a tenant's DLQ topic deleted by an operator: every tenant's dead letters still go out, its own too", async () => {
+  const [a, b, c] = [uniqueTenant(), uniqueTenant(), uniqueTenant()];
+  const dlq = new DlqPublisher(relayKafka(), createMetrics({ defaultMetrics: false }), quiet);
+  const publish = (tenant: string) =>
+    dlq
+      .publish(
+        buildTestDeadLetter({ id: randomUUID(), timestamp: Date.now(), tenant, index: 1, count: 1 }),
+        null,
+        {
+          signal: AbortSignal.timeout(30_000),
+        },
+      )
+      .then(
+        () => 'ok',
+        (e: Error) => e.message,
+      );
+  try {
+    expect([await publish(a), await publish(b)]).toEqual(['ok', 'ok']);
+    await operatorDeletes([topics.dlq(a)]);
+    // A new tenant, one the publisher wrote to before, and the tenant whose topic went (declared again).
+    expect([await publish(c), await publish(b), await publish(a)]).toEqual(['ok', 'ok', 'ok']);
+  } finally {
+    await dlq.close();
+    await operatorDeletes([topics.dlq(a), topics.dlq(b), topics.dlq(c)]).catch(() => undefined);
+  }
+});
+
+test("a tenant's dispatch topic deleted by an operator: the worker still reads the others' source records", async () => {
+  const [a, b] = [uniqueTenant(), uniqueTenant()];
+  const kafka = relayKafka();
+  const admin = kafka.admin();
+  await admin.connect();
+  const producer = kafka.producer({ allowAutoTopicCreation: false });
+  await producer.connect();
+  const reader = new SourceRecordReader(relayKafka(), 30_000);
+  try {
+    for (const t of [a, b]) {
+      await ensureTopics(
+        admin,
+        tenantTopicSpecs(t, { partitions: 1 }).filter((s) => s.topic === topics.dispatch(t)),
+      );
+      await producer.send({ topic: topics.dispatch(t), acks: -1, messages: [{ key: t, value: `of ${t}` }] });
+    }
+    const read = async (t: string) =>
+      (await reader.read({ topic: topics.dispatch(t), partition: 0, offset: '0' }))?.value?.toString();
+    expect([await read(a), await read(b)]).toEqual([`of ${a}`, `of ${b}`]);
+    await operatorDeletes([topics.dispatch(b)]);
+    expect(await read(a)).toBe(`of ${a}`);
+  } finally {
+    await reader.close();
+    await producer.disconnect();
+    await admin.disconnect();
+    await operatorDeletes([topics.dispatch(a), topics.dispatch(b)]).catch(() => undefined);
+  }
 });
