@@ -53,24 +53,22 @@ export class TenantPauseState {
       return;
     }
     const before = this.state.get(pause.tenant);
-    if ('deleted' in pause) {
+    const after = 'deleted' in pause ? undefined : pause;
+    if (after) {
+      this.state.set(after.tenant, after);
+      this.o.gauge?.set({ tenant: after.tenant }, after.paused ? 1 : 0);
+    } else {
       this.state.delete(pause.tenant);
       this.o.gauge?.remove({ tenant: pause.tenant });
-    } else {
-      this.state.set(pause.tenant, pause);
-      this.o.gauge?.set({ tenant: pause.tenant }, pause.paused ? 1 : 0);
     }
-    const paused = 'deleted' in pause ? false : pause.paused;
-    if (this.announced && paused !== (before?.paused ?? false)) {
+    if (this.announced && (after?.paused ?? false) !== (before?.paused ?? false)) {
       this.o.logger.info(
-        'deleted' in pause
-          ? { tenant: pause.tenant }
-          : { tenant: pause.tenant, reason: pause.reason, by: pause.by, at: pause.at },
-        paused
+        { tenant: pause.tenant, reason: after?.reason, by: after?.by, at: after?.at },
+        after?.paused
           ? 'tenant paused: its records wait in Kafka'
-          : 'deleted' in pause
-            ? 'tenant resumed: its pause was deleted'
-            : 'tenant resumed',
+          : after
+            ? 'tenant resumed'
+            : 'tenant resumed: its pause was deleted',
       );
     }
     this.o.onChange?.(pause.tenant);
