@@ -1,5 +1,6 @@
 /**
- * Publishes dead-letter records (contract §6). One pooled producer per process (acks=-1), shared by every caller.
+ * Publishes dead-letter records (contract §6). One pooled producer per process (acks=-1), shared by every caller,
+ * made anew when a topic it knew was deleted (./renewingClient.ts).
  * The DLQ topic is declared on first use when missing, with the contract's 14-day retention, so a tenant whose
  * topics were created by hand still gets its dead letters; `topics apply` is the normal path.
  *
@@ -18,6 +19,7 @@ import { type Admin, type Kafka, KafkaJSProtocolError, type Producer } from 'kaf
 import { type DlqRecord, dlqErrorClass, validTraceparent, withoutPayload } from '../contract';
 import { type Logger, recordFields } from '../logger';
 import type { RelayMetrics } from '../metrics';
+import { RenewingClient, topicUnknown } from './renewingClient';
 import { DLQ_TOPIC_CONFIG, ensureTopics } from './topics';
 
 /** How long a publish keeps trying when its caller gives no signal (the ingester retries the record itself). */
@@ -39,9 +41,8 @@ export interface PublishOptions {
 }
 
 export class DlqPublisher {
-  private producer: Producer | undefined;
-  private admin: Admin | undefined;
-  private connecting: Promise<void> | undefined;
+  private readonly producer: RenewingClient<Producer>;
+  private readonly admin: RenewingClient<Admin>;
   private readonly knownTopics = new Set<string>();
   /** The kafkajs try in flight per dead-letter id, which a later publish of the same id waits for. */
   private readonly inFlight = new Map<string, Promise<void>>();
@@ -52,14 +53,12 @@ export class DlqPublisher {
   private closed = false;
 
   constructor(
-    private readonly kafka: Kafka,
+    kafka: Kafka,
     private readonly metrics: RelayMetrics,
     private readonly logger: Logger,
-  ) {}
-
-  private connect(): Promise<void> {
-    this.connecting ??= (async () => {
-      const producer = this.kafka.producer({
+  ) {
+    this.producer = new RenewingClient(() =>
+      kafka.producer({
         idempotent: false,
         // One produce request on the wire at a time: a connection lost mid-answer then repeats one dead letter,
         // not every one pipelined behind it.
@@ -67,21 +66,9 @@ export class DlqPublisher {
         allowAutoTopicCreation: false,
         // One try per send: publish() retries, and stops when its caller does.
         retry: { retries: 0 },
-      });
-      const admin = this.kafka.admin();
-      try {
-        await producer.connect();
-        await admin.connect();
-      } catch (err) {
-        this.connecting = undefined;
-        await producer.disconnect().catch(() => undefined);
-        await admin.disconnect().catch(() => undefined);
-        throw err;
-      }
-      this.producer = producer;
-      this.admin = admin;
-    })();
-    return this.connecting;
+      }),
+    );
+    this.admin = new RenewingClient(() => kafka.admin());
   }
 
   /**
@@ -157,27 +144,28 @@ export class DlqPublisher {
     key: string | Buffer | null,
     headers: Record<string, string> = {},
   ): Promise<void> {
-    await this.connect();
     if (!this.knownTopics.has(record.topic)) {
-      const created = await ensureTopics(this.admin!, [
-        { topic: record.topic, configEntries: DLQ_TOPIC_CONFIG },
-      ]);
+      const spec = { topic: record.topic, configEntries: DLQ_TOPIC_CONFIG };
+      const created = await this.admin.use((admin) => ensureTopics(admin, [spec]));
       if (created.length > 0) this.logger.warn({ topic: record.topic }, 'declared missing DLQ topic');
       this.knownTopics.add(record.topic);
     }
+    // A producer that knew a topic deleted since is made anew (./renewingClient.ts).
     const send = (value: string) =>
-      this.producer!.send({
-        topic: record.topic,
-        acks: -1,
-        messages: [{ key, value, headers: { ...headers, 'dlq-type': record.type } }],
-      });
+      this.producer.use((producer) =>
+        producer.send({
+          topic: record.topic,
+          acks: -1,
+          messages: [{ key, value, headers: { ...headers, 'dlq-type': record.type } }],
+        }),
+      );
     const value = JSON.stringify(record);
     try {
       await send(value);
     } catch (err) {
-      // The topic may be gone since it was declared (an operator purged the dead letters by deleting it, and the
-      // producer never creates one): the next try declares it again, as the first did.
-      this.knownTopics.delete(record.topic);
+      // Unknown to a new producer too: the topic is gone since it was declared (an operator purged the dead letters
+      // by deleting it, and the producer never creates one). The next try declares it again, as the first did.
+      if (topicUnknown(err)) this.knownTopics.delete(record.topic);
       // The broker refuses this record for its size, every time: retrying would stall the caller for good.
       if (!(err instanceof KafkaJSProtocolError && err.type === 'MESSAGE_TOO_LARGE')) throw err;
       const bytes = Buffer.byteLength(value);
@@ -219,9 +207,8 @@ export class DlqPublisher {
     if (this.closed) return;
     this.closed = true;
     await Promise.allSettled([...this.inFlight.values()]);
-    await this.connecting?.catch(() => undefined);
-    await this.producer?.disconnect().catch(() => undefined);
-    await this.admin?.disconnect().catch(() => undefined);
+    await this.producer.close();
+    await this.admin.close();
   }
 }
 

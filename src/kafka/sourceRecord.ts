@@ -7,6 +7,7 @@
 import crypto from 'node:crypto';
 import type { Admin, IHeaders, Kafka } from 'kafkajs';
 import { readRange, watermarks } from './readRange';
+import { RenewingClient } from './renewingClient';
 
 export interface SourceRecord {
   value: Buffer | null;
@@ -23,8 +24,8 @@ export interface SourceCoordinates {
 const MAX_CONCURRENT_READS = 4;
 
 export class SourceRecordReader {
-  private admin: Admin | undefined;
-  private connecting: Promise<Admin> | undefined;
+  /** Made anew when a topic it knew was deleted (./renewingClient.ts). */
+  private readonly admin: RenewingClient<Admin>;
   private active = 0;
   private readonly waiting: (() => void)[] = [];
   private closed = false;
@@ -32,55 +33,42 @@ export class SourceRecordReader {
   constructor(
     private readonly kafka: Kafka,
     private readonly timeoutMs: number,
-  ) {}
+  ) {
+    this.admin = new RenewingClient(() => kafka.admin());
+  }
 
   async read(at: SourceCoordinates): Promise<SourceRecord | undefined> {
     if (this.closed) throw new Error('source record reader is closed');
     if (this.active >= MAX_CONCURRENT_READS) await new Promise<void>((r) => this.waiting.push(r));
     this.active++;
     try {
-      const admin = await this.connect();
-      const offset = BigInt(at.offset);
-      const marks = (await watermarks(admin, at.topic)).get(at.partition);
-      if (!marks || offset < marks.low || offset >= marks.high) return undefined;
-      let found: SourceRecord | undefined;
-      await readRange(this.kafka, admin, {
-        topic: at.topic,
-        groupId: `poimen-relay-source-read-${crypto.randomUUID()}`,
-        ranges: [{ partition: at.partition, start: offset, end: offset + 1n }],
-        commit: false,
-        timeoutMs: this.timeoutMs,
-        onMessage: async (_partition, message) => {
-          if (BigInt(message.offset) !== offset) return;
-          found = { value: message.value, key: message.key, headers: message.headers ?? {} };
-        },
+      return await this.admin.use(async (admin) => {
+        const offset = BigInt(at.offset);
+        const marks = (await watermarks(admin, at.topic)).get(at.partition);
+        if (!marks || offset < marks.low || offset >= marks.high) return undefined;
+        let found: SourceRecord | undefined;
+        await readRange(this.kafka, admin, {
+          topic: at.topic,
+          groupId: `poimen-relay-source-read-${crypto.randomUUID()}`,
+          ranges: [{ partition: at.partition, start: offset, end: offset + 1n }],
+          commit: false,
+          timeoutMs: this.timeoutMs,
+          onMessage: async (_partition, message) => {
+            if (BigInt(message.offset) !== offset) return;
+            found = { value: message.value, key: message.key, headers: message.headers ?? {} };
+          },
+        });
+        return found;
       });
-      return found;
     } finally {
       this.active--;
       this.waiting.shift()?.();
     }
   }
 
-  private connect(): Promise<Admin> {
-    this.connecting ??= (async () => {
-      const admin = this.kafka.admin();
-      try {
-        await admin.connect();
-      } catch (err) {
-        this.connecting = undefined;
-        throw err;
-      }
-      this.admin = admin;
-      return admin;
-    })();
-    return this.connecting;
-  }
-
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await this.connecting?.catch(() => undefined);
-    await this.admin?.disconnect().catch(() => undefined);
+    await this.admin.close();
   }
 }
