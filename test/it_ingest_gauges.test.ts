@@ -1,10 +1,11 @@
 /**
  * The ingester's broker gauges (ingest/monitor.ts) follow the topics it consumes, over a tenant's whole life: a
  * tenant whose dispatch topic is gone, or whose DLQ topic was deleted, leaves no series behind, so a backlog alert
- * (PoimenDlqLagHigh, PoimenDlqMessagesOld) cannot fire for ever on a value nobody measures any more. Real Kafka;
- * the monitor is the relay's own class, given the subscription a topic listing would.
+ * (PoimenDlqLagHigh, PoimenDlqMessagesOld) cannot fire for ever on a value nobody measures any more; and a topic
+ * deleted by an operator (from a client of its own) stops no other tenant's gauges. Real Kafka; the monitor is the
+ * relay's own class on a client of its own, given the subscription a topic listing would.
  */
-import type { Admin, Kafka, Producer } from 'kafkajs';
+import type { Admin, Kafka } from 'kafkajs';
 import { topics } from '../src/contract';
 import { createKafka } from '../src/kafka/client';
 import { ensureTopics, tenantTopicSpecs } from '../src/kafka/topics';
@@ -20,7 +21,6 @@ jest.setTimeout(120_000);
 const logger = createLogger('it-ingest-gauges', 'silent');
 let kafka: Kafka;
 let admin: Admin;
-let producer: Producer;
 
 beforeAll(async () => {
   kafka = createKafka(
@@ -29,12 +29,9 @@ beforeAll(async () => {
   );
   admin = kafka.admin();
   await admin.connect();
-  producer = kafka.producer({ allowAutoTopicCreation: false });
-  await producer.connect();
 });
 
 afterAll(async () => {
-  await producer?.disconnect();
   await admin?.disconnect();
 });
 
@@ -48,63 +45,121 @@ async function series(metrics: RelayMetrics, name: string): Promise<Record<strin
   return out;
 }
 
+/**
+ * Writes records with a producer of its own each time: a kafkajs client that asked about a topic deleted since fails
+ * every later metadata refresh (what the relay's own clients must survive, not the test's).
+ */
+async function send(topic: string, n: number): Promise<void> {
+  const producer = kafka.producer({ allowAutoTopicCreation: false });
+  await producer.connect();
+  try {
+    await producer.send({
+      topic,
+      acks: -1,
+      messages: Array.from({ length: n }, (_, i) => ({ value: `r${i}` })),
+    });
+  } finally {
+    await producer.disconnect();
+  }
+}
+
 async function tenantWithBacklog(records: number, deadLetters: number): Promise<string> {
   const tenant = uniqueTenant();
   await ensureTopics(admin, tenantTopicSpecs(tenant, { partitions: 1 }));
-  const send = (topic: string, n: number) =>
-    producer.send({ topic, acks: -1, messages: Array.from({ length: n }, (_, i) => ({ value: `r${i}` })) });
   await send(topics.dispatch(tenant), records);
   await send(topics.dlq(tenant), deadLetters);
   return tenant;
 }
 
-test('a tenant whose topics are gone leaves no lag or DLQ backlog series', async () => {
-  const [a, b] = [await tenantWithBacklog(3, 2), await tenantWithBacklog(5, 4)];
-  let subscribed = [topics.dispatch(a), topics.dispatch(b)];
+/** Deletes the topics as an operator does: from a client of its own, not the monitor's. */
+async function deleteTopics(names: string[]): Promise<void> {
+  await admin.deleteTopics({ topics: names });
+  await waitFor(async () => !(await admin.listTopics()).some((t) => names.includes(t)), {
+    what: `${names.join(', ')} deleted`,
+  });
+}
+
+function monitorOf(subscribed: () => string[]) {
   const metrics = createMetrics({ defaultMetrics: false });
+  // The ingester's client: its own connection to Kafka, as in the relay (the operator's admin is another).
+  const relayKafka = createKafka(
+    {
+      brokers: testServices().kafkaBrokers,
+      clientId: uniqueName('it-gauges-relay'),
+      groupId: '-',
+      ssl: false,
+    },
+    logger,
+  );
   const monitor = new IngestMonitor(
-    admin,
+    relayKafka,
     uniqueName('it-gauges-group'),
     metrics,
     logger,
     { lagRefreshMs: 3_600_000, dlqRefreshMs: 3_600_000 },
-    () => subscribed,
+    subscribed,
   );
   const refresh = async () => {
     await monitor.refreshLag();
     await monitor.refreshDlqBacklog();
   };
+  return { metrics, monitor, refresh };
+}
 
-  await refresh();
-  expect(await series(metrics, 'poimen_inbox_lag')).toEqual({
-    [`${topics.dispatch(a)}/0`]: 3,
-    [`${topics.dispatch(b)}/0`]: 5,
-  });
-  expect(await series(metrics, 'dlq_consumer_lag')).toEqual({ [topics.dlq(a)]: 2, [topics.dlq(b)]: 4 });
-  expect(Object.keys(await series(metrics, 'dlq_oldest_message_age_seconds')).sort()).toEqual(
-    [topics.dlq(a), topics.dlq(b)].sort(),
-  );
+test("a DLQ topic deleted by an operator takes its series, and only its own: the others' are still measured", async () => {
+  const [a, b] = [await tenantWithBacklog(3, 2), await tenantWithBacklog(5, 4)];
+  const { metrics, monitor, refresh } = monitorOf(() => [topics.dispatch(a), topics.dispatch(b)]);
+  try {
+    await refresh();
+    expect(await series(metrics, 'poimen_inbox_lag')).toEqual({
+      [`${topics.dispatch(a)}/0`]: 3,
+      [`${topics.dispatch(b)}/0`]: 5,
+    });
+    expect(await series(metrics, 'dlq_consumer_lag')).toEqual({ [topics.dlq(a)]: 2, [topics.dlq(b)]: 4 });
+    expect(Object.keys(await series(metrics, 'dlq_oldest_message_age_seconds')).sort()).toEqual(
+      [topics.dlq(a), topics.dlq(b)].sort(),
+    );
 
-  // A's dead letters purged by deleting its DLQ topic: no topic, no backlog.
-  await admin.deleteTopics({ topics: [topics.dlq(a)] });
-  await waitFor(async () => !(await admin.listTopics()).includes(topics.dlq(a)), { what: 'A’s DLQ deleted' });
-  await refresh();
-  expect(await series(metrics, 'dlq_consumer_lag')).toEqual({ [topics.dlq(b)]: 4 });
-  expect(Object.keys(await series(metrics, 'dlq_oldest_message_age_seconds'))).toEqual([topics.dlq(b)]);
+    // A's dead letters purged by deleting its DLQ topic; B's backlog and lag go on changing.
+    await deleteTopics([topics.dlq(a)]);
+    await send(topics.dispatch(b), 1);
+    await send(topics.dlq(b), 1);
+    await refresh();
+    expect(await series(metrics, 'dlq_consumer_lag')).toEqual({ [topics.dlq(b)]: 5 });
+    expect(Object.keys(await series(metrics, 'dlq_oldest_message_age_seconds'))).toEqual([topics.dlq(b)]);
+    expect(await series(metrics, 'poimen_inbox_lag')).toEqual({
+      [`${topics.dispatch(a)}/0`]: 3,
+      [`${topics.dispatch(b)}/0`]: 6,
+    });
+  } finally {
+    await monitor.close();
+  }
+  await deleteTopics([topics.dispatch(a), topics.events(a), ...tenantTopicSpecs(b).map((s) => s.topic)]);
+});
 
-  // B offboarded (its dispatch topic gone from the listing; its DLQ topic kept): none of B's series stay.
-  subscribed = [topics.dispatch(a)];
-  await refresh();
-  expect(await series(metrics, 'poimen_inbox_lag')).toEqual({ [`${topics.dispatch(a)}/0`]: 3 });
-  expect(await series(metrics, 'dlq_consumer_lag')).toEqual({});
-  expect(await series(metrics, 'dlq_oldest_message_age_seconds')).toEqual({});
+test('a tenant offboarded (its topics deleted by an operator) leaves no series; the others are still measured', async () => {
+  const [a, b] = [await tenantWithBacklog(3, 2), await tenantWithBacklog(5, 4)];
+  let subscribed = [topics.dispatch(a), topics.dispatch(b)];
+  const { metrics, monitor, refresh } = monitorOf(() => subscribed);
+  try {
+    await refresh();
+    await deleteTopics(tenantTopicSpecs(b).map((s) => s.topic));
+    // Until the next topic listing the ingester still names B's deleted topic: the round keeps its last values.
+    await refresh();
+    subscribed = [topics.dispatch(a)];
+    await send(topics.dispatch(a), 1);
+    await refresh();
+    expect(await series(metrics, 'poimen_inbox_lag')).toEqual({ [`${topics.dispatch(a)}/0`]: 4 });
+    expect(await series(metrics, 'dlq_consumer_lag')).toEqual({ [topics.dlq(a)]: 2 });
+    expect(Object.keys(await series(metrics, 'dlq_oldest_message_age_seconds'))).toEqual([topics.dlq(a)]);
 
-  // No tenant left.
-  subscribed = [];
-  await refresh();
-  expect(await series(metrics, 'poimen_inbox_lag')).toEqual({});
-
-  await admin.deleteTopics({
-    topics: [topics.dispatch(a), topics.events(a), ...tenantTopicSpecs(b).map((s) => s.topic)],
-  });
+    // No tenant left.
+    subscribed = [];
+    await refresh();
+    expect(await series(metrics, 'poimen_inbox_lag')).toEqual({});
+    expect(await series(metrics, 'dlq_consumer_lag')).toEqual({});
+  } finally {
+    await monitor.close();
+  }
+  await deleteTopics(tenantTopicSpecs(a).map((s) => s.topic));
 });

@@ -89,14 +89,7 @@ export class Ingester {
       markers: this.markers,
     });
     this.undecodable = new UndecodablePartitions(kafka, this.admin, cfg.kafka.groupId, metrics, logger);
-    this.monitor = new IngestMonitor(
-      this.admin,
-      cfg.kafka.groupId,
-      metrics,
-      logger,
-      opts,
-      () => this.subscribed,
-    );
+    this.monitor = new IngestMonitor(kafka, cfg.kafka.groupId, metrics, logger, opts, () => this.subscribed);
   }
 
   async start(): Promise<void> {
@@ -293,7 +286,7 @@ export class Ingester {
     await this.stopConsumer().catch((err: unknown) =>
       this.logger.warn({ err }, 'consumer disconnect failed'),
     );
-    await this.monitor.refreshLag();
+    await this.monitor.close();
     await this.admin.disconnect().catch(() => undefined);
     this.admission.close();
   }
