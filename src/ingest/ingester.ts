@@ -88,7 +88,7 @@ export class Ingester {
       paused: this.paused,
       markers: this.markers,
     });
-    this.undecodable = new UndecodablePartitions(kafka, this.admin, cfg.kafka.groupId, metrics, logger);
+    this.undecodable = new UndecodablePartitions(kafka, cfg.kafka.groupId, metrics, logger);
     this.monitor = new IngestMonitor(kafka, cfg.kafka.groupId, metrics, logger, opts, () => this.subscribed);
   }
 

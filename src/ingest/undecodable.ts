@@ -13,7 +13,7 @@
  */
 import type { LocatedBatch } from '../kafka/codecs';
 import { groupPositions } from '../kafka/offsets';
-import type { KafkaAdmin, KafkaClient } from '../kafka/port';
+import type { KafkaClient } from '../kafka/port';
 import type { Logger } from '../logger';
 import type { RelayMetrics } from '../metrics';
 import { type ProbeTarget, type UndecodableBatch, findUndecodableBatches } from '../kafka/decodeProbe';
@@ -23,7 +23,6 @@ export class UndecodablePartitions {
 
   constructor(
     private readonly kafka: KafkaClient,
-    private readonly admin: KafkaAdmin,
     private readonly groupId: string,
     private readonly metrics: RelayMetrics,
     private readonly logger: Logger,
@@ -37,11 +36,25 @@ export class UndecodablePartitions {
   async find(topics: string[], located?: LocatedBatch[]): Promise<number> {
     if (located && located.length > 0) return this.hold(located);
     const targets: ProbeTarget[] = [];
-    for (const p of await groupPositions(this.admin, this.groupId, topics)) {
+    for (const p of await this.positions(topics)) {
       if (this.held.has(`${p.topic}/${p.partition}`)) continue;
       targets.push({ topic: p.topic, partition: p.partition, offset: String(p.committed ?? p.low) });
     }
     return this.hold(await findUndecodableBatches(this.kafka, targets));
+  }
+
+  /**
+   * The group's positions, on an admin client made for this probe alone: it is rare, and a long-lived client that
+   * asked about a topic deleted since fails every later call (kafka/renewingClient.ts).
+   */
+  private async positions(topics: string[]) {
+    const admin = this.kafka.admin();
+    try {
+      await admin.connect();
+      return await groupPositions(admin, this.groupId, topics);
+    } finally {
+      await admin.disconnect().catch(() => undefined);
+    }
   }
 
   private hold(batches: UndecodableBatch[]): number {

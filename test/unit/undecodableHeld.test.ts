@@ -23,9 +23,17 @@ test('a held partition is not probed again: a later find probes only the others 
   });
   const set = jest.fn();
   const error = jest.fn();
+  // Each find asks for the positions on an admin of its own, and lets it go.
+  const admins: { connected: number; disconnected: number }[] = [];
+  const kafka = {
+    admin: () => {
+      const a = { connected: 0, disconnected: 0 };
+      admins.push(a);
+      return { connect: async () => void a.connected++, disconnect: async () => void a.disconnected++ };
+    },
+  };
   const held = new UndecodablePartitions(
-    {} as never,
-    {} as never,
+    kafka as never,
     'poimen-relay',
     { undecodablePartitions: { set } } as never,
     { error } as never,
@@ -39,6 +47,10 @@ test('a held partition is not probed again: a later find probes only the others 
       { topic, partition: 1, offset: '5' },
     ],
     [{ topic, partition: 0, offset: '5' }],
+  ]);
+  expect(admins).toEqual([
+    { connected: 1, disconnected: 1 },
+    { connected: 1, disconnected: 1 },
   ]);
   expect(set).toHaveBeenCalledTimes(1);
   expect(error).toHaveBeenCalledTimes(1);
