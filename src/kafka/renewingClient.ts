@@ -85,10 +85,10 @@ export class RenewingClient<C extends Connectable> {
     return link;
   }
 
+  /** No new call on it; the call that gave it up (there is always one running) disconnects it as the last ends. */
   private retire(link: Link<C>): void {
     link.stale = true;
     if (this.link === link) this.link = undefined;
-    if (link.calls === 0) this.drop(link);
   }
 
   private drop(link: Link<C>): void {

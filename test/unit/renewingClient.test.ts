@@ -144,3 +144,25 @@ test('close disconnects a client given up on whose call still runs', async () =>
   await slow;
   expect(StandIn.made.map((s) => s.disconnects)).toEqual([1, 1]); // not twice
 });
+
+test('two calls that fail one after the other on the same old client make one new client, not two', async () => {
+  const c = new RenewingClient(() => new StandIn());
+  const gate: (() => void)[] = [];
+  const failOnFirst = (client: StandIn) =>
+    client === StandIn.made[0]
+      ? new Promise<never>((_, reject) => gate.push(() => reject(unknownTopic())))
+      : Promise.resolve('ok');
+  const both = Promise.all([c.use(failOnFirst), c.use(failOnFirst)]);
+  await new Promise((r) => setImmediate(r));
+  gate[0]!(); // the first gives the old client up and goes on on a new one
+  await new Promise((r) => setImmediate(r));
+  expect(StandIn.made).toHaveLength(2);
+  gate[1]!(); // the second, failing later on the old client, takes the new one too
+  expect(await both).toEqual(['ok', 'ok']);
+  expect(StandIn.made.map((s) => [s.connects, s.disconnects])).toEqual([
+    [1, 1],
+    [1, 0],
+  ]);
+  await c.close();
+  expect(StandIn.made.map((s) => s.disconnects)).toEqual([1, 1]);
+});
