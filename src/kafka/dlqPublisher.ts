@@ -40,6 +40,14 @@ export interface PublishOptions {
   headers?: Record<string, string>;
 }
 
+/** One try's dead letter: the record, its Kafka key and extra headers, and the signal of the caller that started it. */
+interface Letter {
+  record: DlqRecord;
+  key: string | Buffer | null;
+  headers: Record<string, string> | undefined;
+  signal: AbortSignal;
+}
+
 export class DlqPublisher {
   private readonly producer: RenewingClient<Producer>;
   private readonly admin: RenewingClient<Admin>;
@@ -102,7 +110,7 @@ export class DlqPublisher {
       // Acknowledged after an earlier caller had given up on it (a timed-out attempt's try that landed).
       if (this.acked.has(record.id)) return;
       try {
-        await untilAborted(this.attempt(record, key, headers), signal);
+        await untilAborted(this.attempt({ record, key, headers, signal }), signal);
         return;
       } catch (err) {
         if (signal.aborted) throw stopped(signal, failures, err === signal.reason ? last : err);
@@ -123,14 +131,11 @@ export class DlqPublisher {
   }
 
   /** The try in flight for this dead letter, or a new one. */
-  private attempt(
-    record: DlqRecord,
-    key: string | Buffer | null,
-    headers: Record<string, string> | undefined,
-  ): Promise<void> {
+  private attempt(letter: Letter): Promise<void> {
+    const { record } = letter;
     const running = this.inFlight.get(record.id);
     if (running) return running;
-    const started = this.sendOnce(record, key, headers).finally(() => {
+    const started = this.sendOnce(letter).finally(() => {
       if (this.inFlight.get(record.id) === started) this.inFlight.delete(record.id);
     });
     // A caller that stopped waiting leaves this promise behind; its failure is reported to whoever waits next.
@@ -139,25 +144,24 @@ export class DlqPublisher {
     return started;
   }
 
-  private async sendOnce(
-    record: DlqRecord,
-    key: string | Buffer | null,
-    headers: Record<string, string> = {},
-  ): Promise<void> {
+  private async sendOnce({ record, key, headers = {}, signal }: Letter): Promise<void> {
     if (!this.knownTopics.has(record.topic)) {
       const spec = { topic: record.topic, configEntries: DLQ_TOPIC_CONFIG };
       const created = await this.admin.use((admin) => ensureTopics(admin, [spec]));
       if (created.length > 0) this.logger.warn({ topic: record.topic }, 'declared missing DLQ topic');
       this.knownTopics.add(record.topic);
     }
-    // A producer that knew a topic deleted since is made anew (./renewingClient.ts).
+    // A producer that knew a topic deleted since is made anew (./renewingClient.ts), and the send tried again on it
+    // at once unless the caller that started this try has given up meanwhile.
     const send = (value: string) =>
-      this.producer.use((producer) =>
-        producer.send({
-          topic: record.topic,
-          acks: -1,
-          messages: [{ key, value, headers: { ...headers, 'dlq-type': record.type } }],
-        }),
+      this.producer.use(
+        (producer) =>
+          producer.send({
+            topic: record.topic,
+            acks: -1,
+            messages: [{ key, value, headers: { ...headers, 'dlq-type': record.type } }],
+          }),
+        { again: () => !signal.aborted },
       );
     const value = JSON.stringify(record);
     try {

@@ -3,9 +3,10 @@
  * memory of topics turns against it. A kafkajs client keeps every topic it has been asked about and asks about all
  * of them at each metadata refresh: once one of them is deleted by anyone else (an operator offboarding a tenant or
  * purging its DLQ), every later call of that client fails with UNKNOWN_TOPIC_OR_PARTITION, whatever topic the call
- * is about, until the process ends (kafkajs issues #1622 and #651). A call that fails so is tried once more on a new
- * client, which knows only the topics of that call: a topic that is really missing fails that try too, and the
- * caller hears so. The client given up on is disconnected once the calls still running on it end.
+ * is about, until the process ends (tulios/kafkajs#1622 and #651); one this principal may no longer see fails them
+ * with TOPIC_AUTHORIZATION_FAILED alike. A call that fails so is tried once more on a new client, which knows only
+ * the topics of that call: a topic that is really missing (or refused) fails that try too, and the caller hears
+ * so. The client given up on is disconnected once the calls still running on it end.
  *
  * Its users: the ingester's gauges (ingest/monitor.ts), the DLQ publisher (./dlqPublisher.ts) and the worker's
  * source-record reader (./sourceRecord.ts).
@@ -31,6 +32,19 @@ export function topicUnknown(err: unknown): boolean {
   return errorChain(err).some((e) => e['type'] === 'UNKNOWN_TOPIC_OR_PARTITION');
 }
 
+/**
+ * Whether a client may have failed for a topic it knew rather than the one asked about: one deleted, or one this
+ * principal may no longer see (a tenant offboarded by taking its ACLs away), fails every metadata refresh alike.
+ */
+export function topicLost(err: unknown): boolean {
+  return topicUnknown(err) || errorChain(err).some((e) => e['type'] === 'TOPIC_AUTHORIZATION_FAILED');
+}
+
+export interface UseOptions {
+  /** Whether the call may be tried again on a new client now (default: always); false leaves it to the caller. */
+  again?: () => boolean;
+}
+
 export class RenewingClient<C extends Connectable> {
   private link: Link<C> | undefined;
   /** Every client made and not yet disconnected, the current one included. */
@@ -39,23 +53,31 @@ export class RenewingClient<C extends Connectable> {
 
   constructor(private readonly make: () => C) {}
 
-  /** Runs `call` on the client, connecting it first; once more on a new client when a topic was unknown. */
-  async use<T>(call: (client: C) => Promise<T>): Promise<T> {
+  /** Runs `call` on the client, connecting it first; once more on a new client when a topic was lost. */
+  async use<T>(call: (client: C) => Promise<T>, opts: UseOptions = {}): Promise<T> {
     try {
       return await this.on(call);
     } catch (err) {
-      if (this.closed || !topicUnknown(err)) throw err;
+      if (this.closed || !topicLost(err) || opts.again?.() === false) throw err;
       return this.on(call);
     }
   }
 
-  /** Disconnects every client made, the ones given up on included. */
+  /**
+   * Disconnects every client made, the ones given up on included, each once its connect has ended: a client
+   * disconnected while connecting would finish connecting after, and keep its socket open.
+   */
   async close(): Promise<void> {
     this.closed = true;
     this.link = undefined;
     const all = [...this.links];
     this.links.clear();
-    await Promise.all(all.map((l) => l.client.disconnect().catch(() => undefined)));
+    await Promise.all(
+      all.map(async (l) => {
+        await l.connected.catch(() => undefined);
+        await l.client.disconnect().catch(() => undefined);
+      }),
+    );
   }
 
   private async on<T>(call: (client: C) => Promise<T>): Promise<T> {
@@ -63,9 +85,10 @@ export class RenewingClient<C extends Connectable> {
     link.calls++;
     try {
       await link.connected;
+      if (this.closed) throw new Error('Kafka client is closed');
       return await call(link.client);
     } catch (err) {
-      if (topicUnknown(err)) this.retire(link);
+      if (topicLost(err)) this.retire(link);
       throw err;
     } finally {
       link.calls--;

@@ -4,7 +4,7 @@
  * once its calls end, any other failure is the caller's, and close() disconnects them all. Real Kafka (a topic
  * deleted by an operator): it_ingest_gauges, it_dlq_recreated_topic.
  */
-import { RenewingClient, topicUnknown } from '../../src/kafka/renewingClient';
+import { RenewingClient, topicLost, topicUnknown } from '../../src/kafka/renewingClient';
 
 class StandIn {
   static made: StandIn[] = [];
@@ -34,8 +34,10 @@ function unknownTopic(): Error {
 
 beforeEach(() => (StandIn.made = []));
 
-test('topicUnknown looks along the causes for the type', () => {
+test('topicUnknown and topicLost look along the causes for the type', () => {
   expect(topicUnknown(unknownTopic())).toBe(true);
+  const refused = Object.assign(new Error('x'), { type: 'TOPIC_AUTHORIZATION_FAILED' });
+  expect([topicUnknown(refused), topicLost(refused), topicLost(unknownTopic())]).toEqual([false, true, true]);
   expect(topicUnknown(Object.assign(new Error('x'), { type: 'LEADER_NOT_AVAILABLE' }))).toBe(false);
   expect(topicUnknown('UNKNOWN_TOPIC_OR_PARTITION')).toBe(false);
 });
@@ -165,4 +167,40 @@ test('two calls that fail one after the other on the same old client make one ne
   ]);
   await c.close();
   expect(StandIn.made.map((s) => s.disconnects)).toEqual([1, 1]);
+});
+
+test('a topic refused to this principal is tried once more on a new client, unless the caller says not now', async () => {
+  const c = new RenewingClient(() => new StandIn());
+  const refused = () => Object.assign(new Error('refused'), { type: 'TOPIC_AUTHORIZATION_FAILED' });
+  let tries = 0;
+  const call = async () => {
+    if (tries++ === 0) throw refused();
+    return 'ok';
+  };
+  expect(await c.use(call)).toBe('ok');
+  expect(tries).toBe(2);
+  tries = 0;
+  await expect(c.use(call, { again: () => false })).rejects.toThrow('refused');
+  expect(tries).toBe(1);
+  expect(StandIn.made.map((s) => s.disconnects)).toEqual([1, 1]); // both given up on
+  await c.close();
+});
+
+test('close waits for a connect under way before it disconnects, and the call it held hears of the close', async () => {
+  const events: string[] = [];
+  let connected!: () => void;
+  const c = new RenewingClient(() => ({
+    connect: () => new Promise<void>((r) => (connected = r)).then(() => void events.push('connected')),
+    disconnect: async () => void events.push('disconnected'),
+  }));
+  const using = c.use(async () => 'ran');
+  using.catch(() => undefined);
+  await new Promise((r) => setImmediate(r));
+  const closing = c.close();
+  await new Promise((r) => setImmediate(r));
+  expect(events).toEqual([]);
+  connected();
+  await closing;
+  expect(events).toEqual(['connected', 'disconnected']);
+  await expect(using).rejects.toThrow('Kafka client is closed');
 });
