@@ -62,7 +62,8 @@ export class TenantPauseState {
       this.o.gauge?.remove({ tenant: pause.tenant });
     }
     if (this.announced && (after?.paused ?? false) !== (before?.paused ?? false)) {
-      this.o.logger.info(
+      // A paused tenant's pause deleted is a resume nobody wrote as one (a tombstone written by mistake reads so).
+      this.o.logger[after ? 'info' : 'warn'](
         { tenant: pause.tenant, reason: after?.reason, by: after?.by, at: after?.at },
         after?.paused
           ? 'tenant paused: its records wait in Kafka'

@@ -28,7 +28,7 @@ function pause(tenant: string, paused: boolean, reason: string | null = null): K
 }
 
 function setUp() {
-  const lines: { msg: string; tenant?: string; problem?: string; paused?: string[] }[] = [];
+  const lines: { level: string; msg: string; tenant?: string; problem?: string; paused?: string[] }[] = [];
   const destination = new Writable({
     write(chunk: Buffer, _enc, done) {
       lines.push(JSON.parse(chunk.toString()) as (typeof lines)[number]);
@@ -104,10 +104,10 @@ test('changes are logged only after the first read is announced, and only when p
   state.apply(pause('beta', true));
   state.apply(pause('beta', false));
   state.apply(record('acme', null));
-  expect(lines.map((l) => [l.msg, l.tenant])).toEqual([
-    ['tenant paused: its records wait in Kafka', 'beta'],
-    ['tenant resumed', 'beta'],
-    ['tenant resumed: its pause was deleted', 'acme'],
+  expect(lines.map((l) => [l.level, l.msg, l.tenant])).toEqual([
+    ['info', 'tenant paused: its records wait in Kafka', 'beta'],
+    ['info', 'tenant resumed', 'beta'],
+    ['warn', 'tenant resumed: its pause was deleted', 'acme'],
   ]);
 });
 
