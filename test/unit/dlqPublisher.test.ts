@@ -2,89 +2,20 @@
  * The DLQ publisher's own rules, in milliseconds, with kafkajs's producer replaced by a scripted one (the real
  * broker is in test/it_dlq_publisher.test.ts and test/it_dead_letter_outage.test.ts): how it retries, stops
  * when its caller does, and never sends a dead letter again while a try of it is in flight or after it landed.
+ * The stand-in: test/support/dlqPublisherStandIn.ts; a producer made anew: dlqPublisherRenewal.test.ts.
  */
 import { Writable } from 'node:stream';
-import {
-  type ITopicConfig,
-  type Kafka,
-  KafkaJSConnectionError,
-  KafkaJSProtocolError,
-  type ProducerConfig,
-} from 'kafkajs';
-import { type DlqRecord, buildDlqRecord } from '../../src/contract';
+import { buildDlqRecord } from '../../src/contract';
 import { DlqPublisher, ERROR_CLASS_LABELS } from '../../src/kafka/dlqPublisher';
 import { createLogger } from '../../src/logger';
 import { createMetrics } from '../../src/metrics';
-
-type Outcome = 'ok' | Error | Promise<void>;
-
-/**
- * A kafkajs stand-in whose `send` answers from a script, and records what it was asked. Its cluster (broker
- * count, existing topics, topics created) can be set before the first publish.
- */
-function scriptedKafka(...script: Outcome[]) {
-  const sent: string[] = [];
-  const acks: (number | undefined)[] = [];
-  const producerConfigs: ProducerConfig[] = [];
-  const cluster = { brokers: 1, topics: [record('x').topic], created: [] as ITopicConfig[] };
-  const kafka = {
-    producer: (config: ProducerConfig) => {
-      producerConfigs.push(config);
-      return {
-        connect: async () => undefined,
-        disconnect: async () => undefined,
-        send: async ({ messages, ...rest }: { messages: { value: string }[]; acks?: number }) => {
-          sent.push(JSON.parse(messages[0]!.value).id as string);
-          acks.push(rest.acks);
-          const next = script.shift() ?? 'ok';
-          if (next instanceof Error) throw next;
-          if (next !== 'ok') await next;
-          return [];
-        },
-      };
-    },
-    admin: () => ({
-      connect: async () => undefined,
-      disconnect: async () => undefined,
-      listTopics: async () => [...cluster.topics, ...cluster.created.map((t) => t.topic)],
-      describeCluster: async () => ({
-        brokers: Array.from({ length: cluster.brokers }, (_, i) => ({ nodeId: i + 1 })),
-      }),
-      createTopics: async ({ topics }: { topics: ITopicConfig[] }) => {
-        cluster.created.push(...topics);
-        return true;
-      },
-    }),
-  } as unknown as Kafka;
-  return { kafka, sent, acks, producerConfigs, cluster };
-}
-
-function record(key: string): DlqRecord {
-  return buildDlqRecord({
-    id: `id-${key}`,
-    timestamp: 0,
-    type: 'dispatch_failure',
-    tenant: 'acme',
-    dispatchKey: key,
-    error: 'HTTP 422',
-    source: { topic: 'poimen.acme.dispatch', partition: 0, offset: '1', timestamp: '0' },
-    value: '{}',
-  });
-}
-
-function publisher(kafka: Kafka) {
-  const metrics = createMetrics({ defaultMetrics: false });
-  return { dlq: new DlqPublisher(kafka, metrics, createLogger('unit', 'silent')), metrics };
-}
-
-/** A send that stays on the wire until `land()` is called. */
-function pendingSend() {
-  let land!: () => void;
-  const answered = new Promise<void>((resolve) => (land = resolve));
-  return { answered, land };
-}
-
-const connectionLost = () => new KafkaJSConnectionError('Connection error: connect ECONNREFUSED');
+import {
+  connectionLost,
+  pendingSend,
+  publisher,
+  record,
+  scriptedKafka,
+} from '../support/dlqPublisherStandIn';
 
 describe('DLQ publisher', () => {
   it('uses a producer without sequence numbers, one request in flight, and no retries of its own', async () => {
@@ -176,56 +107,6 @@ describe('DLQ publisher', () => {
     expect(values).toHaveLength(ERROR_CLASS_LABELS + 1);
     expect(values.find((v) => v.labels.error_class === 'other')?.value).toBe(5);
     expect(values.find((v) => v.labels.error_class === 'rule worda0x broken')?.value).toBe(2);
-  });
-
-  it('reports a refusal no retry can cure at once, after one try on a new producer', async () => {
-    const refused = new KafkaJSProtocolError({
-      type: 'TOPIC_AUTHORIZATION_FAILED',
-      code: 29,
-      retriable: false,
-      message: 'Not authorized to access topics',
-    } as unknown as Error);
-    // The first refusal may be of another topic the producer knew (kafka/renewingClient.ts): a new one is asked.
-    const { kafka, sent, producerConfigs } = scriptedKafka(refused, refused);
-    await expect(publisher(kafka).dlq.publish(record('a'), null)).rejects.toBe(refused);
-    expect(sent).toHaveLength(2);
-    expect(producerConfigs).toHaveLength(2);
-  });
-
-  it('a refusal the new producer does not repeat was another topic’s: the dead letter goes out', async () => {
-    const refused = new KafkaJSProtocolError({
-      type: 'TOPIC_AUTHORIZATION_FAILED',
-      code: 29,
-      retriable: false,
-      message: 'Not authorized to access topics',
-    } as unknown as Error);
-    const { kafka, sent, producerConfigs } = scriptedKafka(refused, 'ok');
-    await publisher(kafka).dlq.publish(record('a'), null);
-    expect(sent).toEqual(['id-a', 'id-a']);
-    expect(producerConfigs).toHaveLength(2);
-  });
-
-  it('a lost topic after its caller gave up is not sent again on a new producer', async () => {
-    let fail!: (err: Error) => void;
-    const answered = new Promise<void>((_, reject) => (fail = reject));
-    answered.catch(() => undefined);
-    const { kafka, sent, producerConfigs } = scriptedKafka(answered, 'ok');
-    const deadline = new AbortController();
-    const publishing = publisher(kafka).dlq.publish(record('a'), null, { signal: deadline.signal });
-    while (sent.length === 0) await new Promise((r) => setTimeout(r, 5));
-    deadline.abort();
-    await expect(publishing).rejects.toThrow(/not published before the deadline/);
-    fail(
-      new KafkaJSProtocolError({
-        type: 'UNKNOWN_TOPIC_OR_PARTITION',
-        code: 3,
-        retriable: true,
-        message: 'This server does not host this topic-partition',
-      } as unknown as Error),
-    );
-    await new Promise((r) => setTimeout(r, 50));
-    expect(sent).toHaveLength(1);
-    expect(producerConfigs).toHaveLength(1);
   });
 
   it('stops retrying when the caller’s deadline passes, naming the last failure', async () => {
