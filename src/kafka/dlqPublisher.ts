@@ -17,6 +17,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Admin, type Kafka, KafkaJSProtocolError, type Producer } from 'kafkajs';
 import { type DlqRecord, dlqErrorClass, validTraceparent, withoutPayload } from '../contract';
+import { errorChain } from '../errors';
 import { type Logger, recordFields } from '../logger';
 import type { RelayMetrics } from '../metrics';
 import { RenewingClient, topicUnknown } from './renewingClient';
@@ -216,9 +217,12 @@ export class DlqPublisher {
   }
 }
 
-/** Refusals no retry can cure (e.g. TOPIC_AUTHORIZATION_FAILED): reported at once, as before. */
+/**
+ * Refusals no retry can cure (e.g. TOPIC_AUTHORIZATION_FAILED): reported at once. Kafka's answer may come as it is
+ * (a produce answer) or inside kafkajs's KafkaJSNonRetriableError (a topic's metadata fetched before the send).
+ */
 function isPermanent(err: unknown): boolean {
-  return err instanceof KafkaJSProtocolError && !err.retriable;
+  return errorChain(err).some((e) => e instanceof KafkaJSProtocolError && !e.retriable);
 }
 
 /** Waits for `work` unless `signal` aborts first; `work` itself goes on (kafkajs cannot abort a send). */

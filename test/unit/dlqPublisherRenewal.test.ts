@@ -4,7 +4,7 @@
  * that started it waits. kafkajs's producer is the scripted stand-in of test/support/dlqPublisherStandIn.ts; real
  * Kafka: it_dlq_recreated_topic.
  */
-import { KafkaJSProtocolError } from 'kafkajs';
+import { KafkaJSNonRetriableError, KafkaJSProtocolError } from 'kafkajs';
 import { publisher, record, scriptedKafka } from '../support/dlqPublisherStandIn';
 
 describe('DLQ publisher, its producer made anew', () => {
@@ -18,6 +18,28 @@ describe('DLQ publisher, its producer made anew', () => {
     // The first refusal may be of another topic the producer knew (kafka/renewingClient.ts): a new one is asked.
     const { kafka, sent, producerConfigs } = scriptedKafka(refused, refused);
     await expect(publisher(kafka).dlq.publish(record('a'), null)).rejects.toBe(refused);
+    expect(sent).toHaveLength(2);
+    expect(producerConfigs).toHaveLength(2);
+  });
+
+  it('a refusal wrapped by kafkajs (a new producer fetching the topic first) is reported at once too', async () => {
+    const refusal = () =>
+      new KafkaJSProtocolError({
+        type: 'TOPIC_AUTHORIZATION_FAILED',
+        code: 29,
+        retriable: false,
+        message: 'Not authorized to access topics',
+      } as unknown as Error);
+    // kafkajs's retrier wraps a non-retriable error this way, the protocol error as its cause.
+    const wrapped = () => {
+      const cause = refusal();
+      return Object.assign(new KafkaJSNonRetriableError(cause), { cause });
+    };
+    const last = wrapped();
+    const { kafka, sent, producerConfigs } = scriptedKafka(wrapped(), last, wrapped(), wrapped());
+    const deadline = AbortSignal.timeout(3_000);
+    await expect(publisher(kafka).dlq.publish(record('a'), null, { signal: deadline })).rejects.toBe(last);
+    expect(deadline.aborted).toBe(false);
     expect(sent).toHaveLength(2);
     expect(producerConfigs).toHaveLength(2);
   });
