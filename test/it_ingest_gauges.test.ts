@@ -103,14 +103,27 @@ function monitorOf(subscribed: () => string[]) {
     await monitor.refreshLag();
     await monitor.refreshDlqBacklog();
   };
-  return { metrics, monitor, refresh };
+  /** Rounds until both gauges have `tenants` series: a broker no group has used yet has no coordinator at first. */
+  const firstRounds = (tenants: number) =>
+    waitFor(
+      async () => {
+        await refresh();
+        const lag = Object.keys(await series(metrics, 'poimen_inbox_lag')).length;
+        return lag === tenants && Object.keys(await series(metrics, 'dlq_consumer_lag')).length === tenants;
+      },
+      { timeoutMs: 60_000, what: 'the gauges’ first round' },
+    );
+  return { metrics, monitor, refresh, firstRounds };
 }
 
 test("a DLQ topic deleted by an operator takes its series, and only its own: the others' are still measured", async () => {
   const [a, b] = [await tenantWithBacklog(3, 2), await tenantWithBacklog(5, 4)];
-  const { metrics, monitor, refresh } = monitorOf(() => [topics.dispatch(a), topics.dispatch(b)]);
+  const { metrics, monitor, refresh, firstRounds } = monitorOf(() => [
+    topics.dispatch(a),
+    topics.dispatch(b),
+  ]);
   try {
-    await refresh();
+    await firstRounds(2);
     expect(await series(metrics, 'poimen_inbox_lag')).toEqual({
       [`${topics.dispatch(a)}/0`]: 3,
       [`${topics.dispatch(b)}/0`]: 5,
@@ -140,9 +153,9 @@ test("a DLQ topic deleted by an operator takes its series, and only its own: the
 test('a tenant offboarded (its topics deleted by an operator) leaves no series; the others are still measured', async () => {
   const [a, b] = [await tenantWithBacklog(3, 2), await tenantWithBacklog(5, 4)];
   let subscribed = [topics.dispatch(a), topics.dispatch(b)];
-  const { metrics, monitor, refresh } = monitorOf(() => subscribed);
+  const { metrics, monitor, refresh, firstRounds } = monitorOf(() => subscribed);
   try {
-    await refresh();
+    await firstRounds(2);
     await deleteTopics(tenantTopicSpecs(b).map((s) => s.topic));
     // Until the next topic listing the ingester still names B's deleted topic: the round keeps its last values.
     await refresh();
