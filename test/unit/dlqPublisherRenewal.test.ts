@@ -7,14 +7,17 @@
 import { KafkaJSNonRetriableError, KafkaJSProtocolError } from 'kafkajs';
 import { publisher, record, scriptedKafka } from '../support/dlqPublisherStandIn';
 
+/** Kafka's answer as kafkajs makes it an error. */
+function kafkaRefusal(type: string, code: number, retriable: boolean, message: string): KafkaJSProtocolError {
+  return new KafkaJSProtocolError({ type, code, retriable, message } as unknown as Error);
+}
+
+const refusedTopic = () =>
+  kafkaRefusal('TOPIC_AUTHORIZATION_FAILED', 29, false, 'Not authorized to access topics');
+
 describe('DLQ publisher, its producer made anew', () => {
   it('reports a refusal no retry can cure at once, after one try on a new producer', async () => {
-    const refused = new KafkaJSProtocolError({
-      type: 'TOPIC_AUTHORIZATION_FAILED',
-      code: 29,
-      retriable: false,
-      message: 'Not authorized to access topics',
-    } as unknown as Error);
+    const refused = refusedTopic();
     // The first refusal may be of another topic the producer knew (kafka/renewingClient.ts): a new one is asked.
     const { kafka, sent, producerConfigs } = scriptedKafka(refused, refused);
     await expect(publisher(kafka).dlq.publish(record('a'), null)).rejects.toBe(refused);
@@ -23,16 +26,9 @@ describe('DLQ publisher, its producer made anew', () => {
   });
 
   it('a refusal wrapped by kafkajs (a new producer fetching the topic first) is reported at once too', async () => {
-    const refusal = () =>
-      new KafkaJSProtocolError({
-        type: 'TOPIC_AUTHORIZATION_FAILED',
-        code: 29,
-        retriable: false,
-        message: 'Not authorized to access topics',
-      } as unknown as Error);
     // kafkajs's retrier wraps a non-retriable error this way, the protocol error as its cause.
     const wrapped = () => {
-      const cause = refusal();
+      const cause = refusedTopic();
       return Object.assign(new KafkaJSNonRetriableError(cause), { cause });
     };
     const last = wrapped();
@@ -45,13 +41,7 @@ describe('DLQ publisher, its producer made anew', () => {
   });
 
   it('a refusal the new producer does not repeat was another topic’s: the dead letter goes out', async () => {
-    const refused = new KafkaJSProtocolError({
-      type: 'TOPIC_AUTHORIZATION_FAILED',
-      code: 29,
-      retriable: false,
-      message: 'Not authorized to access topics',
-    } as unknown as Error);
-    const { kafka, sent, producerConfigs } = scriptedKafka(refused, 'ok');
+    const { kafka, sent, producerConfigs } = scriptedKafka(refusedTopic(), 'ok');
     await publisher(kafka).dlq.publish(record('a'), null);
     expect(sent).toEqual(['id-a', 'id-a']);
     expect(producerConfigs).toHaveLength(2);
@@ -68,12 +58,7 @@ describe('DLQ publisher, its producer made anew', () => {
     deadline.abort();
     await expect(publishing).rejects.toThrow(/not published before the deadline/);
     fail(
-      new KafkaJSProtocolError({
-        type: 'UNKNOWN_TOPIC_OR_PARTITION',
-        code: 3,
-        retriable: true,
-        message: 'This server does not host this topic-partition',
-      } as unknown as Error),
+      kafkaRefusal('UNKNOWN_TOPIC_OR_PARTITION', 3, true, 'This server does not host this topic-partition'),
     );
     await new Promise((r) => setTimeout(r, 50));
     expect(sent).toHaveLength(1);
