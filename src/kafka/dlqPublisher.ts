@@ -20,7 +20,8 @@ import { type DlqRecord, dlqErrorClass, validTraceparent, withoutPayload } from 
 import { errorChain } from '../errors';
 import { type Logger, recordFields } from '../logger';
 import type { RelayMetrics } from '../metrics';
-import { RenewingClient, topicUnknown } from './renewingClient';
+import { topicUnknown } from './errors';
+import { RenewingClient } from './renewingClient';
 import { DLQ_TOPIC_CONFIG, ensureTopics } from './topics';
 
 /** How long a publish keeps trying when its caller gives no signal (the ingester retries the record itself). */

@@ -199,3 +199,16 @@ export function groupCoordinatorNotReady(err: unknown): boolean {
     (e) => COORDINATOR_NOT_READY.has(String(e['type'])) || e['name'] === 'KafkaJSGroupCoordinatorNotFound',
   );
 }
+
+/** Whether Kafka answered that a topic asked about does not exist. */
+export function topicUnknown(err: unknown): boolean {
+  return errorChain(err).some((e) => e['type'] === 'UNKNOWN_TOPIC_OR_PARTITION');
+}
+
+/**
+ * Whether a client may have failed for a topic it knew rather than the one asked about: one deleted, or one this
+ * principal may no longer see (a tenant offboarded by taking its ACLs away), fails every metadata refresh alike.
+ */
+export function topicLost(err: unknown): boolean {
+  return topicUnknown(err) || errorChain(err).some((e) => e['type'] === 'TOPIC_AUTHORIZATION_FAILED');
+}

@@ -6,8 +6,8 @@
 import type { Admin, ITopicConfig, KafkaMessage } from 'kafkajs';
 import { TENANT_PAUSES_TOPIC } from '../contract/names';
 import { type TenantPause, type TenantPauseDeleted, decodeTenantPause } from '../contract/tenantPause';
-import { AccessRefusedError, errorChain } from '../errors';
-import { kafkaNotAuthorized } from './errors';
+import { AccessRefusedError } from '../errors';
+import { kafkaNotAuthorized, topicUnknown } from './errors';
 
 /** One partition: every pause of a tenant in one ordered log. Compacted: a tenant's latest pause is kept. */
 export const TENANT_PAUSES_TOPIC_SPEC: ITopicConfig = {
@@ -30,7 +30,7 @@ export async function pauseTopicExists(admin: Admin): Promise<boolean> {
     await admin.fetchTopicMetadata({ topics: [TENANT_PAUSES_TOPIC] });
     return true;
   } catch (err) {
-    if (errorChain(err).some((e) => e['type'] === 'UNKNOWN_TOPIC_OR_PARTITION')) return false;
+    if (topicUnknown(err)) return false;
     throw err;
   }
 }

@@ -11,7 +11,7 @@
  * Its users: the ingester's gauges (ingest/monitor.ts), the DLQ publisher (./dlqPublisher.ts) and the worker's
  * source-record reader (./sourceRecord.ts).
  */
-import { errorChain } from '../errors';
+import { topicLost } from './errors';
 
 interface Connectable {
   connect(): Promise<void>;
@@ -25,19 +25,6 @@ interface Link<C> {
   calls: number;
   /** Given up on: no new call; disconnected when `calls` is 0. */
   stale: boolean;
-}
-
-/** Whether Kafka answered that a topic asked about does not exist. */
-export function topicUnknown(err: unknown): boolean {
-  return errorChain(err).some((e) => e['type'] === 'UNKNOWN_TOPIC_OR_PARTITION');
-}
-
-/**
- * Whether a client may have failed for a topic it knew rather than the one asked about: one deleted, or one this
- * principal may no longer see (a tenant offboarded by taking its ACLs away), fails every metadata refresh alike.
- */
-export function topicLost(err: unknown): boolean {
-  return topicUnknown(err) || errorChain(err).some((e) => e['type'] === 'TOPIC_AUTHORIZATION_FAILED');
 }
 
 export interface UseOptions {

@@ -4,7 +4,8 @@
  * once its calls end, any other failure is the caller's, and close() disconnects them all. Real Kafka (a topic
  * deleted by an operator): it_ingest_gauges, it_dlq_recreated_topic.
  */
-import { RenewingClient, topicLost, topicUnknown } from '../../src/kafka/renewingClient';
+import { topicLost, topicUnknown } from '../../src/kafka/errors';
+import { RenewingClient } from '../../src/kafka/renewingClient';
 
 class StandIn {
   static made: StandIn[] = [];
