@@ -6,7 +6,9 @@ import { Connection, Client } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { Kafka, logLevel } from 'kafkajs';
 import { SEARCH_ATTRIBUTE_NAMES } from '../src/contract';
-import { startService, stopService } from './support/faults';
+import { loadStackConfig } from '../devstack/config';
+import { kafkaService } from '../devstack/stack/services';
+import { pauseService, resumeService, startService, stopService } from './support/faults';
 import { uniqueName } from './support/names';
 import { testServices } from './support/testEnv';
 import { waitFor } from './support/wait';
@@ -107,5 +109,23 @@ describe('local stack smoke', () => {
     expect(await admin2.listTopics()).toContain(topic);
     await admin2.disconnect();
     expect(await readAll(topic, uniqueName('it-smoke-group'), 1)).toEqual(['before the outage']);
+  });
+
+  test('(e) the readiness probe answers "not ready" from a frozen broker in one short try, and "ready" once it is thawed', async () => {
+    // A broker that takes connections but answers nothing: frozen, or restarting (it listens while it loads its
+    // logs). Under kafkajs's default request timeout each probe would wait 30 s, and a restart's readiness with it.
+    const probe = kafkaService(loadStackConfig());
+    pauseService('kafka');
+    let frozen: { ready: boolean; ms: number };
+    try {
+      const t0 = Date.now();
+      const ready = await probe.isReady();
+      frozen = { ready, ms: Date.now() - t0 };
+    } finally {
+      resumeService('kafka');
+    }
+    expect(frozen.ready).toBe(false);
+    expect(frozen.ms).toBeLessThan(10_000);
+    await waitFor(() => probe.isReady(), { what: 'the thawed broker to be ready' });
   });
 });
