@@ -15,7 +15,11 @@ import { type Harness, createHarness } from './support/relayHarness';
 import { testServices } from './support/testEnv';
 import { waitFor } from './support/wait';
 
-jest.setTimeout(300_000);
+/**
+ * Above the sum of the named waits below, so a slow step fails naming itself (and what the worker was doing), not
+ * as jest's bare timeout.
+ */
+jest.setTimeout(600_000);
 
 /** Short, so that the outage lasts twice as long in seconds, not minutes (the production value is 60 s). */
 const DEAD_LETTER_TIMEOUT_MS = 5_000;
@@ -47,11 +51,64 @@ function dispatchInput(harness: Harness, key: string): DispatchInput {
   };
 }
 
+/** The execution's pending `deadLetter` activity, if one is scheduled. */
+async function pendingDeadLetter(handle: WorkflowHandle) {
+  const { raw } = await handle.describe();
+  return raw.pendingActivities?.find((a) => a.activityType?.name === 'deadLetter');
+}
+
 /** The attempt number of the execution's pending `deadLetter` activity (0 while none is scheduled). */
 async function deadLetterAttempt(handle: WorkflowHandle): Promise<number> {
-  const { raw } = await handle.describe();
-  const pending = raw.pendingActivities?.find((a) => a.activityType?.name === 'deadLetter');
-  return pending?.attempt ?? 0;
+  return (await pendingDeadLetter(handle))?.attempt ?? 0;
+}
+
+/** Each step's start, printed as it comes: a CI log then shows where a slow run stood. */
+function phase(outage: string, started: number, what: string): void {
+  process.stderr.write(
+    `[dead-letter outage: ${outage}] +${((Date.now() - started) / 1000).toFixed(1)} s ${what}\n`,
+  );
+}
+
+/** What the worker logged about dead letters and Kafka, for a failure's message. */
+function workerDeadLetterLines(logFile: string): string {
+  return fs
+    .readFileSync(logFile, 'utf8')
+    .split('\n')
+    .filter((line) => /deadLetter|dead letter|dead-letter|kafkajs/.test(line))
+    .slice(-20)
+    .map((line) => line.slice(0, 400))
+    .join('\n');
+}
+
+/**
+ * `work`, or an error naming `what` after `timeoutMs`, with the pending `deadLetter` attempt, its last failure and
+ * the worker's last lines about dead letters.
+ */
+async function within<T>(
+  work: Promise<T>,
+  o: { timeoutMs: number; what: string; handle: WorkflowHandle; logFile: string },
+): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      void pendingDeadLetter(o.handle)
+        .catch(() => undefined)
+        .then((pending) =>
+          reject(
+            new Error(
+              `${o.what}: not within ${o.timeoutMs} ms; pending deadLetter attempt ${pending?.attempt ?? 'none'}, ` +
+                `last failure: ${pending?.lastFailure?.message ?? 'none'}; the worker's log:\n` +
+                workerDeadLetterLines(o.logFile),
+            ),
+          ),
+        );
+    }, o.timeoutMs);
+  });
+  try {
+    return await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** The two ways Kafka is down: killed (connections refused) or hung (connections open, nothing answered). */
@@ -109,6 +166,7 @@ async function recordedDeadLetterAttempt(handle: WorkflowHandle): Promise<number
 test.each(['killed', 'hung'] as const)(
   'a dispatch refused while Kafka is %s for twice the deadLetter timeout: no attempt outlives its timeout, exactly one dead letter once Kafka is back, and the execution ends Failed',
   async (outage) => {
+    const started = Date.now();
     h = await createHarness();
     const harness = h;
     const worker = await harness.startWorker();
@@ -127,6 +185,7 @@ test.each(['killed', 'hung'] as const)(
       dispatchStartOptions(harness.taskQueue, dispatchInput(harness, 'during-outage')),
     );
     await harness.api.waitFor((a) => a.requestsFor('during-outage').length > 0, 60_000, 'the first call');
+    phase(outage, started, 'Kafka going down');
     await outages[outage].begin();
     let attempts: number | undefined;
     try {
@@ -146,13 +205,27 @@ test.each(['killed', 'hung'] as const)(
         { timeoutMs: 120_000, intervalMs: 250, what: 'two deadLetter attempts to end while Kafka is down' },
       );
     } finally {
+      phase(outage, started, 'Kafka coming back');
       await outages[outage].end();
     }
-    await expect(handle.result()).rejects.toBeInstanceOf(WorkflowFailedError);
+    phase(outage, started, 'Kafka back; waiting for the execution to end');
+    const diagnosed = { handle, logFile: worker.logFile };
+    // The next attempt starts within the activity's longest retry interval (30 s) of Kafka's return.
+    const ending = handle.result().then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    const what = 'the execution to end once Kafka is back';
+    expect(await within(ending, { ...diagnosed, timeoutMs: 120_000, what })).toBeInstanceOf(
+      WorkflowFailedError,
+    );
     expect((await handle.describe()).status.name).toBe('FAILED');
 
     // Once the worker has stopped (gracefully: every activity has returned) nothing more can be written.
-    expect(await worker.stop()).toBe(0);
+    phase(outage, started, 'execution ended; stopping the worker');
+    expect(await within(worker.stop(), { ...diagnosed, timeoutMs: 60_000, what: 'the worker to exit' })).toBe(
+      0,
+    );
     const dlq = await readTopicToEnd(harness.kafka, topics.dlq(harness.tenant));
     const copies = dlq.filter((r) => r?.dispatch_key === 'during-outage');
     const failed = failedDeadLetterAttempts(worker.logFile, handle.workflowId);
