@@ -2,7 +2,8 @@
  * Waiting on a condition, never on the clock: the one polling loop of the relay, its dev stack, its tools and
  * its tests (test/support/wait.ts re-exports waitFor). Two spellings of it, for the two ways a caller wants to
  * learn that time ran out: `waitUntil` answers false (the stack and the demo go on and report), `waitFor`
- * throws naming what it waited for (a test fails there).
+ * throws naming what it waited for (a test fails there). And waiting on work a caller may give up on:
+ * `untilAborted`.
  */
 
 export interface PollOptions {
@@ -58,4 +59,17 @@ export async function waitFor<T>(
   if (polled.done) return polled.value;
   const suffix = polled.lastError instanceof Error ? ` (last error: ${polled.lastError.message})` : '';
   throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${suffix}`);
+}
+
+/**
+ * Waits for `work` unless `signal` aborts first, then rejects with the signal's reason; `work` itself goes on
+ * (what it holds is let go when it ends, not when its caller stops waiting).
+ */
+export function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
 }

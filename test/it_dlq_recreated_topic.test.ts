@@ -180,7 +180,12 @@ test("a tenant's dispatch topic deleted by an operator: the worker still reads t
       await producer.send({ topic: topics.dispatch(t), acks: -1, messages: [{ key: t, value: `of ${t}` }] });
     }
     const read = async (t: string) =>
-      (await reader.read({ topic: topics.dispatch(t), partition: 0, offset: '0' }))?.value?.toString();
+      (
+        await reader.read(
+          { topic: topics.dispatch(t), partition: 0, offset: '0' },
+          new AbortController().signal,
+        )
+      )?.value?.toString();
     expect([await read(a), await read(b)]).toEqual([`of ${a}`, `of ${b}`]);
     await operatorDeletes([topics.dispatch(b)]);
     expect(await read(a)).toBe(`of ${a}`);

@@ -22,14 +22,16 @@ import type { ActivityDeps } from './deps';
 
 /** Share of a `deadLetter` attempt's start-to-close timeout it spends publishing before it gives up. */
 const DEAD_LETTER_TIME_SHARE = 0.9;
+/**
+ * Share of the attempt's start-to-close timeout the source record's read may take: the rest is the publish's, so
+ * reads that wait (a burst of dead letters, a slow broker) make dead letters with a rebuilt payload, never none.
+ */
+const SOURCE_READ_TIME_SHARE = 0.4;
 
-function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(new Error('the attempt is out of time'));
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(new Error('the attempt is out of time'));
-    signal.addEventListener('abort', onAbort, { once: true });
-    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
+/** The attempt's two deadlines: the whole attempt's, and the source read's within it. */
+interface AttemptSignals {
+  attempt: AbortSignal;
+  read: AbortSignal;
 }
 
 /** What a `dispatch_failure` id is derived from: the dispatch (its workflow id) and its source record. */
@@ -54,15 +56,17 @@ export function createDeadLetter(deps: ActivityDeps) {
   ): Promise<{ value: Uint8Array | string; key?: Uint8Array | null; headers?: RecordHeaders; note: string }> {
     let why: string;
     try {
-      // Bounded by the attempt's own deadline: a read left behind publishes nothing.
-      const found = await untilAborted(deps.sourceRecord(input.source), signal);
+      // Bounded by its share of the attempt: a read given up on stops, and leaves the publish its time.
+      const found = await deps.sourceRecord(input.source, signal);
       const verdict = found && validateDispatch(found.value, { tenant: input.tenant, maxBytes: Infinity });
       if (found && verdict?.ok && verdict.dispatch.dispatch_key === dispatchKey) {
         return { value: found.value!, key: found.key, headers: found.headers, note: '' };
       }
       why = found ? 'holds another record' : 'is no longer in Kafka';
     } catch (err) {
-      why = `could not be read (${err instanceof Error ? err.message : String(err)})`;
+      why = signal.aborted
+        ? 'could not be read in time'
+        : `could not be read (${err instanceof Error ? err.message : String(err)})`;
     }
     // Executions that carry the dispatch itself started before redrives existed: no count to keep.
     const started = input.dispatch
@@ -85,23 +89,30 @@ export function createDeadLetter(deps: ActivityDeps) {
     // once Temporal has moved on to the next attempt; Temporal's cancellation (a heartbeat's answer, worker
     // shutdown, or core's local start-to-close timer) stops it too. A timer, not AbortSignal.timeout: a timeout
     // signal referenced only by AbortSignal.any can be garbage-collected and never fire.
+    const timeoutMs = ctx.info.startToCloseTimeoutMs;
     const deadline = new AbortController();
-    const timer = setTimeout(() => deadline.abort(), ctx.info.startToCloseTimeoutMs * DEAD_LETTER_TIME_SHARE);
+    const readDeadline = new AbortController();
+    const timers = [
+      setTimeout(() => deadline.abort(), timeoutMs * DEAD_LETTER_TIME_SHARE),
+      setTimeout(() => readDeadline.abort(), timeoutMs * SOURCE_READ_TIME_SHARE),
+    ];
+    const attempt = AbortSignal.any([ctx.cancellationSignal, deadline.signal]);
     try {
-      await publishDeadLetter(input, AbortSignal.any([ctx.cancellationSignal, deadline.signal]));
+      await publishDeadLetter(input, { attempt, read: AbortSignal.any([attempt, readDeadline.signal]) });
     } finally {
-      clearTimeout(timer);
+      for (const timer of timers) clearTimeout(timer);
     }
   }
 
-  async function publishDeadLetter(input: DeadLetterInput, signal: AbortSignal): Promise<void> {
+  async function publishDeadLetter(input: DeadLetterInput, signals: AttemptSignals): Promise<void> {
+    const signal = signals.attempt;
     const ctx = Context.current();
     // Executions started before `dispatchKey` was passed carry the dispatch itself.
     const dispatchKey =
       input.dispatchKey ??
       input.dispatch?.dispatch_key ??
       (await deps.startedWith(input.workflowId, input.workflowRunId)).input.dispatch.dispatch_key;
-    const { value, key, headers, note } = await original(input, dispatchKey, signal);
+    const { value, key, headers, note } = await original(input, dispatchKey, signals.read);
     // Every attempt the call made, as the execution's history holds them: numbers without a record as NO_OUTCOME.
     // A history that cannot be read is retried with the attempt; from the third attempt on, it no longer holds the
     // dead letter back.

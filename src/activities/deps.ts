@@ -35,6 +35,9 @@ export interface ActivityDeps {
    * that follow is broken); undefined when it is not.
    */
   tenantPause(tenant: string): TenantPause | undefined;
-  /** The dispatch's source record read back from Kafka; undefined when it is no longer there. */
-  sourceRecord(at: DlqSource): Promise<SourceRecord | undefined>;
+  /**
+   * The dispatch's source record read back from Kafka; undefined when it is no longer there. Rejects once `signal`
+   * aborts, and then no longer holds a place among the reads.
+   */
+  sourceRecord(at: DlqSource, signal: AbortSignal): Promise<SourceRecord | undefined>;
 }

@@ -20,6 +20,7 @@ import { type DlqRecord, dlqErrorClass, validTraceparent, withoutPayload } from 
 import { errorChain } from '../errors';
 import { type Logger, recordFields } from '../logger';
 import type { RelayMetrics } from '../metrics';
+import { untilAborted } from '../poll';
 import { topicUnknown } from './errors';
 import { RenewingClient } from './renewingClient';
 import { DLQ_TOPIC_CONFIG, ensureTopics } from './topics';
@@ -112,6 +113,7 @@ export class DlqPublisher {
       // Acknowledged after an earlier caller had given up on it (a timed-out attempt's try that landed).
       if (this.acked.has(record.id)) return;
       try {
+        // kafkajs cannot abort a send: the try goes on, and a later publish of the same dead letter waits for it.
         await untilAborted(this.attempt({ record, key, headers, signal }), signal);
         return;
       } catch (err) {
@@ -224,16 +226,6 @@ export class DlqPublisher {
  */
 function isPermanent(err: unknown): boolean {
   return errorChain(err).some((e) => e instanceof KafkaJSProtocolError && !e.retriable);
-}
-
-/** Waits for `work` unless `signal` aborts first; `work` itself goes on (kafkajs cannot abort a send). */
-function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
 }
 
 /**

@@ -42,6 +42,8 @@ export async function readRange(
     onMessage: (partition: number, message: KafkaMessage) => Promise<RangeCommit | void>;
     /** Give up (reject) after this long; the consumer is stopped either way. */
     timeoutMs?: number;
+    /** Give up (reject with its reason) once it aborts; the consumer is stopped either way. */
+    signal?: AbortSignal;
     exclusive?: ExclusiveRead;
   },
 ): Promise<void> {
@@ -76,6 +78,9 @@ export async function readRange(
           () => fail(new Error(`reading ${opts.topic} timed out after ${opts.timeoutMs} ms`)),
           opts.timeoutMs,
         );
+  const stop = () => fail(opts.signal?.reason);
+  opts.signal?.addEventListener('abort', stop, { once: true });
+  if (opts.signal?.aborted) stop();
   // Partitions outside the ranges are not fetched at all (a big topic would otherwise be read from its start).
   const others = [...(await watermarks(admin, opts.topic)).keys()].filter((p) => !remaining.has(p));
   const gate = opts.exclusive ? new JoinGate(opts.exclusive, fail) : undefined;
@@ -126,6 +131,7 @@ export async function readRange(
     await finished;
   } finally {
     if (timer) clearTimeout(timer);
+    opts.signal?.removeEventListener('abort', stop);
     gate?.close();
     await consumer.disconnect();
     if (!opts.commit) await admin.deleteGroups([opts.groupId]).catch(() => undefined);

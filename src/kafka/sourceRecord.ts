@@ -2,10 +2,14 @@
  * Reads back the source record of a dispatch (topic, partition, offset) so its dead letter carries the record as
  * it was consumed — value, key and headers (contract §6) — without the workflow input carrying a second copy of it.
  * Used only on the dead-letter path. The record may be gone (retention, a topic made anew): then undefined, and
- * the caller says so in the dead letter. Reads are few at a time: each joins a throwaway consumer group.
+ * the caller says so in the dead letter. Reads are few at a time: each joins a throwaway consumer group, whose first
+ * join alone waits the broker's `group.initial.rebalance.delay.ms` (3 s by default). A read whose caller has given up
+ * (its signal aborted) leaves the queue, or stops, at once: a burst of dead letters never makes later reads wait
+ * behind reads nobody waits for.
  */
 import crypto from 'node:crypto';
 import type { Admin, IHeaders, Kafka } from 'kafkajs';
+import { untilAborted } from '../poll';
 import { readRange, watermarks } from './readRange';
 import { RenewingClient } from './renewingClient';
 
@@ -37,15 +41,19 @@ export class SourceRecordReader {
     this.admin = new RenewingClient(() => kafka.admin());
   }
 
-  async read(at: SourceCoordinates): Promise<SourceRecord | undefined> {
+  /**
+   * The record at `at`, or undefined when Kafka no longer holds it. Rejects once `signal` aborts: a read still
+   * waiting for its turn leaves the queue, a running one stops at its next step and holds its place until then.
+   */
+  async read(at: SourceCoordinates, signal: AbortSignal): Promise<SourceRecord | undefined> {
     if (this.closed) throw new Error('source record reader is closed');
-    if (this.active >= MAX_CONCURRENT_READS) await new Promise<void>((r) => this.waiting.push(r));
-    this.active++;
-    try {
-      return await this.admin.use(async (admin) => {
+    await this.turn(signal);
+    const work = this.admin
+      .use(async (admin) => {
         const offset = BigInt(at.offset);
         const marks = (await watermarks(admin, at.topic)).get(at.partition);
         if (!marks || offset < marks.low || offset >= marks.high) return undefined;
+        signal.throwIfAborted();
         let found: SourceRecord | undefined;
         await readRange(this.kafka, admin, {
           topic: at.topic,
@@ -53,17 +61,45 @@ export class SourceRecordReader {
           ranges: [{ partition: at.partition, start: offset, end: offset + 1n }],
           commit: false,
           timeoutMs: this.timeoutMs,
+          signal,
           onMessage: async (_partition, message) => {
             if (BigInt(message.offset) !== offset) return;
             found = { value: message.value, key: message.key, headers: message.headers ?? {} };
           },
         });
         return found;
-      });
-    } finally {
-      this.active--;
-      this.waiting.shift()?.();
+      })
+      .finally(() => this.release());
+    return untilAborted(work, signal);
+  }
+
+  /** Resolves once a read may start, its turn taken; rejects, out of the queue, if `signal` aborts first. */
+  private async turn(signal: AbortSignal): Promise<void> {
+    signal.throwIfAborted();
+    if (this.active < MAX_CONCURRENT_READS) {
+      this.active++;
+      return;
     }
+    // The turn is handed over by the read that ends (release), so none is taken twice.
+    return new Promise<void>((resolve, reject) => {
+      const go = () => {
+        signal.removeEventListener('abort', leave);
+        resolve();
+      };
+      const leave = () => {
+        this.waiting.splice(this.waiting.indexOf(go), 1);
+        reject(signal.reason);
+      };
+      signal.addEventListener('abort', leave, { once: true });
+      this.waiting.push(go);
+    });
+  }
+
+  /** A read has ended: its turn goes to the next in line, if any. */
+  private release(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.active--;
   }
 
   async close(): Promise<void> {

@@ -156,7 +156,7 @@ async function assemble(
         runId,
         through,
       ),
-    sourceRecord: (at) => sources.read(at),
+    sourceRecord: (at, signal) => sources.read(at, signal),
     tenantPause: (tenant) => pauses.pauseOf(tenant),
   });
   // Made in start(), not here: a Temporal Worker holds the connection from its creation and lets it go only by

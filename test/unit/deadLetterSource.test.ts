@@ -19,8 +19,12 @@ import type { StartedWith } from '../../src/temporal/history';
 const dispatcher = new Agent();
 afterAll(() => dispatcher.close());
 
-function deadLetterWith(found: SourceRecord | undefined, startedWith?: StartedWith) {
+type SourceRead = (at: unknown, signal: AbortSignal) => Promise<SourceRecord | undefined>;
+
+function deadLetterWith(found: SourceRecord | undefined | SourceRead, startedWith?: StartedWith) {
   const published: DlqRecord[] = [];
+  /** Whether the publish's signal had aborted when it was called. */
+  const publishedLate: boolean[] = [];
   const metrics = createMetrics();
   const logger = createLogger('unit', 'silent');
   const acts = createActivities({
@@ -29,22 +33,23 @@ function deadLetterWith(found: SourceRecord | undefined, startedWith?: StartedWi
     runsApi: { url: 'http://127.0.0.1:9' },
     userAgent: 'poimen-relay/unit',
     dlq: {
-      publish: async (record: DlqRecord) => {
+      publish: async (record: DlqRecord, _key: unknown, opts: { signal: AbortSignal }) => {
         published.push(record);
+        publishedLate.push(opts.signal.aborted);
       },
     } as unknown as DlqPublisher,
     metrics,
     logger,
     startedWith: async () => startedWith ?? Promise.reject(new Error('not used')),
-    sourceRecord: async () => found,
+    sourceRecord: typeof found === 'function' ? found : async () => found,
     callHistory: async () => undefined,
     tenantPause: () => undefined,
   });
-  return { acts, published };
+  return { acts, published, publishedLate };
 }
 
-const env = () =>
-  new MockActivityEnvironment({ attempt: 1, startToCloseTimeoutMs: 10_000 } as never, {
+const env = (startToCloseTimeoutMs = 10_000) =>
+  new MockActivityEnvironment({ attempt: 1, startToCloseTimeoutMs } as never, {
     logger: new DefaultLogger('ERROR'),
   });
 
@@ -114,5 +119,32 @@ describe('deadLetter: the source record is carried only when it is this dispatch
     const { acts, published } = deadLetterWith(undefined, { input: started, redriveCount: 0 });
     await env().run(acts.deadLetter, current);
     expect(published[0]!.source.headers).toEqual({});
+  });
+});
+
+describe('deadLetter: the source read has a share of the attempt, the publish the rest', () => {
+  test('a read still waiting at 40 % of the attempt is given up: the dead letter goes out rebuilt, in time', async () => {
+    // A burst of dead letters: the read waits its turn behind others for longer than the attempt lasts.
+    let readSignal: AbortSignal | undefined;
+    const waitsForever: SourceRead = (_at, signal) => {
+      readSignal = signal;
+      return new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason)));
+    };
+    const { acts, published, publishedLate } = deadLetterWith(waitsForever);
+    await env(1_000).run(acts.deadLetter, INPUT);
+    expect(readSignal?.aborted).toBe(true);
+    expect(published).toHaveLength(1);
+    expect(JSON.parse(published[0]!.payload!)).toEqual(INPUT.dispatch);
+    expect(published[0]!.error).toContain('offset 7 could not be read in time');
+    // Given up at 400 ms of the 1 s attempt: the publish starts before the attempt's own deadline (900 ms).
+    expect(publishedLate).toEqual([false]);
+  });
+
+  test('a read that fails before its deadline says why', async () => {
+    const { acts, published } = deadLetterWith(async () => {
+      throw new Error('TOPIC_AUTHORIZATION_FAILED');
+    });
+    await env(1_000).run(acts.deadLetter, INPUT);
+    expect(published[0]!.error).toContain('offset 7 could not be read (TOPIC_AUTHORIZATION_FAILED)');
   });
 });
