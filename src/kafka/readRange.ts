@@ -42,7 +42,7 @@ export async function readRange(
     onMessage: (partition: number, message: KafkaMessage) => Promise<RangeCommit | void>;
     /** Give up (reject) after this long; the consumer is stopped either way. */
     timeoutMs?: number;
-    /** Give up (reject with its reason) once it aborts; the consumer is stopped either way. */
+    /** Give up (reject with its reason) once it aborts, at the read's next step; the consumer is stopped either way. */
     signal?: AbortSignal;
     exclusive?: ExclusiveRead;
   },
@@ -71,16 +71,6 @@ export async function readRange(
     const loading = groupCoordinatorNotReady(payload.error) && Date.now() - began < COORDINATOR_WAIT_MS;
     if (!(payload.restart && loading)) fail(payload.error);
   });
-  const timer =
-    opts.timeoutMs === undefined
-      ? undefined
-      : setTimeout(
-          () => fail(new Error(`reading ${opts.topic} timed out after ${opts.timeoutMs} ms`)),
-          opts.timeoutMs,
-        );
-  const stop = () => fail(opts.signal?.reason);
-  opts.signal?.addEventListener('abort', stop, { once: true });
-  if (opts.signal?.aborted) stop();
   // Partitions outside the ranges are not fetched at all (a big topic would otherwise be read from its start).
   const others = [...(await watermarks(admin, opts.topic)).keys()].filter((p) => !remaining.has(p));
   const gate = opts.exclusive ? new JoinGate(opts.exclusive, fail) : undefined;
@@ -94,8 +84,21 @@ export async function readRange(
     }
     gate?.joined(payload.memberAssignment[opts.topic] ?? []);
   });
-  await consumer.connect();
+  const timer =
+    opts.timeoutMs === undefined
+      ? undefined
+      : setTimeout(
+          () => fail(new Error(`reading ${opts.topic} timed out after ${opts.timeoutMs} ms`)),
+          opts.timeoutMs,
+        );
+  const stop = () => fail(opts.signal?.reason);
+  opts.signal?.addEventListener('abort', stop, { once: true });
   try {
+    // A caller that gave up stops the read between steps; a group join under way is waited out (a consumer
+    // disconnected while it connects or joins can keep its sockets), then the consumer leaves and its group goes.
+    opts.signal?.throwIfAborted();
+    await consumer.connect();
+    opts.signal?.throwIfAborted();
     await consumer.subscribe({ topic: opts.topic, fromBeginning: true });
     await consumer.run({
       autoCommit: false,

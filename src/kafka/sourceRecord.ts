@@ -4,8 +4,8 @@
  * Used only on the dead-letter path. The record may be gone (retention, a topic made anew): then undefined, and
  * the caller says so in the dead letter. Reads are few at a time: each joins a throwaway consumer group, whose first
  * join alone waits the broker's `group.initial.rebalance.delay.ms` (3 s by default). A read whose caller has given up
- * (its signal aborted) leaves the queue, or stops, at once: a burst of dead letters never makes later reads wait
- * behind reads nobody waits for.
+ * (its signal aborted) leaves the queue at once, or, running, stops at its next step (a group join under way is
+ * waited out): a burst of dead letters does not make later reads wait behind reads nobody waits for.
  */
 import crypto from 'node:crypto';
 import type { Admin, IHeaders, Kafka } from 'kafkajs';
@@ -42,12 +42,17 @@ export class SourceRecordReader {
   }
 
   /**
-   * The record at `at`, or undefined when Kafka no longer holds it. Rejects once `signal` aborts: a read still
-   * waiting for its turn leaves the queue, a running one stops at its next step and holds its place until then.
+   * The record at `at`, or undefined when Kafka no longer holds it. Rejects at once when `signal` aborts: a read
+   * still waiting for its turn leaves the queue, a running one stops at its next step and holds its turn until then.
    */
   async read(at: SourceCoordinates, signal: AbortSignal): Promise<SourceRecord | undefined> {
     if (this.closed) throw new Error('source record reader is closed');
     await this.turn(signal);
+    // Given up between its turn and now: the turn goes on to the next in line.
+    if (signal.aborted) {
+      this.release();
+      throw signal.reason;
+    }
     const work = this.admin
       .use(async (admin) => {
         const offset = BigInt(at.offset);
@@ -95,9 +100,12 @@ export class SourceRecordReader {
     });
   }
 
-  /** A read has ended: its turn goes to the next in line, if any. */
+  /**
+   * A read has ended: its turn goes to the read that asked last, if any. Newest first: in a burst the oldest
+   * waiters are nearest their deadline, and a read given up mid-way still holds its turn through its group join.
+   */
   private release(): void {
-    const next = this.waiting.shift();
+    const next = this.waiting.pop();
     if (next) next();
     else this.active--;
   }

@@ -140,6 +140,23 @@ describe('deadLetter: the source read has a share of the attempt, the publish th
     expect(publishedLate).toEqual([false]);
   });
 
+  test('the read is given up at 40 % of the attempt', async () => {
+    let abortedAfterMs: number | undefined;
+    const started = Date.now();
+    const { acts } = deadLetterWith((_at, signal) => {
+      return new Promise((_, reject) =>
+        signal.addEventListener('abort', () => {
+          abortedAfterMs = Date.now() - started;
+          reject(signal.reason);
+        }),
+      );
+    });
+    await env(3_000).run(acts.deadLetter, INPUT);
+    // 1.2 s of the 3 s attempt: well before the publish's own deadline (2.7 s).
+    expect(abortedAfterMs).toBeGreaterThanOrEqual(1_100);
+    expect(abortedAfterMs).toBeLessThan(2_000);
+  });
+
   test('a read that fails before its deadline says why', async () => {
     const { acts, published } = deadLetterWith(async () => {
       throw new Error('TOPIC_AUTHORIZATION_FAILED');

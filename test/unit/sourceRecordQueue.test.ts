@@ -79,3 +79,69 @@ test('a read asked for with a signal already aborted takes no turn', async () =>
   expect(asked).toEqual([]);
   await reader.close();
 });
+
+test('turns go newest first, and never more than four reads run, also after turns were handed over', async () => {
+  const { reader, asked, releaseAll } = standIn();
+  const open = () => new AbortController().signal;
+  const first = ['a', 'b', 'c', 'd'].map((t) => reader.read(at(t), open()));
+  const queued = ['e', 'f', 'g'].map((t) => reader.read(at(t), open()));
+  await settle();
+  expect(asked).toEqual(['a', 'b', 'c', 'd']);
+  releaseAll();
+  await Promise.all(first);
+  await settle();
+  // Three turns handed over, newest first; one left free.
+  expect(asked.slice(4)).toEqual(['g', 'f', 'e']);
+  const later = ['h', 'i'].map((t) => reader.read(at(t), open()));
+  await settle();
+  expect(asked.slice(7)).toEqual(['h']);
+  releaseAll();
+  await Promise.all([...queued, later[0]]);
+  await settle();
+  expect(asked.slice(8)).toEqual(['i']);
+  releaseAll();
+  await later[1];
+  // All ended: four turns free again.
+  const again = ['j', 'k', 'l', 'm', 'n'].map((t) => reader.read(at(t), open()));
+  await settle();
+  expect(asked.slice(9)).toEqual(['j', 'k', 'l', 'm']);
+  releaseAll();
+  await settle();
+  releaseAll();
+  await Promise.all(again);
+  await reader.close();
+});
+
+test('a read given up after it was handed its turn leaves the others queued', async () => {
+  const { reader, asked, releaseAll } = standIn();
+  const open = () => new AbortController().signal;
+  const running = ['a', 'b', 'c', 'd'].map((t) => reader.read(at(t), open()));
+  const older = reader.read(at('older'), open());
+  const handedOver = new AbortController();
+  const newer = reader.read(at('newer'), handedOver.signal);
+  await settle();
+  releaseAll();
+  await Promise.all(running);
+  await settle();
+  expect(asked.slice(4)).toEqual(['newer', 'older']);
+  handedOver.abort(new Error('attempt out of time'));
+  await expect(newer).rejects.toThrow('attempt out of time');
+  releaseAll();
+  await expect(older).resolves.toBeUndefined();
+  await reader.close();
+});
+
+test('a read given up in the same tick it asked takes no turn and leaves it free, with no stray failure', async () => {
+  const { reader, asked, releaseAll } = standIn();
+  const gaveUp = new AbortController();
+  const read = reader.read(at('same-tick'), gaveUp.signal);
+  gaveUp.abort(new Error('cancelled'));
+  await expect(read).rejects.toThrow('cancelled');
+  const open = () => new AbortController().signal;
+  const after = ['a', 'b', 'c', 'd'].map((t) => reader.read(at(t), open()));
+  await settle();
+  expect(asked).toEqual(['a', 'b', 'c', 'd']);
+  releaseAll();
+  await Promise.all(after);
+  await reader.close();
+});
