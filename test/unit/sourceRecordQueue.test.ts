@@ -24,6 +24,7 @@ function standIn() {
     reader: new SourceRecordReader(kafka, 1_000),
     asked,
     releaseAll: () => releases.splice(0).forEach((r) => r()),
+    releaseOldest: () => releases.shift()?.(),
   };
 }
 
@@ -113,21 +114,27 @@ test('turns go newest first, and never more than four reads run, also after turn
 });
 
 test('a read given up after it was handed its turn leaves the others queued', async () => {
-  const { reader, asked, releaseAll } = standIn();
+  const { reader, asked, releaseAll, releaseOldest } = standIn();
   const open = () => new AbortController().signal;
   const running = ['a', 'b', 'c', 'd'].map((t) => reader.read(at(t), open()));
+  const oldest = reader.read(at('oldest'), open());
   const older = reader.read(at('older'), open());
   const handedOver = new AbortController();
   const newer = reader.read(at('newer'), handedOver.signal);
   await settle();
-  releaseAll();
-  await Promise.all(running);
+  releaseOldest();
+  await running[0];
   await settle();
-  expect(asked.slice(4)).toEqual(['newer', 'older']);
+  expect(asked.slice(4)).toEqual(['newer']);
   handedOver.abort(new Error('attempt out of time'));
   await expect(newer).rejects.toThrow('attempt out of time');
   releaseAll();
-  await expect(older).resolves.toBeUndefined();
+  await Promise.all(running);
+  await settle();
+  // Both still queued got their turns: the give-up took nobody else out of the queue.
+  expect(asked.slice(5).sort()).toEqual(['older', 'oldest']);
+  releaseAll();
+  await expect(Promise.all([oldest, older])).resolves.toEqual([undefined, undefined]);
   await reader.close();
 });
 
