@@ -8,10 +8,11 @@
  */
 import fs from 'node:fs';
 import { WorkflowFailedError } from '@temporalio/client';
-import { WORKFLOW_TYPE, topics } from '../src/contract';
-import type { DispatchInput } from '../src/contract/workflow';
+import { WORKFLOW_TYPE } from '../src/contract';
+import type { DispatchPolicy } from '../src/contract/workflow';
 import { dispatchStartOptions } from '../src/ingest/startDispatch';
 import { type DedicatedKafka, startKafkaWithProperties } from './support/dedicatedKafka';
+import { directDispatchInput } from './support/directDispatch';
 import { type Harness, createHarness } from './support/relayHarness';
 import { tempDir } from './support/tlsServices';
 
@@ -37,26 +38,15 @@ afterEach(async () => {
   dir = undefined;
 });
 
-function dispatchInput(harness: Harness, key: string, offset: number): DispatchInput {
-  return {
-    tenant: harness.tenant,
-    dispatch: { workflow_ref: 'onboarding@v3', input_json: '{"user":42}', goal_id: 'g-1', dispatch_key: key },
-    source: {
-      topic: topics.dispatch(harness.tenant),
-      partition: 0,
-      offset: String(offset),
-      timestamp: String(Date.now()),
-    },
-    policy: {
-      maxAttempts: 1,
-      initialIntervalMs: 200,
-      maxIntervalMs: 1000,
-      backoff: 2,
-      attemptTimeoutMs: 3000,
-      deadLetterTimeoutMs: DEAD_LETTER_TIMEOUT_MS,
-    },
-  };
-}
+/** The retry policy of the dispatches: one call, refused for good. */
+const POLICY: DispatchPolicy = {
+  maxAttempts: 1,
+  initialIntervalMs: 200,
+  maxIntervalMs: 1000,
+  backoff: 2,
+  attemptTimeoutMs: 3000,
+  deadLetterTimeoutMs: DEAD_LETTER_TIMEOUT_MS,
+};
 
 test(`${DISPATCHES} dispatches refused at once on a broker whose group joins wait 3 s: every one is dead-lettered once, within a minute`, async () => {
   dir = tempDir('poimen-burst-broker-');
@@ -74,7 +64,10 @@ test(`${DISPATCHES} dispatches refused at once on a broker whose group joins wai
     keys.map((key, i) =>
       harness.client.workflow.start(
         WORKFLOW_TYPE,
-        dispatchStartOptions(harness.taskQueue, dispatchInput(harness, key, i)),
+        dispatchStartOptions(
+          harness.taskQueue,
+          directDispatchInput(harness, { key, offset: i, policy: POLICY }),
+        ),
       ),
     ),
   );

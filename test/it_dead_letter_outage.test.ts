@@ -8,7 +8,8 @@ import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { WORKFLOW_TYPE, topics } from '../src/contract';
 import { dispatchStartOptions } from '../src/ingest/startDispatch';
 import { portInUse } from '../devstack/stack/processes';
-import type { DispatchInput } from '../src/contract/workflow';
+import type { DispatchPolicy } from '../src/contract/workflow';
+import { directDispatchInput } from './support/directDispatch';
 import { readTopicToEnd } from './support/dlqTopic';
 import { pauseService, resumeService, startService, stopService } from './support/faults';
 import { type Harness, createHarness } from './support/relayHarness';
@@ -30,26 +31,15 @@ afterEach(async () => {
   h = undefined;
 });
 
-function dispatchInput(harness: Harness, key: string): DispatchInput {
-  return {
-    tenant: harness.tenant,
-    dispatch: { workflow_ref: 'onboarding@v3', input_json: '{"user":42}', goal_id: 'g-1', dispatch_key: key },
-    source: {
-      topic: topics.dispatch(harness.tenant),
-      partition: 0,
-      offset: '0',
-      timestamp: String(Date.now()),
-    },
-    policy: {
-      maxAttempts: 1000,
-      initialIntervalMs: 200,
-      maxIntervalMs: 1000,
-      backoff: 2,
-      attemptTimeoutMs: 3000,
-      deadLetterTimeoutMs: DEAD_LETTER_TIMEOUT_MS,
-    },
-  };
-}
+/** The retry policy of the dispatches: retried until the API refuses them for good. */
+const POLICY: DispatchPolicy = {
+  maxAttempts: 1000,
+  initialIntervalMs: 200,
+  maxIntervalMs: 1000,
+  backoff: 2,
+  attemptTimeoutMs: 3000,
+  deadLetterTimeoutMs: DEAD_LETTER_TIMEOUT_MS,
+};
 
 /** The execution's pending `deadLetter` activity, if one is scheduled. */
 async function pendingDeadLetter(handle: WorkflowHandle) {
@@ -174,7 +164,10 @@ test.each(['killed', 'hung'] as const)(
     harness.api.scriptFor('before-outage', { kind: 'status', status: 422 });
     const before = await harness.client.workflow.start(
       WORKFLOW_TYPE,
-      dispatchStartOptions(harness.taskQueue, dispatchInput(harness, 'before-outage')),
+      dispatchStartOptions(
+        harness.taskQueue,
+        directDispatchInput(harness, { key: 'before-outage', policy: POLICY }),
+      ),
     );
     await expect(before.result()).rejects.toBeInstanceOf(WorkflowFailedError);
 
@@ -182,7 +175,10 @@ test.each(['killed', 'hung'] as const)(
     harness.api.always({ kind: 'status', status: 503 });
     const handle = await harness.client.workflow.start(
       WORKFLOW_TYPE,
-      dispatchStartOptions(harness.taskQueue, dispatchInput(harness, 'during-outage')),
+      dispatchStartOptions(
+        harness.taskQueue,
+        directDispatchInput(harness, { key: 'during-outage', policy: POLICY }),
+      ),
     );
     await harness.api.waitFor((a) => a.requestsFor('during-outage').length > 0, 60_000, 'the first call');
     phase(outage, started, 'Kafka going down');
