@@ -22,8 +22,9 @@ function heapAfterGc(): number {
 
 /**
  * The heap's growth since `before`, the least of three readings a tenth of a second apart. The unit files run in
- * one process, so an earlier file's timers may still allocate during a reading; such garbage is gone by the next,
- * while what the batches retained stays in every reading (tens of megabytes for a reaction per batch).
+ * one process, so memory an earlier file's work still holds at one reading (a request or timer in flight) may be
+ * freed by the next; what the batches retained is held at every reading (tens of megabytes for a reaction per
+ * batch). Growth of another kind that lasts (compiled code, fragmentation) is not filtered.
  */
 async function retainedSince(before: number): Promise<number> {
   let least = Infinity;
