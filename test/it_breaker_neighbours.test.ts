@@ -48,8 +48,8 @@ async function endings(h: Harness, keys: string[], timeoutMs: number): Promise<E
     return await Promise.race([
       timedOut,
       Promise.all(
-        keys.map(async (key) => {
-          const completed: Ending = await h.client.workflow
+        keys.map((key) =>
+          h.client.workflow
             .getHandle(h.wfId(key))
             .result()
             .then(
@@ -58,9 +58,8 @@ async function endings(h: Harness, keys: string[], timeoutMs: number): Promise<E
                 if (!(err instanceof WorkflowFailedError)) throw err;
                 return { key, completed: false, failure: err.cause?.message ?? err.message };
               },
-            );
-          return completed;
-        }),
+            ),
+        ),
       ),
     ]);
   } finally {
