@@ -21,6 +21,7 @@ export interface RelayMetrics {
   tenantPaused: Gauge<'tenant'>;
   openBudget: Gauge;
   loneCloses: Counter<'via'>;
+  keptFetchBytes: Gauge;
   undecodablePartitions: Gauge<'topic' | 'partition'>;
   circuitState: Gauge;
   breakerWaiting: Gauge;
@@ -128,6 +129,11 @@ export function createMetrics(opts: { defaultMetrics?: boolean; role?: ProcessRo
       name: 'poimen_tenant_paused',
       help: '1 while an operator has the tenant paused (poimen-relay tenant pause): this ingester starts none of its dispatches, which wait in Kafka; 0 once resumed',
       labelNames: ['tenant'],
+      registers,
+    }),
+    keptFetchBytes: new Gauge({
+      name: 'poimen_ingest_kept_fetch_bytes',
+      help: `Fetched bytes the ingester keeps for batches that handed their turn back and go on from memory (at most twice ${INGEST.POIMEN_KAFKA_FETCH_MAX_BYTES.name})`,
       registers,
     }),
     undecodablePartitions: new Gauge({

@@ -145,10 +145,7 @@ export class TenantAdmission {
       });
   }
 
-  /**
-   * Calls `resume` once the tenant has room again (at once if it has). `partition` names the waiter: a partition
-   * that pauses again before it was resumed keeps one entry.
-   */
+  /** Calls `resume` once the tenant has room (at once if it has); `partition` names one entry, however often. */
   whenRoom(tenant: string, partition: string, resume: () => void): void {
     const shares = this.shares();
     let waiting = this.waiters.get(tenant);
@@ -159,6 +156,12 @@ export class TenantAdmission {
     waiting.set(partition, resume);
     this.wake(tenant, shares);
     if (this.waiters.size > 0) this.recheck ??= setInterval(() => this.wakeAll(), RECHECK_MS).unref();
+  }
+
+  /** A wait for room ended otherwise (a rejoin, a failure): its entry goes, unless another took its place. */
+  cancelWait(tenant: string, partition: string, resume: () => void): void {
+    const waiting = this.waiters.get(tenant);
+    if (waiting?.get(partition) === resume) waiting.delete(partition); // an empty map goes at the next wake
   }
 
   /** The consumer that paused for room is gone: its waiters with it (kafkajs forgets its pauses too). */
@@ -232,10 +235,8 @@ export class TenantAdmission {
   }
 
   /**
-   * How many of the tenant's waiting partitions may be resumed now: none until half its share is free (at least
-   * one slot), then one per run of free slots. A resumed partition refetches (1 MiB of small dispatches: ~20 ms
-   * of event loop): a run of one record per refetch held the other tenants' records back (record → start p99
-   * 85 ms, not 17, in the bench).
+   * How many of the tenant's waiting partitions may go on now: none until half its share is free (at least one
+   * slot), then one per run of free slots, so each takes a run of records, not one (design.md).
    */
   private freeToResume(tenant: string, shares: Shares | undefined): number {
     if (this.paused(tenant)) return 0;
@@ -266,8 +267,7 @@ export class TenantAdmission {
       try {
         resume();
       } catch (err) {
-        // A consumer torn down meanwhile (kafkajs between a crash and its restart) has forgotten its pauses anyway;
-        // the slot it would have used goes to the next partition.
+        // A consumer torn down meanwhile has forgotten its pauses: the slot goes to the next partition.
         free++;
         this.o.logger?.debug({ err, tenant }, 'could not resume a partition that waited for room');
       }

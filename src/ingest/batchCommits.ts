@@ -58,6 +58,11 @@ export class BatchCommits {
   private committed = -1; // index of the last record whose offset is committed
   private attempted = -1; // index the last commit attempt covered
   private committing: Promise<void> | undefined;
+  /**
+   * While the batch waits for its tenant's room (batchTurn.ts) each record that finishes is committed, not every
+   * `every`: a partition waiting in Kafka shows no more lag than it has.
+   */
+  private waiting = false;
 
   constructor(private readonly o: BatchCommitsOptions) {
     this.done = new Array<boolean>(o.offsets.length).fill(false);
@@ -70,7 +75,15 @@ export class BatchCommits {
     while (this.contiguous + 1 < this.done.length && this.done[this.contiguous + 1]) this.contiguous++;
     if (this.contiguous === before || !this.o.live()) return;
     this.resolve(this.o.offsets[this.contiguous]!);
-    if (this.contiguous - Math.max(this.committed, this.attempted) >= this.o.every) this.inBackground(0);
+    if (this.waiting || this.contiguous - Math.max(this.committed, this.attempted) >= this.o.every) {
+      this.inBackground(0);
+    }
+  }
+
+  /** The batch waits for room (true) or takes records again (false); see `waiting`. */
+  waitsForRoom(waiting: boolean): void {
+    this.waiting = waiting;
+    if (waiting && this.contiguous > Math.max(this.committed, this.attempted)) this.inBackground(0);
   }
 
   /** The batch's last commit, after its records are all settled; returns early if the generation ends. */
@@ -127,6 +140,8 @@ export class BatchCommits {
       try {
         await this.o.send(next);
         this.committed = Math.max(this.committed, upTo);
+        // Records that finished during the commit, while the batch waits: one more commit covers them.
+        if (this.waiting && this.contiguous > this.committed) continue;
         return;
       } catch (err) {
         if (this.o.ends(err)) return;

@@ -4,14 +4,15 @@
  * committed as the contiguous completed prefix grows (batchCommits.ts), so nothing is skipped and nothing is
  * committed early.
  *
- * - A tenant with its bound of dispatches open: the partition waits, paused, for one of them to close, and the
- *   rest of the batch stays in Kafka (admission.ts).
+ * - A long batch hands its turn back to kafkajs after batchSliceMs, so other tenants' fresh records are fetched
+ *   too, and goes on from memory with its partition paused; so does a batch whose tenant has its share of
+ *   dispatches open, once a slot is free (admission.ts). Its partition is fetched again only once the batch is
+ *   done. What such batches keep is bounded (keptBatches.ts); past the bound the rest is fetched again later.
  * - A record whose start fails on infrastructure (Temporal or Kafka down) ends the batch with the record
  *   unresolved; its partition is paused and resumed after a backoff (pausedPartitions.ts). No error escapes the
  *   handler, so kafkajs never restarts the consumer into a crash loop.
  * - A heartbeat or commit answered "your generation is over" ends the batch and hands the answer back to kafkajs,
  *   which rejoins; "rebalancing" does the same once the batch has committed what finished (generation.ts).
- * - A long batch gives up its turn after batchSliceMs, so other tenants' fresh records are fetched too.
  */
 import type { ConsumedBatch, KafkaConsumer } from '../kafka/port';
 import { tenantFromTopic } from '../contract';
@@ -20,6 +21,7 @@ import type { Logger } from '../logger';
 import type { RelayMetrics } from '../metrics';
 import type { TenantAdmission } from './admission';
 import { BatchCommits } from './batchCommits';
+import { KeptBatches } from './keptBatches';
 import type { MarkerBatches } from './markerBatches';
 import type { GroupMembership } from './membership';
 import type { PausedPartitions } from './pausedPartitions';
@@ -38,7 +40,7 @@ export interface BatchTurnParts {
   startCtx: StartContext;
   metrics: RelayMetrics;
   logger: Logger;
-  opts: { maxInFlight: number; commitEveryRecords: number; batchSliceMs: number };
+  opts: { maxInFlight: number; commitEveryRecords: number; batchSliceMs: number; fetchMaxBytes: number };
   membership: GroupMembership;
   semaphore: Semaphore;
   admission: TenantAdmission;
@@ -47,31 +49,58 @@ export interface BatchTurnParts {
 }
 
 export class BatchTurns {
-  /** Batch handlers running now: stopping the consumer waits for them so their commits are not dropped. */
+  /**
+   * Batches running now, those going on from memory included: stopping the consumer waits for them so their
+   * commits are not dropped.
+   */
   private readonly running = new Set<Promise<void>>();
 
-  constructor(private readonly parts: BatchTurnParts) {}
+  private readonly kept: KeptBatches;
 
-  /** The batch's turn, as kafkajs's eachBatch handler. */
+  constructor(private readonly parts: BatchTurnParts) {
+    this.kept = new KeptBatches({
+      // Two fetches' worth: a fetch's response a little over the bound still fits beside another.
+      maxBytes: 2 * parts.opts.fetchMaxBytes,
+      gauge: parts.metrics.keptFetchBytes,
+      membership: parts.membership,
+      paused: parts.paused,
+      admission: parts.admission,
+      logger: parts.logger,
+    });
+  }
+
+  /**
+   * The batch's turn, as kafkajs's eachBatch handler: settles once the batch is done or has handed its turn back
+   * (its partition paused, the batch going on from memory).
+   */
   run(consumer: KafkaConsumer, payload: ConsumedBatch): Promise<void> {
-    const running = this.take(consumer, payload);
+    let handBack!: () => void;
+    const handedBack = new Promise<void>((resolve) => (handBack = resolve));
+    const running = this.take(consumer, payload, handBack);
     this.running.add(running);
-    return running.finally(() => this.running.delete(running));
+    void running.then(
+      () => this.running.delete(running),
+      () => this.running.delete(running),
+    );
+    return Promise.race([running, handedBack]);
   }
 
   /** Once every batch running now has finished, its records in flight included, and committed what finished. */
   async settled(): Promise<void> {
+    this.kept.wakeAll();
     await Promise.allSettled([...this.running]);
   }
 
-  private async take(consumer: KafkaConsumer, payload: ConsumedBatch): Promise<void> {
+  private async take(consumer: KafkaConsumer, payload: ConsumedBatch, handBack: () => void): Promise<void> {
     const { membership, admission, semaphore, opts } = this.parts;
     const { batch, heartbeat, isRunning, isStale } = payload;
     const tenant = tenantFromTopic(batch.topic);
     if (tenant === undefined || batch.messages.length === 0) return;
+    const { topic, partition } = batch;
+    const at = { topic, partition };
     // A commit past this partition's transaction markers still in flight lands first (markerBatches.ts).
-    await this.parts.markers.before(batch.topic, batch.partition);
-    const log = this.parts.logger.child({ topic: batch.topic, partition: batch.partition });
+    await this.parts.markers.before(topic, partition);
+    const log = this.parts.logger.child({ topic, partition });
     const generation = membership.generation;
     const current = () => membership.current(consumer);
     /** True when `err` ended this batch's generation (the batch then stops and hands it back to kafkajs). */
@@ -93,7 +122,7 @@ export class BatchTurns {
       lastFetched: batch.lastOffset(),
       send: (offset) =>
         payload.commitOffsetsIfNecessary({
-          topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset }] }],
+          topics: [{ topic, partitions: [{ partition, offset }] }],
         }),
       resolve: (offset) => payload.resolveOffset(offset),
       // A batch whose consumer is being stopped or replaced still commits what it finished (ingester.ts waits).
@@ -117,33 +146,57 @@ export class BatchTurns {
         );
       }
     };
-    const beat = setInterval(() => void heartbeat().catch(heard), 3000);
+    // Unref: a batch kept waiting for room must not be what keeps a stopping process alive.
+    const beat = setInterval(() => void heartbeat().catch(heard), 3000).unref();
     const tasks: Promise<void>[] = [];
     // A failed record ends the batch: what follows it is fetched again once the partition is resumed.
     let failed = false;
+    /** Ends the batch's wait for room, while it waits. */
+    let stopWaiting: (() => void) | undefined;
     const goOn = () => isRunning() && !isStale() && current() && !failed && !generation.closing;
     // kafkajs fetches a broker's partitions again only once every batch of its last fetch is done, so a tenant's
     // long batch would hold every other tenant's fresh records back until it ends. A batch therefore takes its
     // turn: once it has taken at least a full in-flight bound of records and its turn has lasted batchSliceMs
-    // (counted from its first record, not from its wait for room), it stops taking records, commits what
-    // finished and returns; its rest is fetched again with the other partitions' news (docs/design.md, "Fair
+    // (counted from its first record, not from its wait for room), it hands the turn back and goes on from
+    // memory with its partition paused, so the other partitions' news is fetched meanwhile (docs/design.md, "Fair
     // turns for tenants"). The minimum keeps slow starts from shrinking a turn to a record or two.
     let sliceEnd = Number.POSITIVE_INFINITY;
-    const turnOver = (taken: number) => taken >= opts.maxInFlight && performance.now() >= sliceEnd;
+    /** Set once the batch has handed its turn back and goes on from memory: lets go of what it keeps. */
+    let letGo: (() => boolean) | undefined;
+    const turnOver = (taken: number) =>
+      letGo === undefined && taken >= opts.maxInFlight && performance.now() >= sliceEnd;
+    /** Hands the turn back and keeps the rest; false when the rest does not fit (it is then fetched again). */
+    const keepRest = (): boolean => {
+      if (letGo) return true;
+      letGo = this.kept.keep(consumer, at, batch.messages);
+      if (!letGo) return false;
+      handBack();
+      return true;
+    };
     try {
-      for (let i = 0; i < batch.messages.length; i++) {
-        if (!goOn() || turnOver(i)) break;
-        // The tenant has its bound of dispatches open: its partition waits (paused) for one to close, and the rest
-        // of this batch stays in Kafka, fetched again once there is room (admission.ts).
+      for (let i = 0; i < batch.messages.length;) {
+        if (!goOn() || (turnOver(i) && !keepRest())) break;
+        // The tenant has its share of dispatches open: the batch waits (its partition paused) for one to close.
         if (!admission.take(tenant)) {
-          this.waitForRoom(consumer, tenant, batch.topic, batch.partition);
-          break;
+          if (!keepRest()) {
+            // Too much kept already: the rest stays in Kafka, fetched again once there is room (admission.ts).
+            this.waitForRoom(consumer, tenant, topic, partition);
+            break;
+          }
+          // An outage whose backoff already resumed the partition is over as far as anyone knows: its record was
+          // not tried again, only refused a slot. Left, it would keep the process unready until room came back.
+          this.parts.paused.forgetResumed(topic, partition);
+          commits.waitsForRoom(true);
+          await this.kept.room(tenant, at, generation, (wake) => (stopWaiting = wake));
+          stopWaiting = undefined;
+          commits.waitsForRoom(false);
+          continue;
         }
         const message = batch.messages[i]!;
         const weight = await semaphore.acquire(message.value?.length ?? 0);
         // Waiting for room may have outlasted the batch's turn: a failure, a stop, a replaced consumer, its slice,
         // or the tenant paused meanwhile (its partition then waits for the resume).
-        if (!goOn() || turnOver(i) || admission.paused(tenant)) {
+        if (!goOn() || (turnOver(i) && !keepRest()) || admission.paused(tenant)) {
           semaphore.release(weight);
           admission.giveBack(tenant);
           if (goOn() && admission.paused(tenant))
@@ -151,9 +204,15 @@ export class BatchTurns {
           break;
         }
         if (i === 0) sliceEnd = performance.now() + opts.batchSliceMs;
+        const index = i++;
         tasks.push(
-          this.process(consumer, { tenant, topic: batch.topic, partition: batch.partition, message }, log)
-            .then((ok) => (ok ? commits.finished(i) : void (failed = true)))
+          this.process(consumer, { tenant, topic, partition, message }, log)
+            .then((ok) => {
+              if (ok) return commits.finished(index);
+              failed = true;
+              // The batch ends: a wait for room would hold its partition's outage past its backoff.
+              stopWaiting?.();
+            })
             .finally(() => semaphore.release(weight)),
         );
       }
@@ -162,10 +221,12 @@ export class BatchTurns {
       await commits.finish();
       // kafkajs rejoins when a batch handler throws one of these (its runner's rebalance path, not a crash), after
       // the commits above when the group is only rebalancing. Not while this consumer is being stopped or
-      // replaced: a rejoin then would only delay its leaving.
-      if (generation.endedByError && current()) throw generation.endedByError;
+      // replaced: a rejoin then would only delay its leaving. Nor once the turn was handed back: kafkajs's own
+      // heartbeat or fetch hears the same answer.
+      if (!letGo && generation.endedByError && current()) throw generation.endedByError;
     } finally {
       clearInterval(beat);
+      if (letGo) this.kept.done(consumer, at, letGo);
     }
   }
 
@@ -183,7 +244,8 @@ export class BatchTurns {
     this.parts.admission.whenRoom(tenant, `${topic}/${partition}`, () => {
       // A replaced consumer forgot the pause; a partition in an outage is resumed by its own backoff.
       if (consumer !== membership.consumer || paused.holds(topic, partition)) return;
-      consumer.resume([{ topic, partitions: [partition] }]);
+      // Through the kept batches: a later batch of the partition may be kept and running by now.
+      this.kept.pausable(consumer, { topic, partition }).resume([{ topic, partitions: [partition] }]);
     });
   }
 
@@ -203,7 +265,10 @@ export class BatchTurns {
     try {
       const outcome = await handleRecord(this.parts.startCtx, record, { log, onStarted });
       this.parts.metrics.dispatchRecords.inc({ tenant, outcome });
-      if (consumer === membership.consumer && paused.succeeded(consumer, topic, partition)) {
+      if (
+        consumer === membership.consumer &&
+        paused.succeeded(this.kept.pausable(consumer, { topic, partition }), topic, partition)
+      ) {
         log.info('infrastructure back; the partition flows again');
       }
       return true;
@@ -214,7 +279,12 @@ export class BatchTurns {
       // A rejoin meanwhile gave the partition to another member: it fetches the record again, no outage here.
       if (membership.assignment && !membership.assignment[topic]?.includes(partition)) return false;
       const reason = err instanceof Error ? err.message : String(err);
-      const failures = paused.failed(consumer, topic, partition, reason);
+      const failures = paused.failed(
+        this.kept.pausable(consumer, { topic, partition }),
+        topic,
+        partition,
+        reason,
+      );
       // Log the first failure and then every tenth, not every retry of a long outage.
       if (failures === 1 || failures % 10 === 0) {
         log.warn(

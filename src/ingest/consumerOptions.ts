@@ -5,14 +5,18 @@
 import type { KafkaClient } from '../kafka/port';
 import type { RelayConfig } from '../config';
 
-/** How long a fetch waits for news while admission per tenant is on (docs/design.md, "Fair turns for tenants"). */
-const ADMISSION_FETCH_WAIT_MS = 250;
+/**
+ * How long a fetch waits for news. A batch that hands its turn back keeps its partition paused until it is done
+ * (keptBatches.ts), and with admission a tenant's partitions pause for room; with every partition of a broker
+ * paused, kafkajs sleeps this long before it fetches again, so a resume waits up to this long. kafkajs's default,
+ * 5 s, held a lone tenant's resumes back that long (docs/design.md, "Fair turns for tenants"); the price is four
+ * empty fetches a second per broker while nothing arrives.
+ */
+const FETCH_WAIT_MS = 250;
 
 export function consumerOptions(
   groupId: string,
   opts: Pick<RelayConfig['ingest'], 'fetchMaxBytes' | 'fetchMaxBytesPerPartition' | 'sessionTimeoutMs'>,
-  /** Whether admission per tenant bounds the tenants' open dispatches (admission.ts). */
-  admissionBounded: boolean,
 ): Parameters<KafkaClient['consumer']>[0] {
   return {
     groupId,
@@ -24,8 +28,6 @@ export function consumerOptions(
     sessionTimeout: opts.sessionTimeoutMs,
     heartbeatInterval: Math.max(1000, Math.floor(opts.sessionTimeoutMs / 10)),
     retry: { retries: 10 },
-    // With admission on, a tenant's partitions pause for room and resume when one of its dispatches closes; a
-    // fetch that waits kafkajs's default 5 s for the other partitions' news would hold that resume back as long.
-    ...(admissionBounded ? { maxWaitTimeInMs: ADMISSION_FETCH_WAIT_MS } : {}),
+    maxWaitTimeInMs: FETCH_WAIT_MS,
   };
 }

@@ -12,6 +12,10 @@
  *   waits for it to rejoin. Every batch of it stops taking records, lets the ones in flight finish, commits what
  *   finished, and returns, so the member rejoins soon and its partitions' next owner starts after those records.
  *
+ * A batch kept in memory after handing its turn back (keptBatches.ts) runs outside kafkajs's handler, so kafkajs
+ * does not wait for it before rejoining: it stops the same way, and what it finishes after the join is redelivered
+ * to the partition's next owner (absorbed: the executions exist).
+ *
  * Either way the answer is handed back to kafkajs, which rejoins. A handler that swallowed it kept working
  * through its fetched records outside the group, holding up the rebalance, and after a coordinator move it never
  * rejoined at all.
@@ -70,6 +74,19 @@ export class GroupGeneration {
     this.superseded = true;
     wakeAll(this.overWaiters);
     wakeAll(this.closingWaiters);
+  }
+
+  /**
+   * Calls `wake` once the generation is over or asked to rejoin (at once if it is already); returns how to stop
+   * watching, which a wait woken otherwise calls so nothing stays behind for the generation's life.
+   */
+  whenClosing(wake: () => void): () => void {
+    if (this.closing) {
+      wake();
+      return () => undefined;
+    }
+    this.closingWaiters.add(wake);
+    return () => void this.closingWaiters.delete(wake);
   }
 
   /** How many waits are in progress. */

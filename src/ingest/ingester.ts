@@ -169,9 +169,7 @@ export class Ingester {
   }
 
   private async startConsumer(topics: string[]): Promise<void> {
-    const consumer = this.kafka.consumer(
-      consumerOptions(this.cfg.kafka.groupId, this.cfg.ingest, this.admission.bounded),
-    );
+    const consumer = this.kafka.consumer(consumerOptions(this.cfg.kafka.groupId, this.cfg.ingest));
     consumer.on(consumer.events.GROUP_JOIN, (e) => this.onGroupJoin(consumer, e.payload.memberAssignment));
     consumer.on(consumer.events.CRASH, (e) => {
       this.group.joined = false;

@@ -17,11 +17,12 @@
  */
 
 /**
- * Slots per active tenant the shared budget never goes below: two tenants share at least 6, and a flooding tenant
- * beside a quiet one keeps 4 of them (the quiet one's 2 spare slots stay its own). 4 per tenant let the flooding
- * one keep 6, and the quiet one's p99 grew 2-4x on a saturated two-core machine (docs/performance.md).
+ * Slots per active tenant the shared budget never goes below: two tenants share at least 2, so on a fast pipeline
+ * a flooding tenant beside a quiet one keeps about one open (the quiet one's 2 spare slots stay its own). Its share
+ * grows past that only as its pace needs. A floor of 3 let the flooding tenant keep 4 and take the cores the
+ * ingester freed, and the quiet one's p99 grew past 2x on a saturated two-core machine (docs/performance.md).
  */
-export const BUDGET_FLOOR_PER_TENANT = 3;
+export const BUDGET_FLOOR_PER_TENANT = 1;
 /** Open dispatches per dispatch completed in the unqueued open time: the queueing the budget allows. */
 export const BUDGET_HEADROOM = 2;
 /** Closes counted over this many one-second buckets. */
@@ -31,7 +32,7 @@ const MIN_WINDOW_MS = 15_000;
 
 /**
  * The budget shared among `active` tenants whose paces need `needs` open between them: their sum, at least the
- * floor per tenant (so that no share falls to one slot, where every start would refetch a partition), at most
+ * floor per tenant (a share of one slot costs no refetch: a batch waiting for room is kept, keptBatches.ts), at most
  * `max` (POIMEN_INGEST_MAX_OPEN).
  */
 export function sharedBudget(needs: number, active: number, max: number): number {

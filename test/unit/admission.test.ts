@@ -193,7 +193,7 @@ function boundIngester(maxOpen: number, w: ReturnType<typeof watches>) {
   return { ing, admission, consumer, each, metrics };
 }
 
-test('a tenant at its bound: its partition is paused, its batch ends committed after what it started, the other tenant flows, and room resumes it', async () => {
+test('a tenant at its bound: its partition is paused, its batch waits from memory committed after what it started, the other tenant flows, room lets the batch go on, and its end resumes the partition', async () => {
   // Every record starts an execution named after its topic and offset.
   handle.mockImplementation(async (_ctx, { topic, message: m }, { onStarted } = {}) => {
     onStarted?.(`${topic}@${m.offset}`, 'run');
@@ -206,7 +206,7 @@ test('a tenant at its bound: its partition is paused, its batch ends committed a
   const trickle = batchPayload('poimen.b.dispatch', [0, 1], consumer);
   await Promise.all([each(flood.payload), each(trickle.payload)]);
 
-  // A took its bound of 2 and stopped: committed through offset 1, the rest left for the refetch.
+  // A took its bound of 2 and waits, its turn handed back: committed through offset 1, the rest kept in memory.
   expect(handle.mock.calls.filter((c) => c[1].topic === 'poimen.a.dispatch')).toHaveLength(2);
   expect(flood.resolved).toEqual(['0', '1']);
   expect(flood.commits.at(-1)).toBe('2');
@@ -217,10 +217,19 @@ test('a tenant at its bound: its partition is paused, its batch ends committed a
     (await metrics.registry.getSingleMetric('poimen_ingest_tenant_open_dispatches')!.get()).values,
   ).toEqual(expect.arrayContaining([expect.objectContaining({ labels: { tenant: 'a' }, value: 2 })]));
 
-  // One of A's executions closes: room again, and the partition is resumed for kafkajs to fetch its rest.
+  // One of A's executions closes: room again, and the batch goes on from memory with record 2, fetching nothing.
+  const startedOfA = () => handle.mock.calls.filter((c) => c[1].topic === 'poimen.a.dispatch').length;
   w.close('poimen.a.dispatch@0');
-  await waitFor(() => consumer.calls.length === 2);
+  await waitFor(() => startedOfA() === 3, { what: "A's record 2 started from memory" });
+  expect(consumer.calls).toEqual(['pause poimen.a.dispatch/0']);
+  // Two more closes let records 3 and 4 go; the batch is done, and its partition is fetched again past it.
+  w.close('poimen.a.dispatch@1');
+  await waitFor(() => startedOfA() === 4, { what: "A's record 3 started from memory" });
+  w.close('poimen.a.dispatch@2');
+  await waitFor(() => consumer.calls.length === 2, { what: "A's partition resumed" });
   expect(consumer.calls[1]).toBe('resume poimen.a.dispatch/0');
+  expect(flood.resolved.at(-1)).toBe('4');
+  expect(flood.commits.at(-1)).toBe('5');
   admission.close();
 });
 

@@ -14,7 +14,7 @@ import { createLogger } from '../../src/logger';
 import { createMetrics } from '../../src/metrics';
 import { waitFor } from '../support/wait';
 import { batchPayload as batchStub } from '../support/batchPayload';
-import { ingesterInternals } from '../support/ingesterInternals';
+import { ingesterInternals, ingesterWithAdmission, neverClosing } from '../support/ingesterInternals';
 
 jest.mock('../../src/ingest/startDispatch', () => ({ handleRecord: jest.fn() }));
 const handle = handleRecord as jest.MockedFunction<typeof handleRecord>;
@@ -73,22 +73,6 @@ function ingester(overrides: Partial<Record<string, number>> = {}) {
     createLogger('test', 'silent'),
   );
   return { ing, metrics };
-}
-
-/** An ingester whose admission the test built, with the config's ingest settings and `overrides`. */
-function ingesterWithAdmission(
-  cfg: ReturnType<typeof loadRelayConfig>,
-  admission: TenantAdmission,
-  overrides: Partial<Record<string, number>>,
-) {
-  return new Ingester(
-    { ...cfg, ingest: { ...cfg.ingest, ...overrides } },
-    { admin: () => ({}) } as never,
-    {} as never,
-    createMetrics({ defaultMetrics: false }),
-    createLogger('test', 'silent'),
-    { admission },
-  );
 }
 
 /** A batch as kafkajs hands it over; its one-attempt commit goes to the stub consumer's recorder. */
@@ -460,10 +444,14 @@ test('a last commit that keeps failing past its budget hands the uncommitted rec
   }
 });
 
-test('a long batch takes its turn: after the slice it takes no further record, commits and resolves what finished, and returns, so kafkajs fetches its rest with the other partitions again', async () => {
+/**
+ * Records 20–23 one at a time (one in flight) with a 300 ms slice that ends while record 21 is in flight; returns
+ * once the handler has settled, with records 22 and 23 not yet started.
+ */
+async function sliceEndsAt21(overrides: Partial<Record<string, number>> = {}) {
   const starts = [deferred<'started'>(), deferred<'started'>(), deferred<'started'>(), deferred<'started'>()];
   handle.mockImplementation((_ctx, { message: m }) => starts[Number(m.offset) - 20]!.promise);
-  const { ing } = ingester({ batchSliceMs: 300, maxInFlight: 1 });
+  const { ing, metrics } = ingester({ batchSliceMs: 300, maxInFlight: 1, ...overrides });
   const consumer = stubConsumer();
   consumer.hold = false;
   ingesterInternals(ing).group.consumer = consumer;
@@ -475,10 +463,41 @@ test('a long batch takes its turn: after the slice it takes no further record, c
   await new Promise((r) => setTimeout(r, 400)); // the turn ends while 21 is in flight
   starts[1]!.resolve('started');
   await run;
+  return { starts, ing, metrics, consumer, resolved };
+}
+
+test('a long batch hands its turn back after the slice and goes on from memory: its partition paused until it is done, then fetched again from past it', async () => {
+  const { starts, ing, metrics, consumer, resolved } = await sliceEndsAt21();
+  // kafkajs has its turn back with 22 and 23 not finished: the partition stays paused, its bytes kept.
+  expect(consumer.calls).toEqual(['pause poimen.acme.dispatch/0']);
+  expect(resolved.at(-1)).toBe('21');
+  expect((await metrics.keptFetchBytes.get()).values[0]!.value).toBeGreaterThan(0);
+  await waitFor(() => handle.mock.calls.length === 3, {
+    timeoutMs: 1000,
+    what: 'record 22 taken from memory',
+  });
+  starts[2]!.resolve('started');
+  await waitFor(() => handle.mock.calls.length === 4, {
+    timeoutMs: 1000,
+    what: 'record 23 taken from memory',
+  });
+  starts[3]!.resolve('started');
+  await ingesterInternals(ing).turns.settled();
+  // Every record decoded once; the next fetch starts past the batch, and nothing stays kept.
+  expect(consumer.calls).toEqual(['pause poimen.acme.dispatch/0', 'resume poimen.acme.dispatch/0']);
+  expect(resolved.at(-1)).toBe('23');
+  expect(consumer.commits.at(-1)!.offset).toBe('24');
+  expect((await metrics.keptFetchBytes.get()).values[0]!.value).toBe(0);
+});
+
+test('a long batch whose bytes would pass what may be kept ends its turn as before: it commits what finished and returns, and kafkajs fetches its rest again', async () => {
+  // Two fetches' worth of 1 byte: nothing fits.
+  const { consumer, resolved } = await sliceEndsAt21({ fetchMaxBytes: 1 });
   // Two records of four: the batch returned with 22 and 23 unresolved, so the next fetch starts at 22.
   expect(handle).toHaveBeenCalledTimes(2);
   expect(resolved.at(-1)).toBe('21');
   expect(consumer.commits.at(-1)!.offset).toBe('22');
+  expect(consumer.calls).toEqual([]);
 });
 
 test('with the default slice of 500 ms a batch whose records start at once runs to its end', async () => {
@@ -494,7 +513,7 @@ test('with the default slice of 500 ms a batch whose records start at once runs 
   expect(resolved.at(-1)).toBe('149');
 });
 
-test('a turn never ends before the batch has taken a full in-flight bound of records, however short the slice', async () => {
+test('a turn is never handed back before the batch has taken a full in-flight bound of records, however short the slice', async () => {
   handle.mockImplementation(() => new Promise((r) => setTimeout(() => r('started'), 30)));
   const { ing } = ingester({ batchSliceMs: 10, maxInFlight: 3 });
   const consumer = stubConsumer();
@@ -503,22 +522,22 @@ test('a turn never ends before the batch has taken a full in-flight bound of rec
   const offsets = Array.from({ length: 10 }, (_, i) => 200 + i);
   const { payload, resolved } = batchPayload('poimen.acme.dispatch', 0, offsets, consumer);
   await ingesterInternals(ing).turns.run(consumer, payload);
-  // Three taken at once (the bound), all slower than the slice: the turn ends at the fourth.
-  expect(handle).toHaveBeenCalledTimes(3);
-  expect(resolved.at(-1)).toBe('202');
+  // Three taken at once (the bound), all slower than the slice: the turn is handed back at the fourth, which the
+  // batch goes on with from memory.
+  expect(handle).toHaveBeenCalledTimes(4);
+  expect(consumer.calls).toEqual(['pause poimen.acme.dispatch/0']);
+  await ingesterInternals(ing).turns.settled();
+  expect(handle).toHaveBeenCalledTimes(10);
+  expect(resolved.at(-1)).toBe('209');
+  expect(consumer.calls).toEqual(['pause poimen.acme.dispatch/0', 'resume poimen.acme.dispatch/0']);
 });
 
 test('a record whose wait for room outlasted its batch (a failure meanwhile) gives its tenant slot back', async () => {
   const starts = [deferred<'started' | 'duplicate'>(), deferred<'started' | 'duplicate'>()];
   handle.mockImplementation((_ctx, { message: m }) => starts[Number(m.offset) - 10]!.promise);
-  const cfg = loadRelayConfig('ingester', {});
   // Three open per tenant; nothing started here stays open (no execution is watched).
-  const admission = new TenantAdmission({
-    maxOpen: 0,
-    tenantMaxOpen: 3,
-    watch: () => new Promise<void>(() => undefined),
-  });
-  const ing = ingesterWithAdmission(cfg, admission, { maxInFlight: 2, commitEveryRecords: 1 });
+  const admission = neverClosing(3);
+  const ing = ingesterWithAdmission(admission, { maxInFlight: 2, commitEveryRecords: 1 });
   const consumer = stubConsumer();
   consumer.hold = false;
   ingesterInternals(ing).group.consumer = consumer;
@@ -536,7 +555,7 @@ test('a record whose wait for room outlasted its batch (a failure meanwhile) giv
   expect([1, 2, 3, 4].map(() => admission.take('acme'))).toEqual([true, true, true, false]);
 });
 
-test('shipped defaults: a lone tenant keeps 250 open and waits in Kafka; a newcomer starts at once', async () => {
+test('shipped defaults: a lone tenant keeps 254 open and waits in Kafka; a newcomer starts at once', async () => {
   // Each started record's execution stays open until the test closes it.
   const closes = new Map<string, () => void>();
   handle.mockImplementation(async (_ctx, { tenant, message: m }, { onStarted } = {}) => {
@@ -550,8 +569,8 @@ test('shipped defaults: a lone tenant keeps 250 open and waits in Kafka; a newco
     watch: (workflowId) => new Promise<void>((resolve) => closes.set(workflowId, resolve)),
   });
   // Admission as shipped; only the batch's turn is made long, so that a slow machine taking over 500 ms for the
-  // 250 starts does not end the turn early (the turn is ingesterBatch's other cases' concern).
-  const ing = ingesterWithAdmission(cfg, admission, { batchSliceMs: 600_000 });
+  // 254 starts does not end the turn early (the turn is ingesterBatch's other cases' concern).
+  const ing = ingesterWithAdmission(admission, { batchSliceMs: 600_000 }, cfg);
   const consumer = stubConsumer();
   consumer.hold = false;
   ingesterInternals(ing).group.consumer = consumer;
@@ -563,18 +582,96 @@ test('shipped defaults: a lone tenant keeps 250 open and waits in Kafka; a newco
     'poimen.acme.dispatch',
     Array.from({ length: 300 }, (_, i) => i),
   );
-  // The whole ingester but the 6 slots kept for a newcomer; the rest waits in Kafka, uncommitted.
-  expect(handle).toHaveBeenCalledTimes(250);
-  expect(consumer.calls).toContain('pause poimen.acme.dispatch/0');
-  expect(consumer.commits.at(-1)!.offset).toBe('250');
+  // The whole ingester but the 2 slots kept for a newcomer; the rest waits, uncommitted, its partition paused.
+  expect(handle).toHaveBeenCalledTimes(254);
+  expect(consumer.calls).toEqual(['pause poimen.acme.dispatch/0']);
+  // What finished is committed while the batch waits, not only every 200 records.
+  await waitFor(() => consumer.commits.at(-1)?.offset === '254', { what: 'the finished 254 committed' });
 
-  await eachBatch('poimen.beta.dispatch', [0, 1, 2]);
-  expect(handle).toHaveBeenCalledTimes(253);
+  // A newcomer starts at once, in the slots kept for it (its first share is the floor, one open).
+  await eachBatch('poimen.beta.dispatch', [0]);
+  expect(handle).toHaveBeenCalledTimes(255);
 
-  // A's executions close: its partition is resumed, with no other wait than the closes.
-  for (const [id, close] of closes) if (id.startsWith('wf-acme-')) close();
-  await waitFor(() => consumer.calls.includes('resume poimen.acme.dispatch/0'), {
-    what: "acme's partition resumed",
+  // A's executions close: its batch goes on from memory with no other wait than the closes, no fetch.
+  const closeAcme = () => {
+    for (const [id, close] of closes) if (id.startsWith('wf-acme-')) close();
+  };
+  closeAcme();
+  await waitFor(() => handle.mock.calls.length > 255, { what: "acme's batch going on" });
+  expect(consumer.calls).toEqual(['pause poimen.acme.dispatch/0']);
+  // Once it is done, its partition is fetched again, from past the batch.
+  await waitFor(
+    () => {
+      closeAcme();
+      return consumer.calls.includes('resume poimen.acme.dispatch/0');
+    },
+    { what: "acme's partition resumed" },
+  );
+  expect(handle).toHaveBeenCalledTimes(301);
+  expect(consumer.commits.at(-1)!.offset).toBe('300');
+  admission.close();
+});
+
+/** Acme's batch of `offsets` handed to a fresh ingester whose tenants may keep `bound` open that never close. */
+async function waitingForRoom(bound: number, offsets: number[], overrides: Partial<Record<string, number>>) {
+  const admission = neverClosing(bound);
+  const consumer = stubConsumer();
+  consumer.hold = false;
+  const internals = ingesterInternals(ingesterWithAdmission(admission, overrides));
+  internals.group.consumer = consumer;
+  await internals.turns.run(consumer, batchPayload('poimen.acme.dispatch', 0, offsets, consumer).payload);
+  return { admission, consumer, internals };
+}
+
+test('a record of a batch waiting for room fails: the wait ends, and the outage’s resume waits for the batch’s end', async () => {
+  const starts = new Map<number, Deferred<'started'>>();
+  handle.mockImplementation(async (_ctx, { message: m }, { onStarted } = {}) => {
+    const d = deferred<'started'>();
+    starts.set(Number(m.offset), d);
+    const outcome = await d.promise;
+    onStarted?.(`wf-${m.offset}`, 'run'); // open until the test ends: no close frees a slot
+    return outcome;
   });
+  const { admission, consumer, internals } = await waitingForRoom(4, [10, 11, 12, 13, 14], {
+    maxInFlight: 8,
+    commitEveryRecords: 1,
+  });
+  // Four open, the fifth waits for room from memory.
+  expect(handle).toHaveBeenCalledTimes(4);
+  expect(consumer.calls).toEqual(['pause poimen.acme.dispatch/0']);
+  for (const o of [11, 12]) starts.get(o)!.resolve('started');
+  // Record 10 fails: one slot back is not yet room (half the share), so only the failure can end the wait.
+  starts.get(10)!.reject(new Error('Temporal unreachable'));
+  const settled = internals.turns.settled();
+  // The outage paused the partition, and its backoff (250 ms) passes while record 13 is still in flight: the
+  // partition stays paused, or kafkajs would fetch record 13 again beside it.
+  await new Promise((r) => setTimeout(r, 400));
+  expect(consumer.calls).toEqual(['pause poimen.acme.dispatch/0', 'pause poimen.acme.dispatch/0']);
+  starts.get(13)!.resolve('started');
+  await settled;
+  expect(handle).toHaveBeenCalledTimes(4);
+  // The batch's end resumes it: record 10 is fetched again.
+  expect(consumer.calls).toEqual([
+    'pause poimen.acme.dispatch/0',
+    'pause poimen.acme.dispatch/0',
+    'resume poimen.acme.dispatch/0',
+  ]);
+  admission.close();
+});
+
+test('stopping the consumer ends a batch waiting for room: it commits what finished, and resumes nothing', async () => {
+  handle.mockImplementation(async (_ctx, { message: m }, { onStarted } = {}) => {
+    onStarted?.(`wf-${m.offset}`, 'run');
+    return 'started';
+  });
+  const { admission, consumer, internals } = await waitingForRoom(2, [0, 1, 2, 3], {
+    commitEveryRecords: 1000,
+  });
+  expect(consumer.calls).toEqual(['pause poimen.acme.dispatch/0']);
+  internals.group.consumer = undefined; // what stopping the consumer does first
+  await internals.turns.settled();
+  expect(handle).toHaveBeenCalledTimes(2);
+  expect(consumer.commits.at(-1)!.offset).toBe('2');
+  expect(consumer.calls).toEqual(['pause poimen.acme.dispatch/0']);
   admission.close();
 });
