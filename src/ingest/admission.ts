@@ -31,6 +31,7 @@ import { setMaxListeners } from 'node:events';
 import type { Logger } from '../logger';
 import { type LoneWatch, type WatchClose, WatchChoice, WatchFailures, untilClosed } from './closeWatch';
 import { OpenBudget, SPARE_SLOTS, type Shares, fairShare, sharedBudget } from './openBudget';
+import { RoomQueue } from './roomQueue';
 
 export interface AdmissionOptions {
   /** POIMEN_INGEST_MAX_OPEN: a lone tenant's bound and the shared budget's ceiling; 0: no fair shares. */
@@ -64,8 +65,8 @@ export class TenantAdmission {
   private readonly lastSeen = new Map<string, number>();
   /** Executions counted now (workflow id and run id), each holding one slot of its tenant. */
   private readonly watched = new Set<string>();
-  /** Per tenant, per partition waiting for room: what resumes it. One entry per partition, however often it paused. */
-  private readonly waiters = new Map<string, Map<string, () => void>>();
+  /** The partitions waiting for room. */
+  private readonly waiters: RoomQueue;
   private readonly abort = new AbortController();
   /** Each tenant's pace (openBudget.ts), while fair shares are on. */
   private readonly paces = new Map<string, OpenBudget>();
@@ -78,6 +79,7 @@ export class TenantAdmission {
   constructor(private readonly o: AdmissionOptions) {
     this.now = o.now ?? (() => performance.now());
     this.watchFailures = new WatchFailures(o.logger);
+    this.waiters = new RoomQueue(o.logger);
     this.watches = new WatchChoice({
       precise: o.watch,
       ...(o.lone ? { lone: o.lone } : {}),
@@ -148,20 +150,15 @@ export class TenantAdmission {
   /** Calls `resume` once the tenant has room (at once if it has); `partition` names one entry, however often. */
   whenRoom(tenant: string, partition: string, resume: () => void): void {
     const shares = this.shares();
-    let waiting = this.waiters.get(tenant);
-    if (!waiting && this.freeToResume(tenant, shares) > 0) return resume();
-    if (!waiting) this.waiters.set(tenant, (waiting = new Map()));
-    // To the end of the line: the tenant's partitions take turns, and one that asks again waits behind the others.
-    waiting.delete(partition);
-    waiting.set(partition, resume);
+    if (!this.waiters.has(tenant) && this.freeToResume(tenant, shares) > 0) return resume();
+    this.waiters.add(tenant, partition, resume);
     this.wake(tenant, shares);
     if (this.waiters.size > 0) this.recheck ??= setInterval(() => this.wakeAll(), RECHECK_MS).unref();
   }
 
   /** A wait for room ended otherwise (a rejoin, a failure): its entry goes, unless another took its place. */
   cancelWait(tenant: string, partition: string, resume: () => void): void {
-    const waiting = this.waiters.get(tenant);
-    if (waiting?.get(partition) === resume) waiting.delete(partition); // an empty map goes at the next wake
+    this.waiters.cancel(tenant, partition, resume);
   }
 
   /** The consumer that paused for room is gone: its waiters with it (kafkajs forgets its pauses too). */
@@ -218,7 +215,7 @@ export class TenantAdmission {
     const active = new Set<string>();
     let held = 0;
     let needs = 0;
-    for (const t of new Set([...this.open.keys(), ...this.lastSeen.keys(), ...this.waiters.keys()])) {
+    for (const t of new Set([...this.open.keys(), ...this.lastSeen.keys(), ...this.waiters.tenants()])) {
       const seen = this.lastSeen.get(t);
       if (this.paused(t)) continue; // waits for an operator, not for a share (nor in the cap: counted())
       if (this.openOf(t) === 0 && !this.waiters.has(t) && (seen === undefined || seen < cutoff)) {
@@ -253,26 +250,13 @@ export class TenantAdmission {
   wakeAll(): void {
     if (this.waiters.size === 0) return this.stopRecheck();
     const shares = this.shares();
-    for (const tenant of [...this.waiters.keys()]) this.wake(tenant, shares);
+    for (const tenant of this.waiters.tenants()) this.wake(tenant, shares);
     if (this.waiters.size === 0) this.stopRecheck();
   }
 
   private wake(tenant: string, shares: Shares | undefined = this.shares()): void {
-    const waiting = this.waiters.get(tenant);
-    if (!waiting) return;
-    let free = this.freeToResume(tenant, shares);
-    for (const [partition, resume] of waiting) {
-      if (free-- <= 0) break;
-      waiting.delete(partition);
-      try {
-        resume();
-      } catch (err) {
-        // A consumer torn down meanwhile has forgotten its pauses: the slot goes to the next partition.
-        free++;
-        this.o.logger?.debug({ err, tenant }, 'could not resume a partition that waited for room');
-      }
-    }
-    if (waiting.size === 0) this.waiters.delete(tenant);
+    if (!this.waiters.has(tenant)) return;
+    this.waiters.resume(tenant, this.freeToResume(tenant, shares));
   }
 
   private stopRecheck(): void {
