@@ -147,11 +147,14 @@ export class TenantAdmission {
       });
   }
 
-  /** Calls `resume` once the tenant has room (at once if it has); `partition` names one entry, however often. */
-  whenRoom(tenant: string, partition: string, resume: () => void): void {
+  /**
+   * Calls `resume` once the tenant has room (at once if it has), or with `orPaused` also once it is paused (a wait
+   * that holds something for its length: a kept batch); `partition` names one entry, however often.
+   */
+  whenRoom(tenant: string, partition: string, resume: () => void, o: { orPaused?: boolean } = {}): void {
     const shares = this.shares();
     if (!this.waiters.has(tenant) && this.freeToResume(tenant, shares) > 0) return resume();
-    this.waiters.add(tenant, partition, resume);
+    this.waiters.add(tenant, partition, resume, o.orPaused === true);
     this.wake(tenant, shares);
     if (this.waiters.size > 0) this.recheck ??= setInterval(() => this.wakeAll(), RECHECK_MS).unref();
   }
@@ -256,6 +259,7 @@ export class TenantAdmission {
 
   private wake(tenant: string, shares: Shares | undefined = this.shares()): void {
     if (!this.waiters.has(tenant)) return;
+    if (this.paused(tenant)) this.waiters.endPaused(tenant);
     this.waiters.resume(tenant, this.freeToResume(tenant, shares));
   }
 

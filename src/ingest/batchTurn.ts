@@ -7,7 +7,8 @@
  * - A long batch hands its turn back to kafkajs after batchSliceMs, so other tenants' fresh records are fetched
  *   too, and goes on from memory with its partition paused; so does a batch whose tenant has its share of
  *   dispatches open, once a slot is free (admission.ts). Its partition is fetched again only once the batch is
- *   done. What such batches keep is bounded (keptBatches.ts); past the bound the rest is fetched again later.
+ *   done. What such batches keep is bounded (keptBatches.ts); past the bound, or once an operator pauses the
+ *   tenant, the batch ends instead and its rest is fetched again once there is room.
  * - A record whose start fails on infrastructure (Temporal or Kafka down) ends the batch with the record
  *   unresolved; its partition is paused and resumed after a backoff (pausedPartitions.ts). No error escapes the
  *   handler, so kafkajs never restarts the consumer into a crash loop.
@@ -153,6 +154,8 @@ export class BatchTurns {
     let failed = false;
     /** Ends the batch's wait for room, while it waits. */
     let stopWaiting: (() => void) | undefined;
+    /** The batch ended for want of room: its partition stays paused until admission resumes it. */
+    let waitsInKafka = false;
     const goOn = () => isRunning() && !isStale() && current() && !failed && !generation.closing;
     // kafkajs fetches a broker's partitions again only once every batch of its last fetch is done, so a tenant's
     // long batch would hold every other tenant's fresh records back until it ends. A batch therefore takes its
@@ -178,9 +181,10 @@ export class BatchTurns {
         if (!goOn() || (turnOver(i) && !keepRest())) break;
         // The tenant has its share of dispatches open: the batch waits (its partition paused) for one to close.
         if (!admission.take(tenant)) {
-          if (!keepRest()) {
-            // Too much kept already: the rest stays in Kafka, fetched again once there is room (admission.ts).
-            this.waitForRoom(consumer, tenant, topic, partition);
+          // Paused by an operator (a pause may last days), or too much kept already: the batch ends, and its rest
+          // stays in Kafka, fetched again once there is room (admission.ts).
+          if (admission.paused(tenant) || !keepRest()) {
+            waitsInKafka = true;
             break;
           }
           // An outage whose backoff already resumed the partition is over as far as anyone knows: its record was
@@ -199,8 +203,7 @@ export class BatchTurns {
         if (!goOn() || (turnOver(i) && !keepRest()) || admission.paused(tenant)) {
           semaphore.release(weight);
           admission.giveBack(tenant);
-          if (goOn() && admission.paused(tenant))
-            this.waitForRoom(consumer, tenant, batch.topic, batch.partition);
+          waitsInKafka = goOn() && admission.paused(tenant);
           break;
         }
         if (i === 0) sliceEnd = performance.now() + opts.batchSliceMs;
@@ -226,7 +229,9 @@ export class BatchTurns {
       if (!letGo && generation.endedByError && current()) throw generation.endedByError;
     } finally {
       clearInterval(beat);
-      if (letGo) this.kept.done(consumer, at, letGo);
+      // A kept batch's end fetches its partition again, unless the partition waits for its tenant's room.
+      if (letGo) this.kept.done(consumer, at, letGo, { resume: !waitsInKafka });
+      if (waitsInKafka) this.waitForRoom(consumer, tenant, topic, partition);
     }
   }
 
@@ -256,6 +261,8 @@ export class BatchTurns {
   private async process(consumer: KafkaConsumer, record: DispatchRecord, log: Logger): Promise<boolean> {
     const { tenant, topic, partition, message } = record;
     const { membership, admission, paused } = this.parts;
+    // Through the kept batches: an outage's resume waits for the end of the partition's kept batch.
+    const pausable = this.kept.pausable(consumer, { topic, partition });
     // The record's admission slot: held while the execution it started is open, else given back here.
     let held = false;
     const onStarted = (workflowId: string, runId: string) => {
@@ -265,10 +272,7 @@ export class BatchTurns {
     try {
       const outcome = await handleRecord(this.parts.startCtx, record, { log, onStarted });
       this.parts.metrics.dispatchRecords.inc({ tenant, outcome });
-      if (
-        consumer === membership.consumer &&
-        paused.succeeded(this.kept.pausable(consumer, { topic, partition }), topic, partition)
-      ) {
+      if (consumer === membership.consumer && paused.succeeded(pausable, topic, partition)) {
         log.info('infrastructure back; the partition flows again');
       }
       return true;
@@ -279,12 +283,7 @@ export class BatchTurns {
       // A rejoin meanwhile gave the partition to another member: it fetches the record again, no outage here.
       if (membership.assignment && !membership.assignment[topic]?.includes(partition)) return false;
       const reason = err instanceof Error ? err.message : String(err);
-      const failures = paused.failed(
-        this.kept.pausable(consumer, { topic, partition }),
-        topic,
-        partition,
-        reason,
-      );
+      const failures = paused.failed(pausable, topic, partition, reason);
       // Log the first failure and then every tenth, not every retry of a long outage.
       if (failures === 1 || failures % 10 === 0) {
         log.warn(

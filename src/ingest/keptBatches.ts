@@ -76,12 +76,13 @@ export class KeptBatches {
 
   /**
    * A kept batch is done (`letGo` from `keep`): its partition is fetched again from where the batch ended, unless
-   * an outage's backoff holds it (that resumes it), the consumer was replaced (the new one holds no pause) or the
-   * ingester is stopping.
+   * it waits for room instead (`then.resume` false: its tenant is paused, and admission resumes it), an outage's
+   * backoff holds it (that resumes it), the consumer was replaced (the new one holds no pause) or the ingester is
+   * stopping.
    */
-  done(consumer: KafkaConsumer, at: KeptPartition, letGo: () => boolean): void {
+  done(consumer: KafkaConsumer, at: KeptPartition, letGo: () => boolean, then: { resume: boolean }): void {
     // A later batch of the partition holds it now (kafkajs restarted the consumer meanwhile): its end resumes it.
-    if (!letGo()) return;
+    if (!letGo() || !then.resume) return;
     const { membership, paused } = this.o;
     if (!membership.current(consumer) || paused.holds(at.topic, at.partition)) return;
     try {
@@ -92,8 +93,8 @@ export class KeptBatches {
   }
 
   /**
-   * Until the tenant has room (admission.ts), the generation closes (a rejoin), or the consumer stops
-   * (`wakeAll`); the caller looks again either way.
+   * Until the tenant has room (admission.ts), an operator pauses it, the generation closes (a rejoin), or the
+   * consumer stops (`wakeAll`); the caller looks again either way.
    */
   room(
     tenant: string,
@@ -120,7 +121,8 @@ export class KeptBatches {
       unwatch = generation.whenClosing(wake);
       if (woken) return;
       asked = true;
-      this.o.admission.whenRoom(tenant, keyOf(at), wake);
+      // A pause of the tenant ends the wait too: the batch then ends rather than hold its fetch for the pause.
+      this.o.admission.whenRoom(tenant, keyOf(at), wake, { orPaused: true });
     });
   }
 

@@ -7,6 +7,8 @@ import type { Logger } from '../logger';
 
 export class RoomQueue {
   private readonly byTenant = new Map<string, Map<string, () => void>>();
+  /** Waits that a pause of their tenant ends too (`add`'s `orPaused`). */
+  private readonly endsOnPause = new WeakSet<() => void>();
 
   constructor(private readonly logger?: Logger) {}
 
@@ -22,8 +24,9 @@ export class RoomQueue {
     return [...this.byTenant.keys()];
   }
 
-  /** To the end of the tenant's line. */
-  add(tenant: string, partition: string, resume: () => void): void {
+  /** To the end of the tenant's line; `orPaused`: a wait that holds something for its length (a kept batch). */
+  add(tenant: string, partition: string, resume: () => void, orPaused: boolean): void {
+    if (orPaused) this.endsOnPause.add(resume);
     let waiting = this.byTenant.get(tenant);
     if (!waiting) this.byTenant.set(tenant, (waiting = new Map()));
     waiting.delete(partition);
@@ -40,6 +43,18 @@ export class RoomQueue {
 
   clear(): void {
     this.byTenant.clear();
+  }
+
+  /** The tenant is paused: its waits that hold something for the pause's length end now. */
+  endPaused(tenant: string): void {
+    const waiting = this.byTenant.get(tenant);
+    if (!waiting) return;
+    for (const [partition, resume] of waiting) {
+      if (!this.endsOnPause.has(resume)) continue;
+      waiting.delete(partition);
+      resume();
+    }
+    if (waiting.size === 0) this.byTenant.delete(tenant);
   }
 
   /** Lets up to `free` of the tenant's partitions go on, first in line first. */

@@ -13,7 +13,12 @@ import type { PausedPartitions } from '../../src/ingest/pausedPartitions';
 
 export interface IngesterInternals {
   group: { consumer: unknown; joined: boolean };
-  turns: { run(c: unknown, p: EachBatchPayload): Promise<void>; settled(): Promise<void> };
+  turns: {
+    run(c: unknown, p: EachBatchPayload): Promise<void>;
+    settled(): Promise<void>;
+    /** The fetched bytes kept batches hold now (src/ingest/keptBatches.ts). */
+    kept: { keptBytes: number };
+  };
   paused: PausedPartitions;
   startConsumer(topics: string[]): Promise<void>;
   stopConsumer(): Promise<void>;

@@ -71,21 +71,27 @@ describe('what kept batches keep', () => {
 
   it('pauses the partition it keeps, and resumes it when done unless an outage holds it or the consumer was replaced', () => {
     const { kept, consumer, calls, paused, membership } = parts(1_000_000);
-    kept.done(consumer, at, kept.keep(consumer, at, fetched(100, 2))!);
+    kept.done(consumer, at, kept.keep(consumer, at, fetched(100, 2))!, { resume: true });
     expect(calls).toEqual(['pause 0', 'resume 0']);
+
+    // Its tenant was paused: the partition waits for admission's resume, its bytes let go all the same.
+    calls.length = 0;
+    kept.done(consumer, at, kept.keep(consumer, at, fetched(100, 2))!, { resume: false });
+    expect(calls).toEqual(['pause 0']);
+    expect(kept.keptBytes).toBe(0);
 
     // A record of the batch failed: its outage's backoff holds the partition and is what resumes it.
     calls.length = 0;
     const letGo = kept.keep(consumer, at, fetched(100, 2))!;
     paused.failed(kept.pausable(consumer, at), at.topic, at.partition, 'Temporal unreachable');
-    kept.done(consumer, at, letGo);
+    kept.done(consumer, at, letGo, { resume: true });
     expect(calls).toEqual(['pause 0', 'pause 0']);
     paused.clear();
 
     calls.length = 0;
     const replaced = kept.keep(consumer, at, fetched(100, 2))!;
     membership.consumer = undefined;
-    kept.done(consumer, at, replaced);
+    kept.done(consumer, at, replaced, { resume: true });
     expect(calls).toEqual(['pause 0']);
   });
 
@@ -95,7 +101,7 @@ describe('what kept batches keep', () => {
     const letGo = kept.keep(consumer, at, fetched(100, 2))!;
     pausable.resume([{ topic: at.topic, partitions: [0] }]);
     expect(calls).toEqual(['pause 0']);
-    kept.done(consumer, at, letGo);
+    kept.done(consumer, at, letGo, { resume: true });
     expect(calls).toEqual(['pause 0', 'resume 0']);
     // No kept batch: the outage resumes by itself.
     pausable.resume([{ topic: at.topic, partitions: [0] }]);

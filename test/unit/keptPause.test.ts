@@ -1,0 +1,126 @@
+/**
+ * Kept batches (src/ingest/keptBatches.ts) and an operator's tenant pause (contract §2, "Pausing a tenant"): a
+ * pause may last days, so a paused tenant's batch keeps nothing in memory for it. The batch ends, commits what
+ * finished and lets its fetched bytes go; its partition stays paused, and only the tenant's resume (with room)
+ * fetches it again. Real Kafka and Temporal: it_tenant_pause.
+ */
+import { TenantAdmission } from '../../src/ingest/admission';
+import { handleRecord } from '../../src/ingest/startDispatch';
+import { batchPayload } from '../support/batchPayload';
+import { ingesterInternals, ingesterWithAdmission } from '../support/ingesterInternals';
+import { waitFor } from '../support/wait';
+
+jest.mock('../../src/ingest/startDispatch', () => ({ handleRecord: jest.fn() }));
+const handle = handleRecord as jest.MockedFunction<typeof handleRecord>;
+
+const TOPIC = 'poimen.acme.dispatch';
+const tick = () => new Promise((r) => setImmediate(r));
+
+function stubConsumer() {
+  const calls: string[] = [];
+  const commits: string[] = [];
+  return {
+    calls,
+    commits,
+    commit: (offset: string) => void commits.push(offset),
+    pause: (t: { topic: string; partitions?: number[] }[]) =>
+      calls.push(`pause ${t[0]!.topic}/${t[0]!.partitions}`),
+    resume: (t: { topic: string; partitions?: number[] }[]) =>
+      calls.push(`resume ${t[0]!.topic}/${t[0]!.partitions}`),
+  };
+}
+
+/**
+ * An ingester joined to acme's partition 0 with a stub consumer, whose admission is told of the pauses in
+ * `paused` and whose executions stay open until the test closes them (`closes`, by workflow id).
+ */
+function pausableIngester(bound: { tenantMaxOpen: number }, overrides: Partial<Record<string, number>>) {
+  const paused = new Set<string>();
+  const closes = new Map<string, () => void>();
+  const admission = new TenantAdmission({
+    maxOpen: 0,
+    tenantMaxOpen: bound.tenantMaxOpen,
+    watch: (id) => new Promise<void>((resolve) => closes.set(id, resolve)),
+    paused: (t) => paused.has(t),
+  });
+  const internals = ingesterInternals(ingesterWithAdmission(admission, overrides));
+  const consumer = stubConsumer();
+  internals.group.consumer = consumer;
+  internals.onGroupJoin(consumer, { [TOPIC]: [0] });
+  const run = (offsets: number[]) =>
+    internals.turns.run(
+      consumer,
+      batchPayload({ topic: TOPIC, partition: 0, offsets, commit: consumer.commit }),
+    );
+  const kept = () => internals.turns.kept.keptBytes;
+  return { admission, consumer, internals, paused, closes, run, kept };
+}
+
+const made: TenantAdmission[] = [];
+afterEach(() => {
+  for (const a of made.splice(0)) a.close();
+});
+beforeEach(() => handle.mockReset());
+
+test("a tenant paused while its batch waits for room in memory: the batch ends and lets its bytes go, and its partition waits for the tenant's resume", async () => {
+  handle.mockImplementation(async (_ctx, { message: m }, { onStarted } = {}) => {
+    onStarted?.(`wf-${m.offset}`, 'run');
+    return 'started';
+  });
+  const t = pausableIngester({ tenantMaxOpen: 2 }, { maxInFlight: 8, commitEveryRecords: 1 });
+  made.push(t.admission);
+  await t.run([0, 1, 2, 3, 4]);
+  // Two open, the third waits for room from memory.
+  expect(handle).toHaveBeenCalledTimes(2);
+  expect(t.consumer.calls).toEqual([`pause ${TOPIC}/0`]);
+  expect(t.kept()).toBeGreaterThan(0);
+
+  t.paused.add('acme');
+  t.admission.wakeAll(); // what the pause follower does on a pause record
+  await waitFor(() => t.kept() === 0, {
+    timeoutMs: 2000,
+    what: "the paused tenant's batch letting its bytes go",
+  });
+  await t.internals.turns.settled();
+  expect(handle).toHaveBeenCalledTimes(2);
+  expect(t.consumer.commits.at(-1)).toBe('2');
+  // Closes during the pause free slots but fetch nothing: the partition stays paused.
+  t.closes.get('wf-0')!();
+  await tick();
+  t.admission.wakeAll();
+  expect(t.consumer.calls.filter((c) => c.startsWith('resume'))).toEqual([]);
+
+  // Resumed, with room: the partition is fetched again from record 2.
+  t.paused.delete('acme');
+  t.admission.wakeAll();
+  expect(t.consumer.calls.at(-1)).toBe(`resume ${TOPIC}/0`);
+});
+
+test('a tenant paused while its batch goes on from memory after its turn: the batch takes no further record, and its end leaves the partition paused until the resume', async () => {
+  let release21!: () => void;
+  handle.mockImplementation(async (_ctx, { message: m }) => {
+    if (m.offset === '21') await new Promise<void>((r) => (release21 = r));
+    return 'started';
+  });
+  // No bound: only the pause holds the tenant; one record in flight and a short turn.
+  const t = pausableIngester(
+    { tenantMaxOpen: 0 },
+    { maxInFlight: 1, batchSliceMs: 300, commitEveryRecords: 1 },
+  );
+  made.push(t.admission);
+  const running = t.run([20, 21, 22, 23]);
+  await waitFor(() => handle.mock.calls.length === 2, { timeoutMs: 1000, what: 'record 21 to be taken' });
+  await new Promise((r) => setTimeout(r, 400)); // the turn ends while 21 is in flight
+  t.paused.add('acme');
+  release21();
+  await running; // handed back: the batch goes on from memory, its partition paused
+  await t.internals.turns.settled();
+  expect(handle).toHaveBeenCalledTimes(2);
+  expect(t.consumer.commits.at(-1)).toBe('22');
+  expect(t.kept()).toBe(0);
+  expect(t.consumer.calls.filter((c) => c.startsWith('resume'))).toEqual([]);
+
+  t.paused.delete('acme');
+  t.admission.wakeAll();
+  expect(t.consumer.calls.at(-1)).toBe(`resume ${TOPIC}/0`);
+});
