@@ -4,13 +4,17 @@
  * whether A's flood makes B wait behind it; the history of each of B's executions says where the wait is. The
  * rounds, and what each changes, are in ./fairnessPhase.ts.
  */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
+import readline from 'node:readline';
 import type { Producer } from 'kafkajs';
 import { topics } from 'poimen-relay/internal/contract/index';
 import { freePort } from '#devstack/ports';
 import { startRelayProcess } from '#devstack/relayProcess';
 import { waitUntil } from 'poimen-relay/internal/poll';
 import { RunsApiDouble } from '#devstack/runsApiDouble';
+import { PACKAGE_ROOT } from 'poimen-relay/internal/version';
 import { cpuWindow, perSecond } from './cpu';
 import { round } from './measure';
 import { type Sent, windowFigures } from './fairnessWindow';
@@ -79,6 +83,44 @@ async function trickle(
   return sent;
 }
 
+/**
+ * Tenant A's flood producer, connected and waiting: `publish` sends its `n` records and resolves with the ms the
+ * sends took. A process of its own: from the bench's process its sends held up the runs API double's receipts.
+ */
+async function startFlood(t: BenchTarget, topic: string, n: number) {
+  const script = path.join(PACKAGE_ROOT, 'dist-tools', 'tools', 'bench', 'floodProducer.js');
+  const child = spawn(process.execPath, [script], {
+    env: {
+      ...process.env,
+      KAFKA_BROKERS: t.kafkaBrokers,
+      BENCH_FLOOD_TOPIC: topic,
+      BENCH_FLOOD_N: String(n),
+    },
+    stdio: ['pipe', 'pipe', fs.openSync(path.join(t.logsDir, 'bench-flood-producer.log'), 'a')],
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  const lines = readline.createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
+  const next = async (what: string, prefix: string): Promise<string> => {
+    const line = await Promise.race([lines.next(), exited.then(() => ({ done: true as const, value: '' }))]);
+    if (line.done || !line.value.startsWith(prefix)) {
+      child.kill('SIGKILL');
+      throw new Error(`the flood producer ended before ${what} (bench-flood-producer.log says why)`);
+    }
+    return line.value.slice(prefix.length);
+  };
+  await next('it connected', 'ready');
+  return {
+    publish: async (): Promise<number> => {
+      child.stdin!.write('go\n');
+      return Number(await next('its records were sent', 'published '));
+    },
+    stop: async (): Promise<void> => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
 /** One round: `settings` are the relay's only variables beyond the addresses (none: the shipped defaults). */
 /** One round's relay: a runs API double, one worker and one ingester for `tenants`, on the round's own queue. */
 async function startRoundRelay(
@@ -130,14 +172,14 @@ export async function fairnessRound(
   const b = await newTenant(t, o.partitions);
   const relay = await startRoundRelay(t, { kind: 'fair', label, tenants: [a, b] }, settings);
   const { api, pids } = relay;
-  // B's producer is its own, so its sends never queue behind A's 1000-record sends.
   const producer = t.kafka.producer();
-  const floodProducer = t.kafka.producer();
   await producer.connect();
-  await floodProducer.connect();
+  let floodProducer: Awaited<ReturnType<typeof startFlood>> | undefined;
   const runsOf = (tenant: string) =>
     api.requests.filter((r) => r.answer === 201 && r.headers['x-tenant-id'] === tenant).length;
   try {
+    // A's producer is a process of its own (floodProducer.ts), connected before the windows open.
+    floodProducer = await startFlood(t, topics.dispatch(a), o.floodN);
     // CPU ms per second of each process over each window: whether the flood saturates the machine, and where.
     let cpu = cpuWindow(pids);
     // A warm-up first, not measured: a fresh worker's and server's first executions took 200-300 ms, and three
@@ -148,17 +190,8 @@ export async function fairnessRound(
     cpu = cpuWindow(pids);
     // The flood goes out at once beside the trickle: A's records in 1000-record sends, as fast as Kafka takes them.
     const floodStart = Date.now();
-    const flood = (async () => {
-      for (let i = 0; i < o.floodN; i += 1000) {
-        const keys = Array.from({ length: Math.min(1000, o.floodN - i) }, (_, j) => `flood-${i + j}`);
-        await floodProducer.send({
-          topic: topics.dispatch(a),
-          acks: 1,
-          messages: keys.map((k) => ({ value: dispatchValue(k) })),
-        });
-      }
-      return Date.now() - floodStart;
-    })();
+    const flood = floodProducer.publish();
+    flood.catch(() => undefined); // awaited after B's window; a failure is thrown there
     const flooded = await trickle(producer, b, o.steadyPerS, 'flooded', floodStart + o.floodedS * 1000);
     const floodedCpu = perSecond(cpu.end(), o.floodedS);
     const floodPublishMs = await flood;
@@ -183,7 +216,7 @@ export async function fairnessRound(
     };
   } finally {
     await producer.disconnect();
-    await floodProducer.disconnect();
+    await floodProducer?.stop();
     await relay.stop();
   }
 }
