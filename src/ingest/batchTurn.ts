@@ -154,15 +154,13 @@ export class BatchTurns {
     let failed = false;
     /** Ends the batch's wait for room, while it waits. */
     let stopWaiting: (() => void) | undefined;
-    /** The batch ended for want of room: its partition stays paused until admission resumes it. */
+    /** The batch ended for want of room (none to keep it, none for long, or a pause): its partition waits paused. */
     let waitsInKafka = false;
     const goOn = () => isRunning() && !isStale() && current() && !failed && !generation.closing;
-    // kafkajs fetches a broker's partitions again only once every batch of its last fetch is done, so a tenant's
-    // long batch would hold every other tenant's fresh records back until it ends. A batch therefore takes its
-    // turn: once it has taken at least a full in-flight bound of records and its turn has lasted batchSliceMs
-    // (counted from its first record, not from its wait for room), it hands the turn back and goes on from
-    // memory with its partition paused, so the other partitions' news is fetched meanwhile (docs/design.md, "Fair
-    // turns for tenants"). The minimum keeps slow starts from shrinking a turn to a record or two.
+    // kafkajs fetches a broker's partitions again only once every batch of its last fetch is done. So once a batch
+    // has taken a full in-flight bound (so slow starts do not shrink a turn to a record or two) and batchSliceMs
+    // passed since its first record, it hands the turn back and goes on from memory with its partition paused,
+    // and the other tenants' news is fetched meanwhile (design.md, "Fair turns for tenants").
     let sliceEnd = Number.POSITIVE_INFINITY;
     /** Set once the batch has handed its turn back and goes on from memory: lets go of what it keeps. */
     let letGo: (() => boolean) | undefined;
@@ -172,9 +170,8 @@ export class BatchTurns {
     const keepRest = (): boolean => {
       if (letGo) return true;
       letGo = this.kept.keep(consumer, at, batch.messages);
-      if (!letGo) return false;
-      handBack();
-      return true;
+      if (letGo) handBack();
+      return letGo !== undefined;
     };
     try {
       for (let i = 0; i < batch.messages.length;) {
@@ -191,10 +188,13 @@ export class BatchTurns {
           // not tried again, only refused a slot. Left, it would keep the process unready until room came back.
           this.parts.paused.forgetResumed(topic, partition);
           commits.waitsForRoom(true);
-          await this.kept.room(tenant, at, generation, (wake) => (stopWaiting = wake));
+          const waited = await this.kept.room(tenant, at, generation, (wake) => (stopWaiting = wake));
           stopWaiting = undefined;
           commits.waitsForRoom(false);
-          continue;
+          if (waited === 'woken') continue;
+          // No room for long (its dispatches stay open: its API down): the batch lets its fetch go, waits in Kafka.
+          waitsInKafka = true;
+          break;
         }
         const message = batch.messages[i]!;
         const weight = await semaphore.acquire(message.value?.length ?? 0);

@@ -15,8 +15,18 @@ import type { GroupGeneration } from './generation';
 import type { GroupMembership } from './membership';
 import type { Pausable, PausedPartitions } from './pausedPartitions';
 
+/**
+ * How long a kept batch waits for room before it lets its fetch go and waits in Kafka: a tenant whose dispatches
+ * stay open (its API down, retried for up to RETRY_MAX_DURATION_MS) would hold its share of the kept bytes that
+ * long, and past the bound the others' waiting batches refetch at every start. A wait of a few dispatches' time
+ * stays kept; a longer one costs one fetch per KEPT_WAIT_MS at most.
+ */
+export const KEPT_WAIT_MS = 10_000;
+
 export interface KeptBatchParts {
   maxBytes: number;
+  /** KEPT_WAIT_MS unless a test sets it. */
+  maxWaitMs?: number;
   gauge: Gauge;
   membership: GroupMembership;
   paused: PausedPartitions;
@@ -94,7 +104,8 @@ export class KeptBatches {
 
   /**
    * Until the tenant has room (admission.ts), an operator pauses it, the generation closes (a rejoin), or the
-   * consumer stops (`wakeAll`); the caller looks again either way.
+   * consumer stops (`wakeAll`): 'woken', and the caller looks again. 'too long' after KEPT_WAIT_MS without room:
+   * the batch should let its fetch go and wait in Kafka.
    */
   room(
     tenant: string,
@@ -102,20 +113,23 @@ export class KeptBatches {
     generation: GroupGeneration,
     /** Given the wait's end, for the batch to end it early (a record of its failed). */
     early: (wake: () => void) => void,
-  ): Promise<void> {
-    return new Promise<void>((resolve) => {
+  ): Promise<'woken' | 'too long'> {
+    return new Promise((resolve) => {
       let woken = false;
       let unwatch = (): void => undefined;
       let asked = false;
-      const wake = () => {
+      const end = (how: 'woken' | 'too long') => {
         if (woken) return;
         woken = true;
+        clearTimeout(limit);
         this.waiting.delete(wake);
         unwatch();
         // Woken by anything but admission: its entry would keep this batch, fetch and all, until the tenant's room.
         if (asked) this.o.admission.cancelWait(tenant, keyOf(at), wake);
-        resolve();
+        resolve(how);
       };
+      const wake = () => end('woken');
+      const limit = setTimeout(() => end('too long'), this.o.maxWaitMs ?? KEPT_WAIT_MS).unref();
       this.waiting.add(wake);
       early(wake);
       unwatch = generation.whenClosing(wake);

@@ -1,10 +1,12 @@
 /**
- * Kept batches (src/ingest/keptBatches.ts) and an operator's tenant pause (contract §2, "Pausing a tenant"): a
- * pause may last days, so a paused tenant's batch keeps nothing in memory for it. The batch ends, commits what
- * finished and lets its fetched bytes go; its partition stays paused, and only the tenant's resume (with room)
- * fetches it again. Real Kafka and Temporal: it_tenant_pause.
+ * How a batch's wait for room ends when it would be long (src/ingest/batchTurn.ts, keptBatches.ts): a kept batch
+ * keeps nothing in memory for an operator's pause (contract §2, "Pausing a tenant"; it may last days) nor past
+ * KEPT_WAIT_MS for a tenant whose dispatches stay open (its API down). The batch ends, commits what finished and
+ * lets its fetched bytes go; its partition stays paused, and only room (the tenant resumed) fetches it again.
+ * Real Kafka and Temporal: it_tenant_pause.
  */
 import { TenantAdmission } from '../../src/ingest/admission';
+import { KEPT_WAIT_MS } from '../../src/ingest/keptBatches';
 import { handleRecord } from '../../src/ingest/startDispatch';
 import { batchPayload } from '../support/batchPayload';
 import { ingesterInternals, ingesterWithAdmission } from '../support/ingesterInternals';
@@ -31,7 +33,7 @@ function stubConsumer() {
 }
 
 /**
- * An ingester joined to acme's partition 0 with a stub consumer, whose admission is told of the pauses in
+ * An ingester joined to acme's partitions 0 and 1 with a stub consumer, whose admission is told of the pauses in
  * `paused` and whose executions stay open until the test closes them (`closes`, by workflow id).
  */
 function pausableIngester(bound: { tenantMaxOpen: number }, overrides: Partial<Record<string, number>>) {
@@ -44,17 +46,28 @@ function pausableIngester(bound: { tenantMaxOpen: number }, overrides: Partial<R
     paused: (t) => paused.has(t),
   });
   const internals = ingesterInternals(ingesterWithAdmission(admission, overrides));
-  const consumer = stubConsumer();
-  internals.group.consumer = consumer;
-  internals.onGroupJoin(consumer, { [TOPIC]: [0] });
-  const run = (offsets: number[]) =>
-    internals.turns.run(
-      consumer,
-      batchPayload({ topic: TOPIC, partition: 0, offsets, commit: consumer.commit }),
-    );
+  /** A new consumer joined to both partitions, as after a replacement. */
+  const join = () => {
+    const c = stubConsumer();
+    internals.group.consumer = c;
+    internals.onGroupJoin(c, { [TOPIC]: [0, 1] });
+    return c;
+  };
+  const consumer = join();
+  const run = (offsets: number[], o: { partition?: number; on?: typeof consumer } = {}) => {
+    const c = o.on ?? consumer;
+    const payload = batchPayload({ topic: TOPIC, partition: o.partition ?? 0, offsets, commit: c.commit });
+    return internals.turns.run(c, payload);
+  };
   const kept = () => internals.turns.kept.keptBytes;
-  return { admission, consumer, internals, paused, closes, run, kept };
+  return { admission, consumer, internals, paused, closes, run, kept, join };
 }
+
+const startedOpen = () =>
+  handle.mockImplementation(async (_ctx, { message: m }, { onStarted } = {}) => {
+    onStarted?.(`wf-${m.offset}`, 'run');
+    return 'started';
+  });
 
 const made: TenantAdmission[] = [];
 afterEach(() => {
@@ -63,10 +76,7 @@ afterEach(() => {
 beforeEach(() => handle.mockReset());
 
 test("a tenant paused while its batch waits for room in memory: the batch ends and lets its bytes go, and its partition waits for the tenant's resume", async () => {
-  handle.mockImplementation(async (_ctx, { message: m }, { onStarted } = {}) => {
-    onStarted?.(`wf-${m.offset}`, 'run');
-    return 'started';
-  });
+  startedOpen();
   const t = pausableIngester({ tenantMaxOpen: 2 }, { maxInFlight: 8, commitEveryRecords: 1 });
   made.push(t.admission);
   await t.run([0, 1, 2, 3, 4]);
@@ -122,5 +132,32 @@ test('a tenant paused while its batch goes on from memory after its turn: the ba
 
   t.paused.delete('acme');
   t.admission.wakeAll();
+  expect(t.consumer.calls.at(-1)).toBe(`resume ${TOPIC}/0`);
+});
+
+test('a tenant whose dispatches stay open (its API down): after KEPT_WAIT_MS without room its kept batch lets its fetch go and waits in Kafka', async () => {
+  startedOpen();
+  const t = pausableIngester({ tenantMaxOpen: 1 }, { maxInFlight: 8, commitEveryRecords: 1 });
+  made.push(t.admission);
+  jest.useFakeTimers({ doNotFake: ['setImmediate', 'nextTick', 'performance', 'queueMicrotask'] });
+  try {
+    await t.run([0, 1, 2]);
+    expect(handle).toHaveBeenCalledTimes(1);
+    expect(t.kept()).toBeGreaterThan(0);
+    jest.advanceTimersByTime(KEPT_WAIT_MS - 1);
+    await tick();
+    expect(t.kept()).toBeGreaterThan(0); // a wait of a few dispatches' time stays kept
+    jest.advanceTimersByTime(1);
+  } finally {
+    jest.useRealTimers();
+  }
+  await t.internals.turns.settled();
+  expect(t.kept()).toBe(0);
+  expect(handle).toHaveBeenCalledTimes(1);
+  expect(t.consumer.commits.at(-1)).toBe('1');
+  expect(t.consumer.calls).toEqual([`pause ${TOPIC}/0`, `pause ${TOPIC}/0`]);
+  // Its dispatch closes: the partition is fetched again, from record 1.
+  t.closes.get('wf-0')!();
+  await tick();
   expect(t.consumer.calls.at(-1)).toBe(`resume ${TOPIC}/0`);
 });
