@@ -154,7 +154,7 @@ export class BatchTurns {
     let failed = false;
     /** Ends the batch's wait for room, while it waits. */
     let stopWaiting: (() => void) | undefined;
-    /** The batch ended for want of room (none to keep it, none for long, or a pause): its partition waits paused. */
+    /** The batch ended for want of room (none to keep it, or none for long): its partition waits paused. */
     let waitsInKafka = false;
     const goOn = () => isRunning() && !isStale() && current() && !failed && !generation.closing;
     // kafkajs fetches a broker's partitions again only once every batch of its last fetch is done. So once a batch
@@ -203,7 +203,6 @@ export class BatchTurns {
         if (!goOn() || (turnOver(i) && !keepRest()) || admission.paused(tenant)) {
           semaphore.release(weight);
           admission.giveBack(tenant);
-          waitsInKafka = goOn() && admission.paused(tenant);
           break;
         }
         if (i === 0) sliceEnd = performance.now() + opts.batchSliceMs;
@@ -229,9 +228,11 @@ export class BatchTurns {
       if (!letGo && generation.endedByError && current()) throw generation.endedByError;
     } finally {
       clearInterval(beat);
-      // A kept batch's end fetches its partition again, unless the partition waits for its tenant's room.
-      if (letGo) this.kept.done(consumer, at, letGo, { resume: !waitsInKafka });
-      if (waitsInKafka) this.waitForRoom(consumer, tenant, topic, partition);
+      // Its rest waits in Kafka for room (or for the tenant's resume), not fetched again now; not for a consumer
+      // replaced or stopping (it holds no pause of ours), nor while a later kept batch holds the partition.
+      const waitForRoom = (waitsInKafka || admission.paused(tenant)) && current();
+      if (letGo) this.kept.done(consumer, at, letGo, { resume: !waitForRoom });
+      if (waitForRoom && !this.kept.runs(at)) this.waitForRoom(consumer, tenant, topic, partition);
     }
   }
 

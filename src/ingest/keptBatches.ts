@@ -140,6 +140,11 @@ export class KeptBatches {
     });
   }
 
+  /** Whether a kept batch of the partition is running now. */
+  runs(at: KeptPartition): boolean {
+    return this.running.has(keyOf(at));
+  }
+
   /** The consumer is being stopped: every kept batch waiting for room looks again, and finishes. */
   wakeAll(): void {
     for (const wake of [...this.waiting]) wake();

@@ -2,8 +2,8 @@
  * How a batch's wait for room ends when it would be long (src/ingest/batchTurn.ts, keptBatches.ts): a kept batch
  * keeps nothing in memory for an operator's pause (contract §2, "Pausing a tenant"; it may last days) nor past
  * KEPT_WAIT_MS for a tenant whose dispatches stay open (its API down). The batch ends, commits what finished and
- * lets its fetched bytes go; its partition stays paused, and only room (the tenant resumed) fetches it again.
- * Real Kafka and Temporal: it_tenant_pause.
+ * lets its fetched bytes go; its partition stays paused, and only room (the tenant resumed) fetches it again. A
+ * batch that ends for a consumer replaced meanwhile leaves no wait behind. Real Kafka and Temporal: it_tenant_pause.
  */
 import { TenantAdmission } from '../../src/ingest/admission';
 import { KEPT_WAIT_MS } from '../../src/ingest/keptBatches';
@@ -159,5 +159,69 @@ test('a tenant whose dispatches stay open (its API down): after KEPT_WAIT_MS wit
   // Its dispatch closes: the partition is fetched again, from record 1.
   t.closes.get('wf-0')!();
   await tick();
+  expect(t.consumer.calls.at(-1)).toBe(`resume ${TOPIC}/0`);
+});
+
+test('a batch that ends waiting for room after its consumer was replaced leaves no wait behind: the next consumer’s partition gets the room', async () => {
+  let releaseFirst!: () => void;
+  const first = new Promise<void>((r) => (releaseFirst = r));
+  handle.mockImplementation(async (_ctx, { message: m }, { onStarted } = {}) => {
+    if (m.offset === '0') await first;
+    onStarted?.(`wf-${m.offset}`, 'run');
+    return 'started';
+  });
+  // Nothing can be kept (two fetches of 10 bytes): a batch without room ends and waits in Kafka.
+  const t = pausableIngester(
+    { tenantMaxOpen: 1 },
+    { maxInFlight: 8, commitEveryRecords: 1, fetchMaxBytes: 10 },
+  );
+  made.push(t.admission);
+  // Record 0 takes acme's one slot and is slow; record 1 finds no room: the batch ends once record 0 is done.
+  const ending = t.run([0, 1]);
+  await tick();
+  // The consumer is replaced meanwhile (a topic change): what stopping it does first, then its batches finish.
+  t.internals.group.consumer = undefined;
+  t.admission.forgetWaiters();
+  const settled = t.internals.turns.settled();
+  releaseFirst();
+  await ending;
+  await settled;
+
+  // The next consumer's partition 1 finds the tenant full (wf-0 open) and waits for room; wf-0's close is its turn.
+  const next = t.join();
+  await t.run([5, 6], { partition: 1, on: next });
+  expect(next.calls).toEqual([`pause ${TOPIC}/1`]);
+  t.closes.get('wf-0')!();
+  await tick();
+  expect(next.calls).toEqual([`pause ${TOPIC}/1`, `resume ${TOPIC}/1`]);
+});
+
+test("a kept batch whose wait a rejoin ended, its tenant then paused: the batch's end leaves the partition paused", async () => {
+  let releaseSlow!: () => void;
+  const slow = new Promise<void>((r) => (releaseSlow = r));
+  handle.mockImplementation(async (_ctx, { message: m }, { onStarted } = {}) => {
+    if (m.offset === '1') await slow;
+    onStarted?.(`wf-${m.offset}`, 'run');
+    return 'started';
+  });
+  const t = pausableIngester({ tenantMaxOpen: 2 }, { maxInFlight: 8, commitEveryRecords: 1 });
+  made.push(t.admission);
+  // Records 0 and 1 (slow) take acme's two slots; record 2 waits for room from memory.
+  await t.run([0, 1, 2, 3]);
+  expect(t.consumer.calls).toEqual([`pause ${TOPIC}/0`]);
+  // A rebalance (the same assignment back) ends the wait while record 1 is in flight; then the operator pauses.
+  t.internals.onGroupJoin(t.consumer, { [TOPIC]: [0, 1] });
+  await tick();
+  t.paused.add('acme');
+  t.admission.wakeAll();
+  releaseSlow();
+  await t.internals.turns.settled();
+  expect(t.kept()).toBe(0);
+  expect(t.consumer.calls.filter((c) => c.startsWith('resume'))).toEqual([]);
+  // Resumed, with room: the partition is fetched again.
+  t.paused.delete('acme');
+  t.closes.get('wf-0')?.();
+  await tick();
+  t.admission.wakeAll();
   expect(t.consumer.calls.at(-1)).toBe(`resume ${TOPIC}/0`);
 });
