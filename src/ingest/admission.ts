@@ -14,8 +14,8 @@
  *   held for the whole pause, are left out up to the cap: counted());
  * - with others active, the ingester's budget (openBudget.ts: what keeps the pipeline downstream busy) is shared:
  *   each tenant may keep its equal part open, and more when the others leave theirs unused (what they have open
- *   plus a spare slot or two stays theirs), so nothing idles while one tenant has work and none waits behind
- *   another's backlog for long;
+ *   plus a spare slot or two never counts as unused), so nothing idles while one tenant has work and none waits
+ *   behind another's backlog for long;
  * - POIMEN_INGEST_TENANT_MAX_OPEN, when set, caps every tenant's share besides.
  *
  * A record takes a slot before its start; the slot comes back when the record did not start anything (a

@@ -18,8 +18,8 @@
 
 /**
  * Slots per active tenant the shared budget never goes below: two tenants share at least 2, so on a fast pipeline
- * a flooding tenant beside a quiet one keeps about one open (the quiet one's 2 spare slots stay its own). Its share
- * grows past that only as its pace needs. A floor of 3 let the flooding tenant keep 4 and take the cores the
+ * a flooding tenant beside a quiet one keeps about one open, and so does the quiet one. A share grows past that
+ * only as the tenants' paces need. A floor of 3 let the flooding tenant keep 4 and take the cores the
  * ingester freed, and the quiet one's p99 grew past 2x on a saturated two-core machine (docs/performance.md).
  */
 export const BUDGET_FLOOR_PER_TENANT = 1;
@@ -39,7 +39,10 @@ export function sharedBudget(needs: number, active: number, max: number): number
   return Math.min(max, Math.max(BUDGET_FLOOR_PER_TENANT * active, needs));
 }
 
-/** Slots beyond what another active tenant has open that stay its own: room for its next records. */
+/**
+ * Slots beyond what another active tenant has open that never count as unused: how far a tenant's share reaches
+ * past its equal part into what the others leave (not slots the other may take beyond its own share).
+ */
 export const SPARE_SLOTS = 2;
 /** Slots a lone tenant leaves free of POIMEN_INGEST_MAX_OPEN, so that a tenant arriving finds room at once. */
 const KEPT_FOR_NEWCOMERS = 2 * BUDGET_FLOOR_PER_TENANT;

@@ -85,6 +85,16 @@ test("beside a quiet tenant on a fast pipeline (no pace above the floor), a floo
   a.close();
 });
 
+test("beside a flooding tenant at the floor, a quiet tenant's record starts at once and a second of a burst waits for its first to close: the spare slots are not its own", async () => {
+  const { a, close, start } = admission(256);
+  expect(start('quiet', 1)).toBe(1);
+  expect(start('flood', 1000)).toBe(1);
+  expect(start('quiet', 1)).toBe(0);
+  await close('quiet', 1);
+  expect(start('quiet', 1)).toBe(1);
+  a.close();
+});
+
 test('a tenant quiet for longer than the active window gives its share back; one with records is active again at once', async () => {
   const { a, c, start, close } = admission(256);
   start('b', 1);
