@@ -228,11 +228,11 @@ export class BatchTurns {
       if (!letGo && generation.endedByError && current()) throw generation.endedByError;
     } finally {
       clearInterval(beat);
-      // Its rest waits in Kafka for room (or for the tenant's resume), not fetched again now; not for a consumer
-      // replaced or stopping (it holds no pause of ours), nor while a later kept batch holds the partition.
-      const waitForRoom = (waitsInKafka || admission.paused(tenant)) && current();
-      if (letGo) this.kept.done(consumer, at, letGo, { resume: !waitForRoom });
-      if (waitForRoom && !this.kept.runs(at)) this.waitForRoom(consumer, tenant, topic, partition);
+      // Its rest waits in Kafka for room (or the tenant's resume), not fetched again now; not for a consumer replaced
+      // or stopping (it holds no pause of ours), nor once another run's batch holds the partition (keptBatches.ts).
+      const waits = (waitsInKafka || admission.paused(tenant)) && current();
+      const own = letGo ? this.kept.done(consumer, at, letGo, { resume: !waits }) : this.kept.takeOver(at);
+      if (waits && own) this.waitForRoom(consumer, tenant, topic, partition);
     }
   }
 

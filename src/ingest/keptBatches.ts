@@ -25,8 +25,6 @@ export const KEPT_WAIT_MS = 10_000;
 
 export interface KeptBatchParts {
   maxBytes: number;
-  /** KEPT_WAIT_MS unless a test sets it. */
-  maxWaitMs?: number;
   gauge: Gauge;
   membership: GroupMembership;
   paused: PausedPartitions;
@@ -86,20 +84,21 @@ export class KeptBatches {
 
   /**
    * A kept batch is done (`letGo` from `keep`): its partition is fetched again from where the batch ended, unless
-   * it waits for room instead (`then.resume` false: its tenant is paused, and admission resumes it), an outage's
-   * backoff holds it (that resumes it), the consumer was replaced (the new one holds no pause) or the ingester is
-   * stopping.
+   * it waits for room instead (`then.resume` false: admission resumes it), an outage's backoff holds it (that
+   * resumes it), the consumer was replaced (the new one holds no pause) or the ingester is stopping. False when
+   * the partition is no longer this batch's (kafkajs restarted the consumer and a later batch took it over): it
+   * is then left alone.
    */
-  done(consumer: KafkaConsumer, at: KeptPartition, letGo: () => boolean, then: { resume: boolean }): void {
-    // A later batch of the partition holds it now (kafkajs restarted the consumer meanwhile): its end resumes it.
-    if (!letGo() || !then.resume) return;
+  done(consumer: KafkaConsumer, at: KeptPartition, letGo: () => boolean, then: { resume: boolean }): boolean {
+    if (!letGo()) return false;
     const { membership, paused } = this.o;
-    if (!membership.current(consumer) || paused.holds(at.topic, at.partition)) return;
+    if (!then.resume || !membership.current(consumer) || paused.holds(at.topic, at.partition)) return true;
     try {
       consumer.resume([{ topic: at.topic, partitions: [at.partition] }]);
     } catch (err) {
       this.o.logger.debug({ err, ...at }, 'could not resume a partition after its kept batch');
     }
+    return true;
   }
 
   /**
@@ -129,7 +128,7 @@ export class KeptBatches {
         resolve(how);
       };
       const wake = () => end('woken');
-      const limit = setTimeout(() => end('too long'), this.o.maxWaitMs ?? KEPT_WAIT_MS).unref();
+      const limit = setTimeout(() => end('too long'), KEPT_WAIT_MS).unref();
       this.waiting.add(wake);
       early(wake);
       unwatch = generation.whenClosing(wake);
@@ -140,9 +139,13 @@ export class KeptBatches {
     });
   }
 
-  /** Whether a kept batch of the partition is running now. */
-  runs(at: KeptPartition): boolean {
-    return this.running.has(keyOf(at));
+  /**
+   * A batch of the partition that was not kept ends: the partition is its to leave. A kept batch of the run before
+   * (kafkajs restarted the consumer, forgetting its pauses) may still be finishing; its end then leaves it alone.
+   */
+  takeOver(at: KeptPartition): true {
+    this.running.delete(keyOf(at));
+    return true;
   }
 
   /** The consumer is being stopped: every kept batch waiting for room looks again, and finishes. */

@@ -225,3 +225,33 @@ test("a kept batch whose wait a rejoin ended, its tenant then paused: the batch'
   t.admission.wakeAll();
   expect(t.consumer.calls.at(-1)).toBe(`resume ${TOPIC}/0`);
 });
+
+test('after kafkajs restarts the consumer, a batch that finds its tenant paused pauses its partition while the earlier run’s kept batch still finishes', async () => {
+  let releaseSlow!: () => void;
+  const slow = new Promise<void>((r) => (releaseSlow = r));
+  handle.mockImplementation(async (_ctx, { message: m }, { onStarted } = {}) => {
+    if (m.offset === '1') await slow;
+    onStarted?.(`wf-${m.offset}`, 'run');
+    return 'started';
+  });
+  const t = pausableIngester({ tenantMaxOpen: 2 }, { maxInFlight: 8, commitEveryRecords: 1 });
+  made.push(t.admission);
+  // Run 1: records 0 and 1 (slow) take acme's two slots; record 2 waits for room from memory (kept).
+  await t.run([0, 1, 2, 3]);
+  expect(t.consumer.calls).toEqual([`pause ${TOPIC}/0`]);
+  // kafkajs restarts the same consumer (its pauses forgotten) and rejoins: the kept batch's wait ends, record 1 in
+  // flight; then the operator pauses acme.
+  t.internals.paused.consumerRestarted();
+  t.internals.onGroupJoin(t.consumer, { [TOPIC]: [0, 1] });
+  await tick();
+  t.paused.add('acme');
+  t.admission.wakeAll();
+  t.consumer.calls.length = 0;
+  // Run 2 fetches partition 0 again from its committed offset: its rest waits in Kafka for the resume, paused now,
+  // not fetched again at fetch speed until run 1's batch ends.
+  await t.run([1, 2, 3]);
+  expect(t.consumer.calls).toEqual([`pause ${TOPIC}/0`]);
+  releaseSlow();
+  await t.internals.turns.settled();
+  expect(t.consumer.calls.filter((c) => c.startsWith('resume'))).toEqual([]);
+});

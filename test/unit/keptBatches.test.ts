@@ -109,6 +109,27 @@ describe('what kept batches keep', () => {
   });
 });
 
+describe('a partition two runs of the consumer reach (kafkajs restarted it, forgetting its pauses)', () => {
+  it("the end of the earlier run's kept batch leaves the partition to the later run's batch, kept or not", () => {
+    const { kept, consumer, calls } = parts(1_000_000);
+    // The later run's batch is kept too: the earlier one's end is not the partition's.
+    const earlier = kept.keep(consumer, at, fetched(100, 2))!;
+    const later = kept.keep(consumer, at, fetched(100, 2))!;
+    calls.length = 0;
+    expect(kept.done(consumer, at, earlier, { resume: true })).toBe(false);
+    expect(calls).toEqual([]);
+    expect(kept.done(consumer, at, later, { resume: true })).toBe(true);
+    expect(calls).toEqual(['resume 0']);
+    // The later run's batch was not kept: it takes the partition over when it ends.
+    const before = kept.keep(consumer, at, fetched(100, 2))!;
+    kept.takeOver(at);
+    calls.length = 0;
+    expect(kept.done(consumer, at, before, { resume: true })).toBe(false);
+    expect(calls).toEqual([]);
+    expect(kept.keptBytes).toBe(0);
+  });
+});
+
 describe('a kept batch waiting for room', () => {
   it('wakes when the generation closes, when the consumer stops, or when the batch ends it, and leaves no waiter on the generation', async () => {
     // One open per tenant, and it is taken: no room comes from admission in this test.
