@@ -153,7 +153,10 @@ export class TenantAdmission {
    */
   whenRoom(tenant: string, partition: string, resume: () => void, o: { orPaused?: boolean } = {}): void {
     const shares = this.shares();
-    if (!this.waiters.has(tenant) && this.freeToResume(tenant, shares) > 0) return resume();
+    if (!this.waiters.has(tenant) && this.freeToResume(tenant, shares) > 0) {
+      this.waiters.call(tenant, resume);
+      return;
+    }
     this.waiters.add(tenant, partition, resume, o.orPaused === true);
     this.wake(tenant, shares);
     if (this.waiters.size > 0) this.recheck ??= setInterval(() => this.wakeAll(), RECHECK_MS).unref();

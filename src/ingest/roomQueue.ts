@@ -64,14 +64,20 @@ export class RoomQueue {
     for (const [partition, resume] of waiting) {
       if (free-- <= 0) break;
       waiting.delete(partition);
-      try {
-        resume();
-      } catch (err) {
-        // A consumer torn down meanwhile has forgotten its pauses: the slot goes to the next partition.
-        free++;
-        this.logger?.debug({ err, tenant }, 'could not resume a partition that waited for room');
-      }
+      // A consumer torn down meanwhile has forgotten its pauses: the slot goes to the next partition.
+      if (!this.call(tenant, resume)) free++;
     }
     if (waiting.size === 0) this.byTenant.delete(tenant);
+  }
+
+  /** Resumes one wait; false when its consumer could not (kafkajs between a crash and its restart). */
+  call(tenant: string, resume: () => void): boolean {
+    try {
+      resume();
+      return true;
+    } catch (err) {
+      this.logger?.debug({ err, tenant }, 'could not resume a partition that waited for room');
+      return false;
+    }
   }
 }

@@ -101,7 +101,17 @@ test('a partition that pauses again before it was resumed keeps one waiter; a re
   // One slot free: one partition resumed, the one that throws passing its turn on; the third waits its own turn.
   await waitFor(() => resumed.length === 2);
   expect(resumed).toEqual(['p0', 'p2']);
+  // A wait that finds room at once is resumed at once, and a resume that throws there does not escape either.
+  const b = new TenantAdmission({ maxOpen: 0, tenantMaxOpen: 1, watch: w.watch });
+  expect(() =>
+    b.whenRoom('acme', 'p0', () => {
+      throw new Error('Consumer group was not initialized');
+    }),
+  ).not.toThrow();
+  b.whenRoom('acme', 'p1', () => resumed.push('p1 at once'));
+  expect(resumed).toEqual(['p0', 'p2', 'p1 at once']);
   a.close();
+  b.close();
 });
 
 test('a watch that fails (Temporal unreachable) is asked again: the slot stays held until the close is seen', async () => {
