@@ -63,6 +63,19 @@ function pausableIngester(bound: { tenantMaxOpen: number }, overrides: Partial<R
   return { admission, consumer, internals, paused, closes, run, kept, join };
 }
 
+/** As startedOpen, but the record at `offset` starts only once the returned function is called. */
+function startedOpenSlowAt(offset: string): () => void {
+  let release!: () => void;
+  const slow = new Promise<void>((r) => (release = r));
+  handle.mockImplementation(async (_ctx, { message: m }, { onStarted } = {}) => {
+    if (m.offset === offset) await slow;
+    onStarted?.(`wf-${m.offset}`, 'run');
+    return 'started';
+  });
+  return () => release();
+}
+
+/** Each record's execution starts and stays open until the test closes it. */
 const startedOpen = () =>
   handle.mockImplementation(async (_ctx, { message: m }, { onStarted } = {}) => {
     onStarted?.(`wf-${m.offset}`, 'run');
@@ -163,13 +176,7 @@ test('a tenant whose dispatches stay open (its API down): after KEPT_WAIT_MS wit
 });
 
 test('a batch that ends waiting for room after its consumer was replaced leaves no wait behind: the next consumer’s partition gets the room', async () => {
-  let releaseFirst!: () => void;
-  const first = new Promise<void>((r) => (releaseFirst = r));
-  handle.mockImplementation(async (_ctx, { message: m }, { onStarted } = {}) => {
-    if (m.offset === '0') await first;
-    onStarted?.(`wf-${m.offset}`, 'run');
-    return 'started';
-  });
+  const releaseFirst = startedOpenSlowAt('0');
   // Nothing can be kept (two fetches of 10 bytes): a batch without room ends and waits in Kafka.
   const t = pausableIngester(
     { tenantMaxOpen: 1 },
@@ -196,19 +203,18 @@ test('a batch that ends waiting for room after its consumer was replaced leaves 
   expect(next.calls).toEqual([`pause ${TOPIC}/1`, `resume ${TOPIC}/1`]);
 });
 
-test("a kept batch whose wait a rejoin ended, its tenant then paused: the batch's end leaves the partition paused", async () => {
-  let releaseSlow!: () => void;
-  const slow = new Promise<void>((r) => (releaseSlow = r));
-  handle.mockImplementation(async (_ctx, { message: m }, { onStarted } = {}) => {
-    if (m.offset === '1') await slow;
-    onStarted?.(`wf-${m.offset}`, 'run');
-    return 'started';
-  });
+/** Acme at 2 open: records 0 and 1 (slow until `releaseSlow`) take its slots, record 2 waits kept in memory. */
+async function keptBehindSlowRecord() {
+  const releaseSlow = startedOpenSlowAt('1');
   const t = pausableIngester({ tenantMaxOpen: 2 }, { maxInFlight: 8, commitEveryRecords: 1 });
   made.push(t.admission);
-  // Records 0 and 1 (slow) take acme's two slots; record 2 waits for room from memory.
   await t.run([0, 1, 2, 3]);
   expect(t.consumer.calls).toEqual([`pause ${TOPIC}/0`]);
+  return { t, releaseSlow };
+}
+
+test("a kept batch whose wait a rejoin ended, its tenant then paused: the batch's end leaves the partition paused", async () => {
+  const { t, releaseSlow } = await keptBehindSlowRecord();
   // A rebalance (the same assignment back) ends the wait while record 1 is in flight; then the operator pauses.
   t.internals.onGroupJoin(t.consumer, { [TOPIC]: [0, 1] });
   await tick();
@@ -227,18 +233,7 @@ test("a kept batch whose wait a rejoin ended, its tenant then paused: the batch'
 });
 
 test('after kafkajs restarts the consumer, a batch that finds its tenant paused pauses its partition while the earlier run’s kept batch still finishes', async () => {
-  let releaseSlow!: () => void;
-  const slow = new Promise<void>((r) => (releaseSlow = r));
-  handle.mockImplementation(async (_ctx, { message: m }, { onStarted } = {}) => {
-    if (m.offset === '1') await slow;
-    onStarted?.(`wf-${m.offset}`, 'run');
-    return 'started';
-  });
-  const t = pausableIngester({ tenantMaxOpen: 2 }, { maxInFlight: 8, commitEveryRecords: 1 });
-  made.push(t.admission);
-  // Run 1: records 0 and 1 (slow) take acme's two slots; record 2 waits for room from memory (kept).
-  await t.run([0, 1, 2, 3]);
-  expect(t.consumer.calls).toEqual([`pause ${TOPIC}/0`]);
+  const { t, releaseSlow } = await keptBehindSlowRecord();
   // kafkajs restarts the same consumer (its pauses forgotten) and rejoins: the kept batch's wait ends, record 1 in
   // flight; then the operator pauses acme.
   t.internals.paused.consumerRestarted();
