@@ -184,9 +184,6 @@ export class BatchTurns {
             waitsInKafka = true;
             break;
           }
-          // An outage whose backoff already resumed the partition is over as far as anyone knows: its record was
-          // not tried again, only refused a slot. Left, it would keep the process unready until room came back.
-          this.parts.paused.forgetResumed(topic, partition);
           commits.waitsForRoom(true);
           const waited = await this.kept.room(tenant, at, generation, (wake) => (stopWaiting = wake));
           stopWaiting = undefined;
@@ -244,8 +241,8 @@ export class BatchTurns {
       // kafkajs between a crash and its restart: no group to pause in; its next fetch finds the tenant full again.
       this.parts.logger.debug({ err, topic, partition }, 'could not pause a partition to wait for room');
     }
-    // An outage whose backoff already resumed the partition is over as far as anyone knows: its record was not
-    // tried again, only refused a slot. Left, it would keep the process unready until room comes back.
+    // An outage whose backoff already resumed the partition, its record not tried again, is over as far as anyone
+    // knows: its record was only refused a slot. Left, it would keep the process unready until room comes back.
     paused.forgetResumed(topic, partition);
     this.parts.admission.whenRoom(tenant, `${topic}/${partition}`, () => {
       // A replaced consumer forgot the pause; a partition in an outage is resumed by its own backoff.
@@ -271,6 +268,7 @@ export class BatchTurns {
       admission.holdUntilClosed(tenant, workflowId, runId);
     };
     try {
+      paused.trying(topic, partition);
       const outcome = await handleRecord(this.parts.startCtx, record, { log, onStarted });
       this.parts.metrics.dispatchRecords.inc({ tenant, outcome });
       if (consumer === membership.consumer && paused.succeeded(pausable, topic, partition)) {

@@ -113,6 +113,9 @@ export class KeptBatches {
     /** Given the wait's end, for the batch to end it early (a record of its failed). */
     early: (wake: () => void) => void,
   ): Promise<'woken' | 'too long'> {
+    // An outage whose backoff already resumed the partition, its record not tried again, is over as far as anyone
+    // knows: its record was only refused a slot. Left, it would keep the process unready until room came back.
+    this.o.paused.forgetResumed(at.topic, at.partition);
     return new Promise((resolve) => {
       let woken = false;
       let unwatch = (): void => undefined;

@@ -28,6 +28,8 @@ interface Outage {
   failures: number;
   /** Pending resume; undefined once resumed for the next try. */
   timer: NodeJS.Timeout | undefined;
+  /** A record of the partition is being tried again since the resume: its outcome ends or renews the outage. */
+  retrying: boolean;
 }
 
 const INITIAL_BACKOFF_MS = 250;
@@ -46,11 +48,20 @@ export class PausedPartitions {
     const key = `${topic}/${partition}`;
     let outage = this.outages.get(key);
     if (!outage) {
-      outage = { topic, partition, reason, sinceMs: Date.now(), failures: 0, timer: undefined };
+      outage = {
+        topic,
+        partition,
+        reason,
+        sinceMs: Date.now(),
+        failures: 0,
+        timer: undefined,
+        retrying: false,
+      };
       this.outages.set(key, outage);
     }
     outage.failures++;
     outage.reason = reason;
+    outage.retrying = false;
     if (outage.timer === undefined) {
       consumer.pause([{ topic, partitions: [partition] }]);
       const delayMs = Math.min(INITIAL_BACKOFF_MS * 2 ** (outage.failures - 1), MAX_BACKOFF_MS);
@@ -123,11 +134,20 @@ export class PausedPartitions {
     return this.outages.get(`${topic}/${partition}`)?.timer !== undefined;
   }
 
-  /** Ends the partition's outage if its backoff already resumed it (no retry pending); true when one ended. */
+  /** A record of the partition is being tried (again, if it is in an outage the backoff resumed). */
+  trying(topic: string, partition: number): void {
+    const outage = this.outages.get(`${topic}/${partition}`);
+    if (outage && outage.timer === undefined) outage.retrying = true;
+  }
+
+  /**
+   * Ends the partition's outage if its backoff already resumed it and no record of it is being tried again (that
+   * record's outcome is the outage's to end or renew); true when one ended.
+   */
   forgetResumed(topic: string, partition: number): boolean {
     const key = `${topic}/${partition}`;
     const outage = this.outages.get(key);
-    if (!outage || outage.timer !== undefined) return false;
+    if (!outage || outage.timer !== undefined || outage.retrying) return false;
     this.outages.delete(key);
     this.count(topic);
     return true;

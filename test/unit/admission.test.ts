@@ -290,3 +290,34 @@ test('a partition an outage resumed that then finds its tenant full is waiting f
   expect(ing.ready()).toBe(true);
   admission.close();
 });
+
+test('a partition whose outage record is being tried again stays in its outage while its next record waits for room: the ingester is not ready until the try succeeds', async () => {
+  let finishTry!: () => void;
+  const tried = new Promise<void>((r) => (finishTry = r));
+  handle.mockImplementation(async (_ctx, { topic, message: m }, { onStarted } = {}) => {
+    if (m.offset === '5') await tried;
+    onStarted?.(`${topic}@${m.offset}`, 'run');
+    return 'started';
+  });
+  const w = watches();
+  const { ing, admission, consumer, each } = boundIngester(1, w);
+  const paused = ingesterInternals(ing).paused;
+  // Record 5 of partition 0 failed, and the outage's backoff has resumed the partition since.
+  jest.useFakeTimers();
+  paused.failed(consumer, 'poimen.a.dispatch', 0, 'start timed out');
+  jest.runOnlyPendingTimers();
+  jest.useRealTimers();
+  ingesterInternals(ing).group.joined = true;
+
+  // Refetched, record 5 is tried again and takes the tenant's one slot; record 6 finds no room meanwhile.
+  const batch = each(batchPayload('poimen.a.dispatch', [5, 6], consumer).payload);
+  await waitFor(() => handle.mock.calls.length === 1, { what: 'record 5 tried again' });
+  await new Promise((r) => setImmediate(r));
+  // Whether the outage is over is record 5's to say, not record 6's wait.
+  expect(ing.ready()).toBe(false);
+  finishTry();
+  await waitFor(() => ing.ready(), { what: 'the outage over once record 5 started' });
+  w.close('poimen.a.dispatch@5');
+  await batch;
+  admission.close();
+});
