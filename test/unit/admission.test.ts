@@ -4,34 +4,14 @@
  * consumer is a recording stub and the start (`handleRecord`) a stub that reports each record's execution; the
  * watch for an execution's close is a deferred the test resolves. Real Kafka and Temporal: it_fairness.
  */
-import type { EachBatchPayload } from 'kafkajs';
 import { loadRelayConfig } from '../../src/config';
 import { TenantAdmission } from '../../src/ingest/admission';
-import { Ingester } from '../../src/ingest/ingester';
 import { handleRecord } from '../../src/ingest/startDispatch';
-import { createLogger } from '../../src/logger';
-import { createMetrics } from '../../src/metrics';
 import { waitFor } from '../support/wait';
-import { batchPayload as batchStub } from '../support/batchPayload';
-import { ingesterInternals } from '../support/ingesterInternals';
+import { batchPayload, boundIngester, watches } from '../support/admissionRig';
 
 jest.mock('../../src/ingest/startDispatch', () => ({ handleRecord: jest.fn() }));
 const handle = handleRecord as jest.MockedFunction<typeof handleRecord>;
-
-/** Watches the test closes by hand, by workflow id. */
-function watches() {
-  const open = new Map<string, () => void>();
-  const watch = (workflowId: string, _runId: string, signal: AbortSignal) =>
-    new Promise<void>((resolve, reject) => {
-      open.set(workflowId, resolve);
-      signal.addEventListener('abort', () => reject(new Error('aborted')));
-    });
-  const close = (workflowId: string) => {
-    open.get(workflowId)!();
-    open.delete(workflowId);
-  };
-  return { open, watch, close };
-}
 
 beforeEach(() => handle.mockReset());
 
@@ -145,64 +125,6 @@ test('close() ends every watch (their slots come back) and asks nothing more', a
   await waitFor(() => a.openOf('acme') === 0);
 });
 
-function stubConsumer() {
-  const calls: string[] = [];
-  return {
-    calls,
-    commitOffsets: jest.fn(async () => undefined),
-    pause: jest.fn((t: { topic: string; partitions?: number[] }[]) =>
-      calls.push(`pause ${t[0]!.topic}/${t[0]!.partitions}`),
-    ),
-    resume: jest.fn((t: { topic: string; partitions?: number[] }[]) =>
-      calls.push(`resume ${t[0]!.topic}/${t[0]!.partitions}`),
-    ),
-  };
-}
-
-function batchPayload(
-  topic: string,
-  offsets: number[],
-  consumer: ReturnType<typeof stubConsumer>,
-  partition = 0,
-) {
-  const resolved: string[] = [];
-  const commits: string[] = [];
-  const payload = batchStub({
-    topic,
-    partition,
-    offsets,
-    commit: async (offset) => {
-      commits.push(offset);
-      await consumer.commitOffsets();
-    },
-    resolve: (o) => resolved.push(o),
-  });
-  return { payload, resolved, commits };
-}
-
-function boundIngester(maxOpen: number, w: ReturnType<typeof watches>) {
-  const cfg = loadRelayConfig('ingester', {});
-  const metrics = createMetrics({ defaultMetrics: false });
-  const admission = new TenantAdmission({
-    maxOpen: 0,
-    tenantMaxOpen: maxOpen,
-    watch: w.watch,
-    gauge: metrics.tenantOpenDispatches,
-  });
-  const ing = new Ingester(
-    { ...cfg, ingest: { ...cfg.ingest, maxInFlight: 8, commitEveryRecords: 1 } },
-    { admin: () => ({}) } as never,
-    {} as never,
-    metrics,
-    createLogger('test', 'silent'),
-    { admission },
-  );
-  const consumer = stubConsumer();
-  ingesterInternals(ing).group.consumer = consumer;
-  const each = (b: EachBatchPayload) => ingesterInternals(ing).turns.run(consumer, b);
-  return { ing, admission, consumer, each, metrics };
-}
-
 test('a tenant at its bound: its partition is paused, its batch waits from memory committed after what it started, the other tenant flows, room lets the batch go on, and its end resumes the partition', async () => {
   // Every record starts an execution named after its topic and offset.
   handle.mockImplementation(async (_ctx, { topic, message: m }, { onStarted } = {}) => {
@@ -263,61 +185,5 @@ test('records that start nothing open give their slots back: a duplicate, a dead
   expect(handle).toHaveBeenCalledTimes(3); // the bound of 2 never filled: each slot came back
   expect(admission.openOf('a')).toBe(0);
   expect(w.open.size).toBe(0);
-  admission.close();
-});
-
-test('a partition an outage resumed that then finds its tenant full is waiting for room, not in an outage: the ingester stays ready', async () => {
-  handle.mockImplementation(async (_ctx, { topic, message: m }, { onStarted } = {}) => {
-    onStarted?.(`${topic}@${m.offset}`, 'run');
-    return 'started';
-  });
-  const w = watches();
-  const { ing, admission, consumer, each } = boundIngester(1, w);
-  const paused = ingesterInternals(ing).paused;
-  // An earlier record of partition 0 failed, and the outage's backoff has resumed the partition since.
-  jest.useFakeTimers();
-  paused.failed(consumer, 'poimen.a.dispatch', 0, 'start timed out');
-  jest.runOnlyPendingTimers();
-  jest.useRealTimers();
-  ingesterInternals(ing).group.joined = true;
-  expect(ing.ready()).toBe(false);
-
-  // Another partition of the tenant takes its only slot; partition 0's refetched record finds no room.
-  await each(batchPayload('poimen.a.dispatch', [0], consumer, 1).payload);
-  const p0 = batchPayload('poimen.a.dispatch', [5], consumer);
-  await each(p0.payload);
-  expect(p0.resolved).toEqual([]);
-  expect(ing.ready()).toBe(true);
-  admission.close();
-});
-
-test('a partition whose outage record is being tried again stays in its outage while its next record waits for room: the ingester is not ready until the try succeeds', async () => {
-  let finishTry!: () => void;
-  const tried = new Promise<void>((r) => (finishTry = r));
-  handle.mockImplementation(async (_ctx, { topic, message: m }, { onStarted } = {}) => {
-    if (m.offset === '5') await tried;
-    onStarted?.(`${topic}@${m.offset}`, 'run');
-    return 'started';
-  });
-  const w = watches();
-  const { ing, admission, consumer, each } = boundIngester(1, w);
-  const paused = ingesterInternals(ing).paused;
-  // Record 5 of partition 0 failed, and the outage's backoff has resumed the partition since.
-  jest.useFakeTimers();
-  paused.failed(consumer, 'poimen.a.dispatch', 0, 'start timed out');
-  jest.runOnlyPendingTimers();
-  jest.useRealTimers();
-  ingesterInternals(ing).group.joined = true;
-
-  // Refetched, record 5 is tried again and takes the tenant's one slot; record 6 finds no room meanwhile.
-  const batch = each(batchPayload('poimen.a.dispatch', [5, 6], consumer).payload);
-  await waitFor(() => handle.mock.calls.length === 1, { what: 'record 5 tried again' });
-  await new Promise((r) => setImmediate(r));
-  // Whether the outage is over is record 5's to say, not record 6's wait.
-  expect(ing.ready()).toBe(false);
-  finishTry();
-  await waitFor(() => ing.ready(), { what: 'the outage over once record 5 started' });
-  w.close('poimen.a.dispatch@5');
-  await batch;
   admission.close();
 });
