@@ -36,23 +36,34 @@ export function perKeyCounts(api: RunsApiDouble): Map<string, KeyCounts> {
   return counts;
 }
 
+/** The keys whose 409s exceed their lost answers plus what `allowed` grants them, each with its account. */
+export function conflictsOverBound(
+  api: RunsApiDouble,
+  allowed: readonly ConflictAllowance[] = [],
+): { runKey: string; counts: KeyCounts; bound: number }[] {
+  const extra = new Map<string, number>();
+  for (const a of allowed) extra.set(a.runKey, (extra.get(a.runKey) ?? 0) + a.conflicts);
+  const over: { runKey: string; counts: KeyCounts; bound: number }[] = [];
+  for (const [runKey, counts] of perKeyCounts(api)) {
+    const bound = counts.lostAnswers + (extra.get(runKey) ?? 0);
+    if (counts.conflicts > bound) over.push({ runKey, counts, bound });
+  }
+  return over;
+}
+
 /**
  * Every key's 409s are at most its lost answers plus what `allowed` grants it: normally 0, so a second POST
  * of a dispatch whose first was answered fails the suite instead of vanishing into the dedup.
  */
 export function expectConflictsBounded(api: RunsApiDouble, allowed: readonly ConflictAllowance[] = []): void {
-  const extra = new Map<string, number>();
-  for (const a of allowed) extra.set(a.runKey, (extra.get(a.runKey) ?? 0) + a.conflicts);
-  const over: string[] = [];
-  for (const [key, c] of perKeyCounts(api)) {
-    const bound = c.lostAnswers + (extra.get(key) ?? 0);
-    if (c.conflicts > bound) {
-      over.push(`${key}: ${c.conflicts} 409(s) of ${c.posts} POST(s), bound ${bound}`);
-    }
-  }
+  const over = conflictsOverBound(api, allowed);
   if (over.length > 0) {
+    const shown = over.map(
+      ({ runKey, counts: c, bound }) =>
+        `${runKey}: ${c.conflicts} 409(s) of ${c.posts} POST(s), bound ${bound}`,
+    );
     throw new Error(
-      `second POSTs without a scripted cause (the double's dedup hid them): ${over.join('; ')}`,
+      `second POSTs without a scripted cause (the double's dedup hid them): ${shown.join('; ')}`,
     );
   }
 }
