@@ -6,9 +6,9 @@ import { Client, Connection } from '@temporalio/client';
 import { Kafka, type Producer, logLevel, type IHeaders } from 'kafkajs';
 import { topics, workflowId, type DlqRecord } from '../../src/contract';
 import { ensureTopics, tenantTopicSpecs } from '../../src/kafka/topics';
-import { type ConflictAllowance, conflictsOverBound, expectConflictsBounded } from './conflicts';
+import type { ConflictAllowance } from './conflicts';
 import { waitForDeadLetters } from './dlqTopic';
-import { lostCompletionAllowances } from './lostCompletions';
+import { expectConflictsExplained } from './lostCompletions';
 import { uniqueName, uniqueTenant } from './names';
 import { type RelayProcess, relayEnv, startRelayProcess } from './relay';
 import { RunsApiDouble } from '../../devstack/runsApiDouble';
@@ -201,21 +201,12 @@ export async function createHarness(
       ).catch((err: unknown) => {
         throw new Error(`${(err as Error).message}; behind (committed/end): ${last}`);
       });
-      // A 409 past the bound may follow an admission Temporal never heard of (./lostCompletions): asked only then.
-      const over = conflictsOverBound(api, allowances).map((o) => o.runKey);
-      const lost = over.length
-        ? await lostCompletionAllowances(
-            client,
-            processes.map((p) => p.logFile),
-            over,
-            opts.api?.tenantScoped ?? false,
-          )
-        : [];
-      expectConflictsBounded(api, [...allowances, ...lost]);
-      if (lost.length)
-        process.stderr.write(
-          `[conflicts] explained: ${lost.map((l) => `${l.runKey}: ${l.why}`).join('; ')}\n`,
-        );
+      // A 409 past the bound may follow an admission Temporal timed out (./lostCompletions): asked only then.
+      await expectConflictsExplained(api, allowances, {
+        client,
+        logFiles: processes.map((p) => p.logFile),
+        tenantScoped: opts.api?.tenantScoped ?? false,
+      });
     },
     allowConflicts(runKey, conflicts, why) {
       allowances.push({ runKey, conflicts, why });
