@@ -26,7 +26,7 @@ import { lastCallHistory } from '../temporal/callAttempts';
 import { startReader } from '../temporal/history';
 import { startTracing } from '../tracing/tracing';
 import { VERSION } from '../version';
-import { deadLetterTaskQueue, largeInputTaskQueue } from '../contract/workflow';
+import { HEARTBEAT_THROTTLE_MS, deadLetterTaskQueue, largeInputTaskQueue } from '../contract/workflow';
 import { SdkMetricsBridge } from './sdkMetrics';
 import { workflowSource } from './workflowBundle';
 
@@ -170,6 +170,8 @@ async function assemble(
     rps === undefined
       ? {}
       : { maxTaskQueueActivitiesPerSecond: rps * share, maxEagerActivityReservationsPerWorkflowTask: 0 };
+  // A waiting attempt's heartbeats reach the server often enough to ride out a pause (contract/workflow.ts).
+  const heartbeats = { maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE_MS };
   const makers: (() => Promise<Worker>)[] = [
     () =>
       Worker.create({
@@ -185,6 +187,7 @@ async function assemble(
         // default is 10, which evicts most dispatches between their two workflow tasks (docs/performance.md).
         maxCachedWorkflows: cfg.worker.maxCachedWorkflows,
         shutdownGraceTime: cfg.worker.shutdownGraceMs,
+        ...heartbeats,
         ...pacedAt(1 - LARGE_QUEUE_RPS_SHARE),
       }),
     // Calls whose input is over LARGE_INPUT_BYTES are scheduled on their own queue (src/workflows/index.ts) and
@@ -199,6 +202,7 @@ async function assemble(
         activities,
         maxConcurrentActivityTaskExecutions: cfg.worker.maxConcurrentLargeActivities,
         shutdownGraceTime: cfg.worker.shutdownGraceMs,
+        ...heartbeats,
         ...pacedAt(LARGE_QUEUE_RPS_SHARE),
       }),
     // Dead letters have their own queue (src/workflows/index.ts): neither attempts waiting on the circuit breaker

@@ -40,6 +40,11 @@ function forwardable(headers: http2.IncomingHttpHeaders, keep: string[]): http2.
 export async function startGrpcProxy(
   upstream: string,
   refuse: Record<string, number> = {},
+  /**
+   * Holds each call of the named methods this long before passing it on, as a server slow to take them does; read
+   * at each call like `refuse`. A call its client cancels meanwhile is never passed on.
+   */
+  delayMs: Record<string, number> = {},
 ): Promise<GrpcProxy> {
   const calls: SeenCall[] = [];
   const session = http2.connect(`http://${upstream}`);
@@ -68,6 +73,18 @@ export async function startGrpcProxy(
       );
       return;
     }
+    const delay = delayMs[method] ?? 0;
+    if (delay > 0) {
+      down.on('error', () => undefined);
+      down.pause();
+      setTimeout(() => {
+        if (!down.closed) forward(down, headers);
+      }, delay);
+      return;
+    }
+    forward(down, headers);
+  });
+  function forward(down: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): void {
     const up = session.request(forwardable(headers, [':method', ':path']));
     let trailers: http2.IncomingHttpHeaders = {};
     up.on('trailers', (t) => (trailers = t));
@@ -93,7 +110,7 @@ export async function startGrpcProxy(
     });
     up.on('error', () => undefined);
     down.on('error', () => undefined);
-  });
+  }
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
