@@ -15,7 +15,7 @@ import { type Admission, CIRCUIT_STATE_VALUE, type CallOutcome, CircuitBreaker }
 import { type Classification, type RunsApiAnswer, neverReachedApi } from './classify';
 import { ProbeTurns } from './probeTurns';
 
-/** How often a waiting attempt heartbeats (the SDK sends at most one per 0.8 × its heartbeat timeout). */
+/** How often a waiting attempt heartbeats (the worker sends at most one per HEARTBEAT_THROTTLE_MS of them). */
 const WAIT_TICK_MS = 5_000;
 /**
  * A waiting attempt gives up this long before its budget ends, so its failure (with the last HTTP status) reaches

@@ -142,11 +142,12 @@ export const BREAKER_HEARTBEAT_MARGIN_MS = 20_000;
 /**
  * The longest a worker holds an attempt's heartbeat back (its maxHeartbeatThrottleInterval). The SDK's own bound,
  * 0.8 × the heartbeat timeout, sent a waiting attempt's heartbeat 24 s after the one before against a 30 s timeout:
- * one heartbeat held up over 6 s (a server or database pause) timed the attempt out, and Temporal ran the call again
- * beside the attempt still waiting. At this bound a pause up to the heartbeat timeout less it passes (20 s at the
- * default HTTP timeout, at least 11 s), for one heartbeat RPC per waiting attempt per bound.
+ * one heartbeat held up over 6 s (a server or database pause) timed the attempt out. At this bound a heartbeat up to
+ * the heartbeat timeout less it late passes (18 s at the default HTTP timeout, 8 s at the shortest). Above the
+ * default HTTP timeout, so that a call timing out there still reports its closing heartbeat in its failure rather
+ * than in a write of its own (docs/design.md, "A Temporal slow to take heartbeats").
  */
-export const HEARTBEAT_THROTTLE_MS = 10_000;
+export const HEARTBEAT_THROTTLE_MS = 12_000;
 
 /** Heartbeat details of an attempt waiting on the circuit breaker (`dispatch status` shows them). */
 export interface BreakerWaitDetails {

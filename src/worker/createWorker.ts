@@ -170,7 +170,8 @@ async function assemble(
     rps === undefined
       ? {}
       : { maxTaskQueueActivitiesPerSecond: rps * share, maxEagerActivityReservationsPerWorkflowTask: 0 };
-  // A waiting attempt's heartbeats reach the server often enough to ride out a pause (contract/workflow.ts).
+  // A waiting attempt's heartbeats reach the server often enough to ride out a pause (contract/workflow.ts). The
+  // dead-letter queue's activities have no heartbeat timeout and keep the SDK's default.
   const heartbeats = { maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE_MS };
   const makers: (() => Promise<Worker>)[] = [
     () =>

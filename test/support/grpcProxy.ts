@@ -51,6 +51,8 @@ export async function startGrpcProxy(
   session.on('error', () => undefined);
   const server = http2.createServer();
   const sessions = new Set<http2.ServerHttp2Session>();
+  /** Calls held back by `delayMs`, let go of at close. */
+  const held = new Set<NodeJS.Timeout>();
   server.on('session', (s) => {
     sessions.add(s);
     s.on('close', () => sessions.delete(s));
@@ -77,9 +79,11 @@ export async function startGrpcProxy(
     if (delay > 0) {
       down.on('error', () => undefined);
       down.pause();
-      setTimeout(() => {
+      const timer = setTimeout(() => {
+        held.delete(timer);
         if (!down.closed) forward(down, headers);
       }, delay);
+      held.add(timer);
       return;
     }
     forward(down, headers);
@@ -117,6 +121,8 @@ export async function startGrpcProxy(
     address: `127.0.0.1:${port}`,
     calls,
     async close() {
+      for (const timer of held) clearTimeout(timer);
+      held.clear();
       session.destroy();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
