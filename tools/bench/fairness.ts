@@ -4,20 +4,17 @@
  * whether A's flood makes B wait behind it; the history of each of B's executions says where the wait is. The
  * rounds, and what each changes, are in ./fairnessPhase.ts.
  */
-import { spawn } from 'node:child_process';
-import fs from 'node:fs';
 import path from 'node:path';
-import readline from 'node:readline';
 import type { Producer } from 'kafkajs';
 import { topics } from 'poimen-relay/internal/contract/index';
 import { freePort } from '#devstack/ports';
 import { startRelayProcess } from '#devstack/relayProcess';
 import { waitUntil } from 'poimen-relay/internal/poll';
 import { RunsApiDouble } from '#devstack/runsApiDouble';
-import { PACKAGE_ROOT } from 'poimen-relay/internal/version';
 import { cpuWindow, perSecond } from './cpu';
 import { round } from './measure';
 import { type Sent, windowFigures } from './fairnessWindow';
+import { startFlood } from './flood';
 import { loneClosesSeen, sampleOpen } from './ingesterMetrics';
 import { type BenchTarget, dispatchValue, newTenant, relayEnv, startWorkers } from './rig';
 
@@ -51,6 +48,9 @@ export interface FairnessOptions {
   warmupS?: number;
 }
 
+/** The flood's first seconds, whose CPU per process a round reports on its own. */
+const FIRST_SECONDS = 2;
+
 /** B's unmeasured trickle before its alone window: enough for a fresh dev server and relay. */
 const WARMUP_S = 5;
 
@@ -67,7 +67,7 @@ async function trickle(
   while (Date.now() < untilMs) {
     const due = Math.floor(((Date.now() - start) / 1000) * perS);
     if (due > sent.length) {
-      const batch = Array.from({ length: due - sent.length }, (_, i) => ({
+      const batch: Sent[] = Array.from({ length: due - sent.length }, (_, i) => ({
         key: `${prefix}-${sent.length + i}`,
         sentAtMs: Date.now(),
       }));
@@ -77,6 +77,8 @@ async function trickle(
         acks: 1,
         messages: batch.map((s) => ({ value: dispatchValue(s.key, s.sentAtMs) })),
       });
+      const ackedAtMs = Date.now();
+      for (const s of batch) s.ackedAtMs = ackedAtMs;
     }
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -84,45 +86,9 @@ async function trickle(
 }
 
 /**
- * Tenant A's flood producer, connected and waiting: `publish` sends its `n` records and resolves with the ms the
- * sends took. A process of its own: from the bench's process its sends held up the runs API double's receipts.
+ * One round's relay: a runs API double, one worker and one ingester for `tenants`, on the round's own queue.
+ * `settings` are the relay's only variables beyond the addresses (none: the shipped defaults).
  */
-async function startFlood(t: BenchTarget, topic: string, n: number) {
-  const script = path.join(PACKAGE_ROOT, 'dist-tools', 'tools', 'bench', 'floodProducer.js');
-  const child = spawn(process.execPath, [script], {
-    env: {
-      ...process.env,
-      KAFKA_BROKERS: t.kafkaBrokers,
-      BENCH_FLOOD_TOPIC: topic,
-      BENCH_FLOOD_N: String(n),
-    },
-    stdio: ['pipe', 'pipe', fs.openSync(path.join(t.logsDir, 'bench-flood-producer.log'), 'a')],
-  });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-  const lines = readline.createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
-  const next = async (what: string, prefix: string): Promise<string> => {
-    const line = await Promise.race([lines.next(), exited.then(() => ({ done: true as const, value: '' }))]);
-    if (line.done || !line.value.startsWith(prefix)) {
-      child.kill('SIGKILL');
-      throw new Error(`the flood producer ended before ${what} (bench-flood-producer.log says why)`);
-    }
-    return line.value.slice(prefix.length);
-  };
-  await next('it connected', 'ready');
-  return {
-    publish: async (): Promise<number> => {
-      child.stdin!.write('go\n');
-      return Number(await next('its records were sent', 'published '));
-    },
-    stop: async (): Promise<void> => {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-      await exited;
-    },
-  };
-}
-
-/** One round: `settings` are the relay's only variables beyond the addresses (none: the shipped defaults). */
-/** One round's relay: a runs API double, one worker and one ingester for `tenants`, on the round's own queue. */
 async function startRoundRelay(
   t: BenchTarget,
   round: { kind: 'fair' | 'lone'; label: string; tenants: string[] },
@@ -192,9 +158,15 @@ export async function fairnessRound(
     const floodStart = Date.now();
     const flood = floodProducer.publish();
     flood.catch(() => undefined); // awaited after B's window; a failure is thrown there
+    // The flood's first seconds apart: B's slowest records fall there, while A's records are being published.
+    const firstCpu = cpuWindow(pids);
+    const firstSeconds = new Promise<ReturnType<typeof perSecond>>((resolve) =>
+      setTimeout(() => resolve(perSecond(firstCpu.end(), FIRST_SECONDS)), FIRST_SECONDS * 1000),
+    );
     const flooded = await trickle(producer, b, o.steadyPerS, 'flooded', floodStart + o.floodedS * 1000);
     const floodedCpu = perSecond(cpu.end(), o.floodedS);
-    const floodPublishMs = await flood;
+    const { ms: floodPublishMs, cpuMs: floodProducerCpuMs } = await flood;
+    const firstSecondsCpu = await firstSeconds;
     const aRunsInWindow = runsOf(a);
     const bKeys = new Set([...alone, ...flooded].map((s) => s.key));
     await waitUntil(
@@ -211,6 +183,9 @@ export async function fairnessRound(
       flooded: { ...(await windowFigures(t, b, api, flooded, now)), cpu_ms_per_s: floodedCpu },
       flood_n: o.floodN,
       flood_publish_s: round(floodPublishMs / 1000),
+      // The flood's producer is no part of the relay, but it shares the bench's cores with it while it publishes.
+      flood_producer_cpu_ms: floodProducerCpuMs,
+      first_seconds_cpu_ms_per_s: firstSecondsCpu,
       // How much of A's flood the relay had served when B's flooded window closed: A was still queued throughout.
       flood_runs_in_window: aRunsInWindow,
     };
