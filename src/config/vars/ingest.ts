@@ -23,7 +23,7 @@ export const INGEST = rows({
     description: "how long one partition's batch runs before the others get their turn",
     readBy: ['ingest'],
     schema: intIn(10, 600_000),
-    default: 500,
+    default: 100,
   }),
   POIMEN_TENANT_WEIGHTS: parsed({
     description: "tenants' fairness weights in Temporal, tenant=weight,... (1 if unnamed)",
