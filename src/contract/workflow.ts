@@ -194,6 +194,13 @@ export interface DeadLetterInput {
  * never hold.
  */
 export const TENANT_HOLD_PATCH = 'call-held-while-tenant-paused';
+/**
+ * Executions that record this patch, whose holdable call ran out of budget at the server while no attempt could
+ * bring the pause back (in Temporal's retry backoff, queued with every worker down or starved, or held a moment
+ * after the budget's end), look at the tenant's pause before the dead letter: a tenant paused before the budget
+ * ended holds the call as a held failure would have, with the budget from the pause on given back.
+ */
+export const BUDGET_SPENT_PAUSED_PATCH = 'budget-spent-while-tenant-paused';
 export const TENANT_PAUSED = 'TenantPaused';
 /** Sent by `tenant resume` to the tenant's running executions: a held one looks again at once. */
 export const TENANT_RESUMED_SIGNAL = 'tenantResumed';

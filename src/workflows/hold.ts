@@ -109,6 +109,25 @@ export class CallHold {
     this.callStartedAt = Date.now();
   }
 
+  /**
+   * The call's budget ran out at the server: the tenant's pause when it is paused now and was paused before the
+   * budget ended (the budget stops at a pause), null otherwise. A look that fails answers null: the dead letter
+   * then goes as it would have without the look.
+   */
+  async pausedBeforeBudgetEnd(): Promise<TenantHoldState | null> {
+    try {
+      const pause = await tenantPauseOf(this.tenant);
+      return pause && Date.parse(pause.pausedAt) < this.budgetEndsAt ? pause : null;
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      log.warn('the look at the tenant pause at the budget end failed; the call is dead-lettered', {
+        tenant: this.tenant,
+        error: err instanceof Error ? err.message : String(err),
+      });
+      return null;
+    }
+  }
+
   /** The tenant's pause now, by the worker's answer; `before` (still held) when the look failed. */
   private async look(before: TenantHoldState): Promise<TenantHoldState | null> {
     try {

@@ -19,6 +19,7 @@ import { CallHold, heldBy } from './hold';
 import {
   BREAKER_HEARTBEAT_MARGIN_MS,
   BUDGET_END_WAIT_PATCH,
+  BUDGET_SPENT_PAUSED_PATCH,
   DEAD_LETTER_QUEUE_PATCH,
   DEFAULT_DISPATCH_POLICY,
   type DispatchPolicy,
@@ -35,6 +36,7 @@ import {
   type PostRunHeadInput,
   RUNS_API_REJECTED,
   TENANT_HOLD_PATCH,
+  type TenantHeldDetails,
 } from '../contract/workflow';
 
 export type { DispatchInput, DispatchResult } from '../contract/workflow';
@@ -115,7 +117,7 @@ export async function dispatch(input: DispatchInput): Promise<DispatchResult> {
       return await call;
     } catch (err) {
       if (!(err instanceof ActivityFailure)) throw err;
-      const held = hold && heldBy(err);
+      const held = hold && (heldBy(err) ?? (await pausedWhenSpent(err, hold, policy)));
       if (held) {
         // A call scheduled again reads the input from the start event, as a large one always does.
         await hold.hold(held);
@@ -127,6 +129,22 @@ export async function dispatch(input: DispatchInput): Promise<DispatchResult> {
       return deadLettered(err, { policy, input: { tenant, dispatchKey, source }, budgetEndsAt, hold });
     }
   }
+}
+
+/**
+ * A call whose budget ran out at the server while its tenant was paused is held, not dead-lettered: the attempt
+ * that would have brought the pause back did not run in time (docs/design.md, "Pausing a tenant"). Executions
+ * recorded before the patch dead-letter it, and replay so.
+ */
+async function pausedWhenSpent(
+  err: ActivityFailure,
+  hold: CallHold,
+  policy: DispatchPolicy,
+): Promise<TenantHeldDetails | undefined> {
+  const ending = endingOf(err, policy, hold.attemptsBefore);
+  if (!ending.budgetSpent || !patched(BUDGET_SPENT_PAUSED_PATCH)) return undefined;
+  const pause = await hold.pausedBeforeBudgetEnd();
+  return pause ? { ...pause, attempt: ending.retryCount, httpStatus: ending.httpStatus } : undefined;
 }
 
 /**
