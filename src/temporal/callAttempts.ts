@@ -16,7 +16,7 @@ import {
   withAttempt,
   emptyHistory,
 } from '../contract/attempts';
-import { type PostRunFailureDetails, TENANT_PAUSED, holdableCall } from '../contract/workflow';
+import { type PostRunFailureDetails, holdableCall } from '../contract/workflow';
 
 type Failure = temporal.api.failure.v1.IFailure;
 type HistoryRequest = temporal.api.workflowservice.v1.IGetWorkflowExecutionHistoryReverseRequest;
@@ -60,7 +60,7 @@ const MAX_PAGES = 60;
 const PAGE_SIZE = 1_000;
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
-type ReadReverse = (req: HistoryRequest) => Promise<HistoryResponse>;
+export type ReadReverse = (req: HistoryRequest) => Promise<HistoryResponse>;
 
 /** The newest event that `is` accepts, reading pages newest first until one does; undefined when none does. */
 async function newestEvent(
@@ -79,7 +79,7 @@ async function newestEvent(
 }
 
 /** Hands events to `visit`, newest first, page by page, until it returns true or the history ends. */
-async function scanNewestFirst(
+export async function scanNewestFirst(
   getHistoryReverse: ReadReverse,
   namespace: string,
   workflowId: string,
@@ -100,7 +100,7 @@ async function scanNewestFirst(
   }
 }
 
-const failureOf = (e: HistoryEvent): Failure | null | undefined =>
+export const failureOf = (e: HistoryEvent): Failure | null | undefined =>
   e.activityTaskFailedEventAttributes?.failure ?? e.activityTaskTimedOutEventAttributes?.failure;
 
 /**
@@ -110,7 +110,7 @@ const failureOf = (e: HistoryEvent): Failure | null | undefined =>
  *
  * Read on while that history lacks attempts: fewer than `through` (the attempts made), or some without their outcome.
  * A call scheduled after a hold starts from the held failure's entries, and may not have them (a timeout in the
- * queue, a history it could not read); each older held failure is merged in, entries with an outcome winning, until
+ * queue, a history it could not read); each older call's failure is merged in, entries with an outcome winning, until
  * none is missing, or the call scheduled next says the calls before it made fewer attempts than the first one
  * missing (an attempt that timed out, or whose worker was lost, has no outcome anywhere).
  */
@@ -125,7 +125,9 @@ export async function lastCallHistory(
   let newest = true;
   await scanNewestFirst(getHistoryReverse, namespace, workflowId, runId, (e) => {
     const failure = failureOf(e);
-    if (failure && (newest || heldFailure(failure))) {
+    // Every failure older than the newest is a call's that was held (by a held failure, or after its budget ran
+    // out during a pause: contract/workflow.ts, BUDGET_SPENT_PAUSED_PATCH) and scheduled again.
+    if (failure) {
       history = newest ? historyOfFailure(failure) : mergedHistory(history, historyOfFailure(failure));
       newest = false;
       return firstMissing(history, through) === undefined;
@@ -145,9 +147,6 @@ function firstMissing(h: AttemptHistory | undefined, through: number): number | 
   const made = h ? attemptsMade(h) : 0;
   return through > made ? made + 1 : undefined;
 }
-
-const heldFailure = (f: Failure | null | undefined): boolean =>
-  f?.applicationFailureInfo?.type === TENANT_PAUSED;
 
 /** The failure the execution's last failed or timed-out call ended with (a held call's among them). */
 export async function lastCallFailure(

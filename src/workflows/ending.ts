@@ -27,6 +27,21 @@ const applicationDetails = (err: ActivityFailure): Details | undefined =>
   err.cause instanceof ApplicationFailure ? (err.cause.details?.[0] as Details | undefined) : undefined;
 
 /**
+ * The attempts a heartbeat's history lists (contract/attempts.ts, `attemptsMade`, which workflow code may not
+ * import): an attempt records its failure in a heartbeat before the failure reaches the server, so on a starved
+ * worker the timeout's cause can be the attempt before it.
+ */
+function attemptsListed(beat: unknown): number {
+  const h = beat as { attempts?: unknown; attempts_omitted?: unknown } | undefined;
+  if (!Array.isArray(h?.attempts)) return 0;
+  const numbers = h.attempts
+    .map((a) => (a as { attempt?: unknown } | null)?.attempt)
+    .filter((n): n is number => typeof n === 'number' && Number.isSafeInteger(n) && n > 0);
+  const omitted = typeof h.attempts_omitted === 'number' ? h.attempts_omitted : 0;
+  return Math.max(0, numbers.length + omitted, ...numbers);
+}
+
+/**
  * What the last attempt left when the call ended by a timeout: the failure of the attempt before it (the server
  * keeps it as the timeout's cause; the SDK does not decode it into `cause`) and its heartbeat, if it waited on
  * the breaker. A timed-out attempt that started (start-to-close, heartbeat) is itself one more attempt.
@@ -40,7 +55,11 @@ function afterTimeout(
   const failed = payload ? defaultPayloadConverter.fromPayload<Details>(payload) : undefined;
   const beat = timeout.lastHeartbeatDetails as Details | undefined;
   const ran = timeout.timeoutType === 'START_TO_CLOSE' || timeout.timeoutType === 'HEARTBEAT';
-  const attempt = Math.max(beat?.attempt ?? 0, (failed?.attempt ?? attemptsBefore) + (ran ? 1 : 0));
+  const attempt = Math.max(
+    beat?.attempt ?? 0,
+    attemptsListed(timeout.lastHeartbeatDetails),
+    (failed?.attempt ?? attemptsBefore) + (ran ? 1 : 0),
+  );
   const newest = (beat?.attempt ?? 0) >= (failed?.attempt ?? 0) ? beat : failed;
   return {
     message: ran || !before?.message ? timeout.message : before.message,

@@ -43,6 +43,11 @@ const { tenantPauseOf } = proxyLocalActivities<RelayActivities>({
   scheduleToCloseTimeout: '15s',
   retry: { initialInterval: '1s', maximumAttempts: 3 },
 });
+/**
+ * A pause's `at` is the clock of the host that wrote it, the budget's end the workflow's: a pause written this much
+ * after the end still holds a call whose budget the server ended (the server's end is later than the workflow's).
+ */
+const PAUSE_CLOCK_TOLERANCE_MS = 1_000;
 /** A call scheduled after a hold gets at least this long, however little of the budget the pause left. */
 const MIN_CALL_MS = 1_000;
 
@@ -117,7 +122,9 @@ export class CallHold {
   async pausedBeforeBudgetEnd(): Promise<TenantHoldState | null> {
     try {
       const pause = await tenantPauseOf(this.tenant);
-      return pause && Date.parse(pause.pausedAt) < this.budgetEndsAt ? pause : null;
+      return pause && Date.parse(pause.pausedAt) < this.budgetEndsAt + PAUSE_CLOCK_TOLERANCE_MS
+        ? pause
+        : null;
     } catch (err) {
       if (isCancellation(err)) throw err;
       log.warn('the look at the tenant pause at the budget end failed; the call is dead-lettered', {

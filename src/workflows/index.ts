@@ -143,6 +143,12 @@ async function pausedWhenSpent(
 ): Promise<TenantHeldDetails | undefined> {
   const ending = endingOf(err, policy, hold.attemptsBefore);
   if (!ending.budgetSpent || !patched(BUDGET_SPENT_PAUSED_PATCH)) return undefined;
+  // Every attempt the cap allows made: a call scheduled again would make one more.
+  if (policy.attemptCap && ending.retryCount >= policy.attemptCap) return undefined;
+  // Temporal gives up as soon as the next retry would start past the budget, which may be minutes before its end:
+  // a pause until then still stops the budget, so the look waits for the end (the dead letter would wait as long).
+  const leftMs = hold.budgetEndsAt + BUDGET_END_MARGIN_MS - Date.now();
+  if (leftMs > 0) await sleep(leftMs);
   const pause = await hold.pausedBeforeBudgetEnd();
   return pause ? { ...pause, attempt: ending.retryCount, httpStatus: ending.httpStatus } : undefined;
 }

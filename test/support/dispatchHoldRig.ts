@@ -127,6 +127,9 @@ export async function runDispatch(
   return { ...outcome, deadLetters, events: events ?? [] };
 }
 
+export const isHoldTimer = (e: Event): boolean =>
+  !!e.timerStartedEventAttributes && text(e.userMetadata?.summary?.data).includes('held:');
+
 /** Waits until the execution is held: its `nth` wait for the resume has started (within 20 s of the call). */
 export async function heldTimer(
   workflowId: string,
@@ -135,7 +138,8 @@ export async function heldTimer(
 ): Promise<temporal.api.history.v1.ITimerStartedEventAttributes> {
   for (const until = Date.now() + timeoutMs; Date.now() < until;) {
     const { events } = await env.client.workflow.getHandle(workflowId).fetchHistory();
-    const timer = events?.filter((e) => e.timerStartedEventAttributes)[nth - 1];
+    // A hold's wait says why in its summary; the dead letter's wait for the budget's end has none.
+    const timer = events?.filter(isHoldTimer)[nth - 1];
     if (timer) return timer.timerStartedEventAttributes!;
     await new Promise((r) => setTimeout(r, 100));
   }
