@@ -9,11 +9,13 @@ import { temporal } from '@temporalio/proto';
 import { workflowId } from '../contract';
 import {
   type AttemptEntry,
+  attemptsMade,
   emptyHistory,
   historyOfBeat,
   mergedHistory,
   throughAttempt,
 } from '../contract/attempts';
+import { heldAfterBudget } from '../temporal/budgetHold';
 import { completedCall, historyOfFailure, lastCallFailure, lastCallHistory } from '../temporal/callAttempts';
 import {
   type BreakerWaitDetails,
@@ -86,6 +88,29 @@ function heldDetails(failure: temporal.api.failure.v1.IFailure | undefined): Ten
   const payload = info?.details?.payloads?.[0];
   if (info?.type !== TENANT_PAUSED || !payload) return undefined;
   return defaultPayloadConverter.fromPayload<TenantHeldDetails>(payload);
+}
+
+/**
+ * A call held after its budget ran out during a pause (src/temporal/budgetHold.ts): the pause from the execution's
+ * newest look, the attempts and last status from the failure the call ended with.
+ */
+async function heldAfterBudgetOf(
+  client: Client,
+  namespace: string,
+  id: string,
+  runId: string,
+  last: temporal.api.failure.v1.IFailure | undefined,
+): Promise<TenantHeldDetails | undefined> {
+  const pause = await heldAfterBudget(
+    (req) => client.workflowService.getWorkflowExecutionHistoryReverse(req),
+    namespace,
+    id,
+    runId,
+  );
+  if (!pause) return undefined;
+  const history = historyOfFailure(last);
+  const newest = history?.attempts.at(-1);
+  return { ...pause, attempt: history ? attemptsMade(history) : 0, httpStatus: newest?.http_status ?? null };
 }
 
 export async function dispatchStatus(
@@ -212,7 +237,10 @@ export async function dispatchStatus(
       id,
       desc.runId,
     );
-    const heldBy = desc.status.name === 'RUNNING' ? heldDetails(last) : undefined;
+    const heldBy =
+      desc.status.name === 'RUNNING'
+        ? (heldDetails(last) ?? (await heldAfterBudgetOf(client, namespace, id, desc.runId, last)))
+        : undefined;
     if (heldBy) {
       status.held = { paused_since: heldBy.pausedAt, reason: heldBy.reason ?? null };
       status.attempt = heldBy.attempt;
