@@ -27,18 +27,20 @@ const applicationDetails = (err: ActivityFailure): Details | undefined =>
   err.cause instanceof ApplicationFailure ? (err.cause.details?.[0] as Details | undefined) : undefined;
 
 /**
- * The attempts a heartbeat's history lists (contract/attempts.ts, `attemptsMade`, which workflow code may not
- * import): an attempt records its failure in a heartbeat before the failure reaches the server, so on a starved
- * worker the timeout's cause can be the attempt before it.
+ * The attempts a heartbeat names (contract/attempts.ts, `attemptsMade` and `historyOfBeat`, which workflow code may
+ * not import): those its history lists, and the one beating (`current`: an attempt names itself as it sends). An
+ * attempt also records its failure in a heartbeat before the failure reaches the server, so on a starved worker, or
+ * one killed mid-call, the timeout's cause can be an attempt before the last one made.
  */
 function attemptsListed(beat: unknown): number {
-  const h = beat as { attempts?: unknown; attempts_omitted?: unknown } | undefined;
-  if (!Array.isArray(h?.attempts)) return 0;
-  const numbers = h.attempts
-    .map((a) => (a as { attempt?: unknown } | null)?.attempt)
-    .filter((n): n is number => typeof n === 'number' && Number.isSafeInteger(n) && n > 0);
-  const omitted = typeof h.attempts_omitted === 'number' ? h.attempts_omitted : 0;
-  return Math.max(0, numbers.length + omitted, ...numbers);
+  const h = beat as { attempts?: unknown; attempts_omitted?: unknown; current?: unknown } | undefined;
+  const number = (a: unknown) => (a as { attempt?: unknown } | null | undefined)?.attempt;
+  const listed = Array.isArray(h?.attempts) ? h.attempts.map(number) : [];
+  const numbers = [...listed, number(h?.current)].filter(
+    (n): n is number => typeof n === 'number' && Number.isSafeInteger(n) && n > 0,
+  );
+  const omitted = typeof h?.attempts_omitted === 'number' ? h.attempts_omitted : 0;
+  return Math.max(0, listed.length + omitted, ...numbers);
 }
 
 /**
