@@ -92,25 +92,23 @@ function heldDetails(failure: temporal.api.failure.v1.IFailure | undefined): Ten
 
 /**
  * A call held after its budget ran out during a pause (src/temporal/budgetHold.ts): the pause from the execution's
- * newest look, the attempts and last status from the failure the call ended with.
+ * newest look, the attempts and last status from the calls' failures.
  */
 async function heldAfterBudgetOf(
   client: Client,
   namespace: string,
   id: string,
   runId: string,
-  last: temporal.api.failure.v1.IFailure | undefined,
 ): Promise<TenantHeldDetails | undefined> {
-  const pause = await heldAfterBudget(
-    (req) => client.workflowService.getWorkflowExecutionHistoryReverse(req),
-    namespace,
-    id,
-    runId,
-  );
-  if (!pause) return undefined;
-  const history = historyOfFailure(last);
+  const read = (req: temporal.api.workflowservice.v1.IGetWorkflowExecutionHistoryReverseRequest) =>
+    client.workflowService.getWorkflowExecutionHistoryReverse(req);
+  const held = await heldAfterBudget(read, namespace, id, runId);
+  if (!held) return undefined;
+  // Read on through the calls before; the last call's id says how many they made (it may have made none itself).
+  const history = await lastCallHistory(read, namespace, id, runId, held.attemptsBefore);
+  const made = Math.max(history ? attemptsMade(history) : 0, held.attemptsBefore);
   const newest = history?.attempts.at(-1);
-  return { ...pause, attempt: history ? attemptsMade(history) : 0, httpStatus: newest?.http_status ?? null };
+  return { ...held.pause, attempt: made, httpStatus: newest?.http_status ?? null };
 }
 
 export async function dispatchStatus(
@@ -239,7 +237,7 @@ export async function dispatchStatus(
     );
     const heldBy =
       desc.status.name === 'RUNNING'
-        ? (heldDetails(last) ?? (await heldAfterBudgetOf(client, namespace, id, desc.runId, last)))
+        ? (heldDetails(last) ?? (await heldAfterBudgetOf(client, namespace, id, desc.runId)))
         : undefined;
     if (heldBy) {
       status.held = { paused_since: heldBy.pausedAt, reason: heldBy.reason ?? null };

@@ -5,12 +5,15 @@
  * again or a look found the tenant resumed, and never for a hold by a held failure (read from that failure) or a
  * dead letter.
  */
+import { defaultPayloadConverter } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
 import { TENANT_PAUSED } from '../../src/contract/workflow';
 import { heldAfterBudget } from '../../src/temporal/budgetHold';
 import { loadHistoryFixtures } from '../support/histories';
 
 type Event = temporal.api.history.v1.IHistoryEvent;
+
+const payloads = (value: unknown) => ({ payloads: [defaultPayloadConverter.toPayload(value)] });
 
 const fixtures = new Map(loadHistoryFixtures().map((f) => [f.name, f.history.events ?? []]));
 
@@ -40,7 +43,10 @@ const lookMarker = (e: Event) => e.markerRecordedEventAttributes?.markerName ===
 
 test('waiting after the budget ran out during a pause: held by the pause the look found', async () => {
   const held = await heldBy(cutAt('completed-after-budget-spent-hold', timerStarted));
-  expect(held).toEqual({ pausedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/), reason: 'migration' });
+  expect(held).toEqual({
+    pause: { pausedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/), reason: 'migration' },
+    attemptsBefore: 0,
+  });
 });
 
 test('a newest look that found the tenant resumed, or a call scheduled again: not held', async () => {
@@ -55,7 +61,7 @@ test("a second such hold, whose call's end has no patch marker after it (the pat
     cut.length - 1 - [...cut].reverse().findIndex((e) => e.activityTaskFailedEventAttributes);
   const withoutPatch = cut.filter((e, i) => i < lastFailure || !patchData(e));
   expect(withoutPatch).toHaveLength(cut.length - 1);
-  expect(await heldBy(withoutPatch)).toMatchObject({ reason: 'migration' });
+  expect(await heldBy(withoutPatch)).toMatchObject({ pause: { reason: 'migration' } });
 });
 
 test('looks after a call that ended held by a held failure: read from that failure, not here', async () => {
@@ -70,4 +76,32 @@ test('looks after a call that ended held by a held failure: read from that failu
 test('a hold by a held failure, or a budget spent with no pause: not this kind of hold', async () => {
   expect(await heldBy(cutAt('completed-after-hold', timerStarted))).toBeUndefined();
   expect(await heldBy(fixtures.get('failed-budget-spent')!)).toBeUndefined();
+});
+
+test('a look that failed has no answer: the look before it says the pause', async () => {
+  const cut = cutAt('completed-after-budget-spent-hold', timerStarted);
+  const failedLook: Event = {
+    markerRecordedEventAttributes: {
+      markerName: 'core_local_activity',
+      failure: { message: 'tenant pauses: a defect' },
+      details: { data: payloads({ activity_type: 'tenantPauseOf' }) },
+    },
+  };
+  expect(await heldBy([...cut, failedLook])).toMatchObject({ pause: { reason: 'migration' } });
+});
+
+test("a second call's hold counts the attempts its activity id says came before it", async () => {
+  const cut = cutAt('completed-after-budget-spent-hold', timerStarted);
+  const renamed = cut.map((e) =>
+    e.activityTaskScheduledEventAttributes
+      ? {
+          ...e,
+          activityTaskScheduledEventAttributes: {
+            ...e.activityTaskScheduledEventAttributes,
+            activityId: 'call-1-after-4',
+          },
+        }
+      : e,
+  );
+  expect(await heldBy(renamed)).toMatchObject({ attemptsBefore: 4 });
 });
