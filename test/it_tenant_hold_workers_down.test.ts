@@ -6,6 +6,7 @@
  * operator runs it.
  */
 import { topics } from '../src/contract';
+import { BUDGET_SPENT_PAUSED_PATCH } from '../src/contract/workflow';
 import { runCli } from './support/cli';
 import { readTopicToEnd } from './support/dlqTopic';
 import { type Harness, createHarness } from './support/relayHarness';
@@ -34,7 +35,6 @@ test('paused while every worker is down past the budget: held, not dead-lettered
   h.api.faultPolicy((key) => (key && failing.has(key) ? { kind: 'status', status: 503 } : undefined));
   await h.startIngester();
   const first = await h.startWorker('worker-1');
-  const startedAt = Date.now();
   for (const key of KEYS) await h.publish(h.dispatchValue(key), { topic: topics.dispatch(h.tenant) });
   await waitFor(() => KEYS.every((k) => h.api.requestsFor(k).length >= 1), {
     timeoutMs: 60_000,
@@ -45,7 +45,12 @@ test('paused while every worker is down past the budget: held, not dead-lettered
   await first.stop();
   await cli(['tenant', 'pause', h.tenant, '--reason', 'deploy']);
   const posts = KEYS.map((k) => h.api.requestsFor(k).length);
-  await new Promise((r) => setTimeout(r, Math.max(0, startedAt + BUDGET_MS + 3_000 - Date.now())));
+  // Down until the server has ended each call on its budget (which starts with the execution).
+  const handles = KEYS.map((k) => h.client.workflow.getHandle(h.wfId(k)));
+  const started = Math.max(
+    ...(await Promise.all(handles.map(async (x) => (await x.describe()).startTime.getTime()))),
+  );
+  await new Promise((r) => setTimeout(r, Math.max(0, started + BUDGET_MS + 3_000 - Date.now())));
 
   await h.startWorker('worker-2');
   for (const key of KEYS) {
@@ -62,6 +67,14 @@ test('paused while every worker is down past the budget: held, not dead-lettered
     expect(status.attempt).toBe(h.api.requestsFor(key).length);
   }
   expect(KEYS.map((k) => h.api.requestsFor(k).length)).toEqual(posts);
+  // Held by the look after the budget's end, not by an attempt that found the pause.
+  for (const x of handles) {
+    const events = (await x.fetchHistory()).events ?? [];
+    const patches = events
+      .map((e) => e.markerRecordedEventAttributes?.details?.['patch-data']?.payloads?.[0]?.data)
+      .map((d) => (d ? Buffer.from(d).toString('utf8') : ''));
+    expect(patches.some((p) => p.includes(BUDGET_SPENT_PAUSED_PATCH))).toBe(true);
+  }
 
   failing.clear();
   expect(await cli(['tenant', 'resume', h.tenant])).toContain(`woke ${KEYS.length} running dispatch(es)`);
