@@ -19,8 +19,10 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * A producer that is not the relay's: Apache Kafka's own Java client, run in single-file source mode against the
  * kafka-clients jar the local stack caches (it brings snappy-java, lz4-java and zstd-jni, the codecs a Java
  * producer really uses). Reads "codec TAB partition TAB key TAB value" lines from stdin; one producer per codec
- * (a batch has one codec), lingering so each codec's records travel as multi-record batches. Prints one JSON line
- * per codec with the producer's own compression-rate-avg, the evidence that the batches were compressed.
+ * (a batch has one codec). Batches close only on flush (a linger far longer than the sends take, a batch size far
+ * larger than the records), so each codec's records travel as one multi-record batch per partition however slowly
+ * the JVM sends them. Prints one JSON line per codec with the producer's own compression-rate-avg, the evidence
+ * that the batches were compressed.
  *
  * Usage: java -cp 'LIBS/*' JavaProducer.java BOOTSTRAP TOPIC < records.tsv
  */
@@ -42,7 +44,7 @@ public class JavaProducer {
       p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
       p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, e.getKey());
       p.put(ProducerConfig.ACKS_CONFIG, "all");
-      p.put(ProducerConfig.LINGER_MS_CONFIG, "200");
+      p.put(ProducerConfig.LINGER_MS_CONFIG, "60000");
       p.put(ProducerConfig.BATCH_SIZE_CONFIG, String.valueOf(1 << 20));
       p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
       p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
