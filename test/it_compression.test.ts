@@ -59,10 +59,12 @@ describe('compressed records of every Kafka codec', () => {
     const reports = await produceWithJava(testServices().kafkaBrokers.join(','), topic, records);
     // The producer's own account: every codec sent its records, and the compressed ones really are compressed.
     expect(reports.map((r) => [r.codec, r.sent])).toEqual(KAFKA_CODECS.map((c) => [c, 8]));
-    for (const r of reports) {
-      if (r.codec === 'none') expect(r.compressionRate).toBe(1);
-      else expect(r.compressionRate).toBeLessThan(0.2);
-    }
+    // Each codec's records travel as one batch per partition (JavaProducer.java), so the per-batch mean is stable.
+    // A failure names the codec.
+    const notCompressed = reports.filter((r) =>
+      r.codec === 'none' ? r.compressionRate !== 1 : !(r.compressionRate !== null && r.compressionRate < 0.2),
+    );
+    expect(notCompressed).toEqual([]);
 
     const keys = records.map((r) => r.key.slice(h.tenant.length + 1));
     await h.api.waitFor(

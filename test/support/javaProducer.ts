@@ -21,7 +21,7 @@ export interface JavaRecord {
 export interface CodecReport {
   codec: KafkaCodec;
   sent: number;
-  /** The Java producer's compression-rate-avg: compressed / uncompressed batch size (1 for none). */
+  /** The Java producer's compression-rate-avg: the mean over batches of compressed / uncompressed size (1 for none). */
   compressionRate: number | null;
 }
 
