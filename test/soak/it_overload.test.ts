@@ -4,12 +4,12 @@
  * dispatches, and in Kafka beyond them; never in the ingester), nothing is dropped, and the relay catches up once
  * the API is fast again.
  */
-import { peakRssMiB } from '../tools/bench/measure';
-import { RELAY_HEAP } from '../devstack/relayProcess';
-import { topics } from '../src/contract';
-import { metricValue } from './support/relay';
-import { type Harness, createHarness } from './support/relayHarness';
-import { waitFor } from './support/wait';
+import { peakRssMiB } from '../../tools/bench/measure';
+import { RELAY_HEAP } from '../../devstack/relayProcess';
+import { topics } from '../../src/contract';
+import { metricValue } from '../support/relay';
+import { type Harness, createHarness } from '../support/relayHarness';
+import { waitFor } from '../support/wait';
 
 const N = 5000;
 const SLOW_MS = 2000;
