@@ -13,6 +13,7 @@
  *   cannot be decoded, its partition is held (undecodable.ts) and the others consumed again.
  * - Stopping or replacing the consumer waits for its batches to commit what they finished, then disconnects.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { KafkaClient, KafkaConsumer } from '../kafka/port';
 import { ConfigError } from '../errors';
 import { KAFKA } from '../config/vars/kafka';
@@ -44,6 +45,8 @@ export class Ingester {
   private applyFailed = false; // applyTopics could not start a consumer for `subscribed`: the next listing tries
   private readonly ignoredTopics = new Set<string>();
   private closed = false;
+  /** Aborted by close(): ends a crash restart's backoff wait. */
+  private readonly closing = new AbortController();
   /** Its consumer, whether that has joined, its assignment and generation (membership.ts). */
   private readonly group = new GroupMembership();
   /** Why the ingester cannot consume at all yet (Kafka unreachable at start, consumer crashed). */
@@ -228,7 +231,8 @@ export class Ingester {
     this.crashRestarts++;
     this.problem = `consumer crashed (${err.name}: ${err.message}); restarting in ${delayMs} ms`;
     this.restarting = this.restarting
-      .then(() => new Promise((r) => setTimeout(r, delayMs)))
+      // A close ends the wait: a crash loop at its 30 s backoff must not hold a SIGTERM past its grace period.
+      .then(() => sleep(delayMs, undefined, { signal: this.closing.signal }).catch(() => undefined))
       .then(async () => {
         if (this.group.stopping) return;
         await this.stopConsumer();
@@ -278,6 +282,7 @@ export class Ingester {
     if (this.closed) return;
     this.closed = true;
     this.group.stopping = true;
+    this.closing.abort();
     if (this.watcher) clearInterval(this.watcher);
     this.monitor.stop();
     await this.restarting.catch(() => undefined);

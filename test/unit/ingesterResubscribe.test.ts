@@ -101,3 +101,18 @@ test('a close during the start loop ends it: no Kafka connection, watcher or mon
     watcher: false,
   });
 });
+
+test("a close during a crash restart's backoff ends the wait: SIGTERM is not held for up to 30 s", async () => {
+  const { kafka, seen, crashes } = kafkaWith(() => false);
+  const ing = ingester(kafka);
+  const p = ing as unknown as { applyTopics(t: string[]): Promise<void>; crashRestarts: number };
+  await p.applyTopics(TOPICS);
+  p.crashRestarts = 10; // a long crash loop: its next restart waits the 30 s ceiling
+  crashes[0]!({ payload: { error: new Error('an ACL revoked'), restart: false } });
+  const outcome = await Promise.race([
+    ing.close().then(() => 'closed'),
+    new Promise((r) => setTimeout(r, 5_000, 'still waiting')),
+  ]);
+  expect(outcome).toBe('closed');
+  expect(seen).toMatchObject({ runs: 1, disconnects: 1 }); // no restart after the close
+}, 40_000);
