@@ -109,10 +109,14 @@ test("a close during a crash restart's backoff ends the wait: SIGTERM is not hel
   await p.applyTopics(TOPICS);
   p.crashRestarts = 10; // a long crash loop: its next restart waits the 30 s ceiling
   crashes[0]!({ payload: { error: new Error('an ACL revoked'), restart: false } });
+  expect(ing.readinessDetail()).toMatch(/restarting in 30000 ms/);
+  await new Promise((r) => setTimeout(r, 100)); // the restart is in its wait, not about to start it
+  let timer: NodeJS.Timeout | undefined;
   const outcome = await Promise.race([
     ing.close().then(() => 'closed'),
-    new Promise((r) => setTimeout(r, 5_000, 'still waiting')),
+    new Promise((r) => (timer = setTimeout(r, 5_000, 'still waiting'))),
   ]);
+  clearTimeout(timer);
   expect(outcome).toBe('closed');
   expect(seen).toMatchObject({ runs: 1, disconnects: 1 }); // no restart after the close
 }, 40_000);
