@@ -7,6 +7,7 @@
 const { projects, testTimeout, verbose } = require('./jest.config.js');
 
 const integration = projects.find((p) => p.displayName === 'integration');
+if (!integration) throw new Error("jest.config.js has no 'integration' project for the soaks to run as");
 
 module.exports = {
   ...integration,
