@@ -172,8 +172,9 @@ export default tseslint.config(
     rules: { '@typescript-eslint/no-floating-promises': 'error' },
   },
   {
-    // scripts/ is CommonJS run by node before any build (npm test's preflight).
-    files: ['*.js', '*.mjs', 'scripts/**/*.js'],
+    // scripts/ is CommonJS run by node before any build (npm test's preflight); test/support/*.js is what the
+    // jest configs load before any transform.
+    files: ['*.js', '*.mjs', 'scripts/**/*.js', 'test/support/*.js'],
     languageOptions: {
       globals: { module: 'readonly', require: 'readonly', __dirname: 'readonly', process: 'readonly' },
     },

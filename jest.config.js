@@ -5,6 +5,8 @@
  * `#devstack/<module>` (package.json's `imports`), mapped to the source under devstack/ for the same reasons.
  * jest.cluster.config.js maps both the same way.
  */
+const { testWorkers } = require('./test/support/servicesChoice');
+
 const INTERNAL = {
   '^poimen-relay/internal/(.*)$': '<rootDir>/src/$1',
   '^#devstack/(.*)$': '<rootDir>/devstack/$1',
@@ -30,13 +32,16 @@ module.exports = {
       displayName: 'integration',
       roots: ['<rootDir>/test'],
       testMatch: ['<rootDir>/test/it_*.test.ts'],
+      // Each jest worker on a local stack of its own (test/support/workerStack.ts).
+      testEnvironment: '<rootDir>/test/support/stackEnvironment.ts',
       globalSetup: '<rootDir>/test/support/globalSetup.ts',
       globalTeardown: '<rootDir>/test/support/globalTeardown.ts',
     },
   ],
-  // One broker and one dev server on 2 cores: test files run one at a time so a fault test's broker restart
-  // never lands in a neighbour's middle.
-  maxWorkers: 1,
+  // One file per worker at a time, a worker per core; an integration file on its worker's own stack, so a fault
+  // test's broker restart never lands in a neighbour's middle. One worker where the services are a single set
+  // (test/support/servicesChoice.js).
+  maxWorkers: testWorkers(),
   testTimeout: 180000,
   verbose: true,
 };

@@ -1,15 +1,24 @@
 #!/usr/bin/env node
 'use strict';
 // CI's last resort when the dev stack's own `stack down` cannot run (dist-devstack/ missing after a failed build):
-// every daemon recorded in a pid file under the state folder (dev and cluster profiles) whose command line still
-// carries the pid file's marker is sent SIGTERM as a process group, then SIGKILL after 20 s. Plain Node, no build.
+// every daemon recorded in a pid file under the state folder (dev and cluster profiles, the test workers' stacks)
+// whose command line still carries the pid file's marker is sent SIGTERM as a process group, then SIGKILL after
+// 20 s. Plain Node, no build.
 const fs = require('node:fs');
 const path = require('node:path');
 const { setTimeout } = require('node:timers');
 
 const state = process.argv[2];
 if (!state) process.exit(0);
-const pidFiles = ['run', path.join('cluster', 'run')].flatMap((dir) => {
+// The dev profile, the cluster profile, and the integration tests' stacks of jest workers 2 and up.
+const workerStacks = (() => {
+  try {
+    return fs.readdirSync(path.join(state, 'test-stacks')).map((w) => path.join('test-stacks', w, 'run'));
+  } catch {
+    return [];
+  }
+})();
+const pidFiles = ['run', path.join('cluster', 'run'), ...workerStacks].flatMap((dir) => {
   try {
     return fs
       .readdirSync(path.join(state, dir))

@@ -1,26 +1,18 @@
 /**
- * Jest global setup for the integration project. Picks the real services the tests run on:
- *   1. KAFKA_BROKERS and TEMPORAL_ADDRESS set → use them as they are (mode "external");
- *   2. else a Docker engine answers → testcontainers (mode "testcontainers");
- *   3. else the project's own local stack (`npm run stack:up`), the path CI takes here (mode "local").
- * The choice reaches the test files through environment variables, which jest workers inherit.
+ * Jest global setup for the integration project. Brings up the services test/support/servicesChoice.js picks:
+ * KAFKA_BROKERS/TEMPORAL_ADDRESS as they are (mode "external"), testcontainers (mode "testcontainers"), or the
+ * project's own local stack (`npm run stack:up`, mode "local"), the path CI takes here. On the local stack this is
+ * worker 1's; every other jest worker starts its own (test/support/stackEnvironment.ts). The choice reaches the
+ * test files through environment variables, which jest workers inherit.
  */
-import { spawnSync } from 'node:child_process';
 import { loadStackConfig } from '../../devstack/config';
 import { consoleProgress } from '../../devstack/stack/progress';
 import { LocalStack } from '../../devstack/stack/stack';
 import { startContainers } from './containers';
-
-function dockerAnswers(): boolean {
-  const probe = spawnSync('docker', ['info', '--format', '{{.ServerVersion}}'], {
-    stdio: 'ignore',
-    timeout: 5000,
-  });
-  return probe.status === 0;
-}
+import { dockerAnswers, servicesGiven } from './servicesChoice';
 
 export default async function globalSetup(): Promise<void> {
-  if (process.env.KAFKA_BROKERS && process.env.TEMPORAL_ADDRESS) {
+  if (servicesGiven()) {
     process.env.POIMEN_TEST_STACK_MODE = 'external';
     process.stderr.write(
       `\n[tests] using KAFKA_BROKERS=${process.env.KAFKA_BROKERS} TEMPORAL_ADDRESS=${process.env.TEMPORAL_ADDRESS}\n`,

@@ -1,0 +1,37 @@
+'use strict';
+/**
+ * Which real services the integration project runs on, and so how many test files may run at once. Read by
+ * jest.config.js (its workers) before any worker starts, and by the global setup (test/support/globalSetup.ts):
+ *   1. KAFKA_BROKERS and TEMPORAL_ADDRESS set: those services, one set shared by every file;
+ *   2. else a Docker engine answers: testcontainers, one set too;
+ *   3. else the project's own local stack, one per jest worker (test/support/workerStack.ts).
+ * Plain JavaScript: jest.config.js loads it without a transform.
+ */
+const { spawnSync } = require('node:child_process');
+const os = require('node:os');
+
+/** At most this many workers, each with a stack of its own (a broker JVM and a dev server, ~1.5 GB together). */
+const MOST_STACKS = 4;
+
+function servicesGiven(env = process.env) {
+  return Boolean(env.KAFKA_BROKERS && env.TEMPORAL_ADDRESS);
+}
+
+function dockerAnswers() {
+  const probe = spawnSync('docker', ['info', '--format', '{{.ServerVersion}}'], {
+    stdio: 'ignore',
+    timeout: 5000,
+  });
+  return probe.status === 0;
+}
+
+/**
+ * jest's workers: one per core up to MOST_STACKS on local stacks; one where the services are a single set, so a
+ * fault test's restart never lands in a neighbour's middle.
+ */
+function testWorkers(env = process.env) {
+  if (servicesGiven(env) || dockerAnswers()) return 1;
+  return Math.max(1, Math.min(MOST_STACKS, os.availableParallelism()));
+}
+
+module.exports = { servicesGiven, dockerAnswers, testWorkers };
