@@ -72,6 +72,23 @@ function goTool(name: string, tool: { pkg: string; version: string }): string {
   return target;
 }
 
+/**
+ * Renames a finished `staging` folder to `target`, unless a neighbour (another jest worker) put its finished copy
+ * there first: that one is kept, never removed under a run validating against it. Only a target without
+ * `.complete`, a leftover of an interrupted run, is replaced.
+ */
+export function placeOnce(staging: string, target: string): void {
+  const complete = () => fs.existsSync(path.join(target, '.complete'));
+  try {
+    fs.renameSync(staging, target);
+  } catch (err) {
+    if (complete()) return;
+    if (!fs.existsSync(target)) throw err;
+    fs.rmSync(target, { recursive: true, force: true });
+    fs.renameSync(staging, target);
+  }
+}
+
 /** The strict schemas of Kubernetes `version` (e.g. 1.31.0), as kubeconform's local registry reads them. */
 function schemaDir(version: string): string {
   const root = path.join(cacheDir(), 'kubernetes-json-schema', `${SCHEMAS.pkg}-${SCHEMAS.version}`);
@@ -111,8 +128,7 @@ function schemaDir(version: string): string {
       );
     }
     fs.writeFileSync(path.join(staging, '.complete'), `${SCHEMAS.pkg}==${SCHEMAS.version}\n`);
-    fs.rmSync(target, { recursive: true, force: true });
-    fs.renameSync(staging, target);
+    placeOnce(staging, target);
   } finally {
     fs.rmSync(work, { recursive: true, force: true });
     fs.rmSync(staging, { recursive: true, force: true });
