@@ -11,15 +11,22 @@ import { LocalStack } from '../../devstack/stack/stack';
 import { startContainers } from './containers';
 import { dockerAnswers, servicesGiven } from './servicesChoice';
 
-export default async function globalSetup(): Promise<void> {
-  if (servicesGiven()) {
+export default async function globalSetup(globalConfig: { maxWorkers: number }): Promise<void> {
+  const mode = servicesGiven() ? 'external' : dockerAnswers() ? 'testcontainers' : 'local';
+  if (mode !== 'local' && globalConfig.maxWorkers > 1) {
+    // One set of services: a fault test's restart would land in a neighbour's middle.
+    throw new Error(
+      `the integration tests run one file at a time on ${mode} services: run with -w 1 (not -w ${globalConfig.maxWorkers})`,
+    );
+  }
+  if (mode === 'external') {
     process.env.POIMEN_TEST_STACK_MODE = 'external';
     process.stderr.write(
       `\n[tests] using KAFKA_BROKERS=${process.env.KAFKA_BROKERS} TEMPORAL_ADDRESS=${process.env.TEMPORAL_ADDRESS}\n`,
     );
     return;
   }
-  if (dockerAnswers()) {
+  if (mode === 'testcontainers') {
     const started = await startContainers();
     process.env.POIMEN_TEST_STACK_MODE = 'testcontainers';
     process.env.KAFKA_BROKERS = started.kafkaBrokers;

@@ -12,6 +12,8 @@ const os = require('node:os');
 
 /** At most this many workers, each with a stack of its own (a broker JVM and a dev server, ~1.5 GB together). */
 const MOST_STACKS = 4;
+/** Memory for each worker: its stack, its relays and its jest process (and a browser, in the Web UI test). */
+const BYTES_PER_WORKER = 3 * 1024 ** 3;
 
 function servicesGiven(env = process.env) {
   return Boolean(env.KAFKA_BROKERS && env.TEMPORAL_ADDRESS);
@@ -26,12 +28,13 @@ function dockerAnswers() {
 }
 
 /**
- * jest's workers: one per core up to MOST_STACKS on local stacks; one where the services are a single set, so a
- * fault test's restart never lands in a neighbour's middle.
+ * jest's workers: one per core on local stacks, up to MOST_STACKS and to what the memory holds; one where the
+ * services are a single set, so a fault test's restart never lands in a neighbour's middle.
  */
 function testWorkers(env = process.env) {
   if (servicesGiven(env) || dockerAnswers()) return 1;
-  return Math.max(1, Math.min(MOST_STACKS, os.availableParallelism()));
+  const byMemory = Math.floor(os.totalmem() / BYTES_PER_WORKER);
+  return Math.max(1, Math.min(MOST_STACKS, os.availableParallelism(), byMemory));
 }
 
 module.exports = { servicesGiven, dockerAnswers, testWorkers };

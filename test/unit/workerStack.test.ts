@@ -2,9 +2,11 @@
  * Each jest worker's local stack (test/support/workerStack.ts): its own state folder and ports, none shared with
  * worker 1's (the base stack) or another worker's, so files on two workers never meet on a broker or dev server.
  */
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { loadStackConfig } from '../../devstack/config';
-import { jestWorker, workerStack, workerStackEnv } from '../support/workerStack';
+import { jestWorker, workerStack, workerStackEnv, workerStacks } from '../support/workerStack';
 
 const BASE_ENV = { POIMEN_STATE_DIR: '/tmp/poimen-state', POIMEN_STACK_TEMPORAL_PORT: '7233' };
 const ports = (env: NodeJS.ProcessEnv) => {
@@ -41,6 +43,27 @@ describe('a jest worker’s stack', () => {
     const base = { ...BASE_ENV, POIMEN_STACK_KAFKA_PORT: '29592', POIMEN_STACK_TEMPORAL_UI_PORT: '30633' };
     const w2 = loadStackConfig({ ...base, ...workerStackEnv(loadStackConfig(base), 2) });
     expect([w2.kafkaPort, w2.temporalUiPort, w2.temporalMetricsPort]).toEqual([29602, 30643, 8244]);
+  });
+
+  test('a worker’s stack may take 3 min to start beside running files, or longer if the base may', () => {
+    const w2 = (env: NodeJS.ProcessEnv) =>
+      loadStackConfig({ ...env, ...workerStackEnv(loadStackConfig(env), 2) });
+    expect(w2(BASE_ENV).startTimeoutMs).toBe(180_000);
+    expect(w2({ ...BASE_ENV, POIMEN_STACK_START_TIMEOUT_MS: '400000' }).startTimeoutMs).toBe(400_000);
+  });
+
+  test('the teardown finds every worker stack with a folder, this run’s or an earlier one’s', () => {
+    const state = fs.mkdtempSync(path.join(os.tmpdir(), 'poimen-worker-stacks-'));
+    try {
+      for (const d of ['worker-2', 'worker-4', 'worker-1', 'notes']) {
+        fs.mkdirSync(path.join(state, 'test-stacks', d), { recursive: true });
+      }
+      const found = workerStacks({ POIMEN_STATE_DIR: state }).map((s) => s.stateDir);
+      expect(found.sort()).toEqual(['worker-2', 'worker-4'].map((d) => path.join(state, 'test-stacks', d)));
+      expect(workerStacks({ POIMEN_STATE_DIR: path.join(state, 'none') })).toEqual([]);
+    } finally {
+      fs.rmSync(state, { recursive: true, force: true });
+    }
   });
 
   test('the worker is JEST_WORKER_ID, 1 in band; a bad id is refused', () => {
