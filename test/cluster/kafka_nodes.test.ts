@@ -97,13 +97,19 @@ test('kill -9 the partition leader mid-stream, later the active controller: noth
   const leader = await partitionLeader(t.h, t.h.tenants[0]!);
   await midStream(s, () => stack.stopService(leader, 'SIGKILL'));
   await afterPublished(s, s.published() + 150);
+  // While a node comes back (its log recovery and catch-up take a minute or more) the stream goes on at 5/s:
+  // still mid-stream, without a backlog of every second the restart took to drain after it.
+  s.pace(5);
   await stack.startService(leader);
   await waitFullIsr(t.h);
+  s.pace(20);
 
   const controller = await stack.activeController();
   await midStream(s, () => stack.stopService(controller, 'SIGKILL'));
   await afterPublished(s, s.published() + 150);
-  await stack.startService(controller);
+  s.pace(5);
+  await midStream(s, () => stack.startService(controller));
+  s.pace(20);
   await afterPublished(s, s.published() + 100);
   const keys = await s.stop();
   const account = await expectExactlyOnce(t, keys);
@@ -161,15 +167,16 @@ test('dead letters written with acks=-1 survive the death of their partition lea
   await midStream(s, () => stack.stopService(dlqLeader, 'SIGKILL'));
   await afterPublished(s, s.published() + 80);
   const keys = await s.stop();
-  await stack.startService(dlqLeader);
-  await waitFullIsr(t.h);
-  // Every dispatch closed first: a dead-letter activity still retrying would add copies between the two reads.
-  await waitFor(
-    async () =>
-      (await t.h.client.workflow.count(`TaskQueue = "${t.h.taskQueue}" AND ExecutionStatus = "Running"`))
-        .count === 0,
-    { timeoutMs: 300_000, intervalMs: 1000, what: 'every dispatch closed' },
-  );
+  await Promise.all([
+    stack.startService(dlqLeader).then(() => waitFullIsr(t.h)),
+    // Every dispatch closed first: a dead-letter activity still retrying would add copies between the two reads.
+    waitFor(
+      async () =>
+        (await t.h.client.workflow.count(`TaskQueue = "${t.h.taskQueue}" AND ExecutionStatus = "Running"`))
+          .count === 0,
+      { timeoutMs: 300_000, intervalMs: 1000, what: 'every dispatch closed' },
+    ),
+  ]);
   const before = await readAllDlq(t.h, keys.length);
   // Then another node dies: every dead letter is still there to read (two copies were acknowledged each).
   const second = await partitionLeader(t.h, t.h.tenants[1]!, 0, 'dlq');
@@ -186,6 +193,5 @@ test('dead letters written with acks=-1 survive the death of their partition lea
     `[cluster] ${keys.length} dead letters, ${before.length - keys.length} written twice (at least once, contract §6)\n`,
   );
   expect(keys.filter((k) => t.h.api.runs.has(k))).toEqual([]);
-  await stack.startService(second);
-  await t.h.expectCommittedAtLogEnd(120_000);
+  await Promise.all([stack.startService(second), t.h.expectCommittedAtLogEnd(120_000)]);
 });

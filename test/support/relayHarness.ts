@@ -89,9 +89,11 @@ export async function createHarness(
   });
   const admin = kafka.admin();
   await admin.connect();
-  for (const t of tenants) {
-    await ensureTopics(admin, tenantTopicSpecs(t, { partitions: opts.partitions ?? 1 }));
-  }
+  // Every tenant's topics in one request: the cluster suite's 60 topics took one round trip (and leader wait) each.
+  await ensureTopics(
+    admin,
+    tenants.flatMap((t) => tenantTopicSpecs(t, { partitions: opts.partitions ?? 1 })),
+  );
   await admin.disconnect();
   const api = await RunsApiDouble.start(opts.api);
   const temporalAddress = opts.temporalAddress ?? services.temporalAddress;
