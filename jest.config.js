@@ -5,7 +5,7 @@
  * `#devstack/<module>` (package.json's `imports`), mapped to the source under devstack/ for the same reasons.
  * jest.cluster.config.js maps both the same way.
  */
-const { testWorkers } = require('./test/support/servicesChoice');
+const { ALONE, testWorkers } = require('./test/support/servicesChoice');
 
 const INTERNAL = {
   '^poimen-relay/internal/(.*)$': '<rootDir>/src/$1',
@@ -32,6 +32,8 @@ module.exports = {
       displayName: 'integration',
       roots: ['<rootDir>/test'],
       testMatch: ['<rootDir>/test/it_*.test.ts'],
+      // Those that need the machine to themselves run after, one at a time: jest.alone.config.js.
+      testPathIgnorePatterns: ['/node_modules/', ...ALONE.map((f) => `^${f.replaceAll('.', '\\.')}$`)],
       // Each jest worker on a local stack of its own (test/support/workerStack.ts).
       testEnvironment: '<rootDir>/test/support/stackEnvironment.ts',
       globalSetup: '<rootDir>/test/support/globalSetup.ts',
