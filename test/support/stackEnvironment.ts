@@ -26,11 +26,12 @@ export default class StackEnvironment extends TestEnvironment {
         [APPLIED]: String(worker),
       });
     }
-    this.stack = new LocalStack(loadStackConfig(process.env), consoleProgress(`tests worker ${worker}`));
+    const cfg = loadStackConfig(process.env);
+    this.stack = new LocalStack(cfg, consoleProgress(`tests worker ${worker}`));
     process.env.KAFKA_BROKERS = this.stack.services.kafka.address;
     process.env.TEMPORAL_ADDRESS = this.stack.services.temporal.address;
     // A Web UI URL given for the base stack is worker 1's; this worker's UI is its own stack's.
-    process.env.POIMEN_TEST_TEMPORAL_UI_URL = `http://127.0.0.1:${loadStackConfig(process.env).temporalUiPort}`;
+    process.env.POIMEN_TEST_TEMPORAL_UI_URL = `http://127.0.0.1:${cfg.temporalUiPort}`;
     // The sandbox's process.env is a copy, taken before the lines above.
     Object.assign(this.global.process.env, process.env);
   }
